@@ -1,0 +1,56 @@
+# The two commands of the README: `make run` and `make test`.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip
+RUN_STAMP := $(VENV)/.run-installed
+TEST_STAMP := $(VENV)/.test-installed
+SYSTEM_STAMP := $(VENV)/.system-installed
+
+.PHONY: run test lint typecheck unit install install-test system-deps eval bench clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install --quiet --upgrade pip
+
+$(RUN_STAMP): pyproject.toml | $(PY)
+	$(PIP) install --quiet -e .
+	touch $@
+
+# torch first: pip takes the CPU build that lies on this machine's disk.
+$(TEST_STAMP): pyproject.toml | $(PY)
+	$(PIP) install --quiet torch==2.13.0
+	$(PIP) install --quiet -e '.[dev,local]'
+	touch $(RUN_STAMP) $@
+
+# Debian packages the suite drives: headless Chromium for the console/viewer pages.
+$(SYSTEM_STAMP):
+	@if ! command -v chromium >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium >/dev/null; \
+	  else echo "chromium missing: browser tests will be skipped"; fi; fi
+	@command -v wrk >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && apt-get install -y -qq wrk >/dev/null || true; }
+	touch $@
+
+install: $(RUN_STAMP)
+install-test: $(TEST_STAMP) $(SYSTEM_STAMP)
+
+run: install
+	$(PY) -m engine run --config config/engine.yaml
+
+lint: install-test
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+typecheck: install-test
+	$(VENV)/bin/mypy
+
+unit: install-test
+	$(VENV)/bin/pytest -q
+
+test: lint typecheck unit
+
+eval: install-test
+	$(PY) ops/eval/locomo.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache

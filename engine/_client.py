@@ -1,0 +1,116 @@
+"""Calling functions by id: request/reply with a deadline, or fire-and-forget."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any, TypeVar, overload
+
+import nats.errors
+from nats.aio.client import Client as NATS
+
+from engine import _codec
+from engine._errors import FunctionError
+from engine._protocol import (
+    ERROR_CODE_HEADER,
+    ERROR_HEADER,
+    HDR_DEADLINE,
+    deadline_header,
+    subject_for,
+)
+from engine._state import State
+
+T = TypeVar("T")
+
+DEFAULT_TIMEOUT = 30.0
+
+
+class Client:
+    """What any process on the bus uses to reach functions and state."""
+
+    def __init__(self, nc: NATS) -> None:
+        self.nc = nc
+        self._js = nc.jetstream()
+        self._states: dict[str, State] = {}
+
+    @overload
+    async def call(
+        self, function_id: str, payload: Any = None, *, response: type[T],
+        timeout: float | None = None, headers: Mapping[str, str] | None = None,
+        deadline: float | None = None,
+    ) -> T: ...
+
+    @overload
+    async def call(
+        self, function_id: str, payload: Any = None, *, response: None = None,
+        timeout: float | None = None, headers: Mapping[str, str] | None = None,
+        deadline: float | None = None,
+    ) -> Any: ...
+
+    async def call(
+        self,
+        function_id: str,
+        payload: Any = None,
+        *,
+        response: Any = None,
+        timeout: float | None = None,
+        headers: Mapping[str, str] | None = None,
+        deadline: float | None = None,
+    ) -> Any:
+        """Call a function and wait for its reply.
+
+        `deadline` (epoch seconds) is the caller's own, inherited by nested calls; the
+        effective one is the earlier of it and now + `timeout`. Raises FunctionError: the
+        callee's own error, UNAVAILABLE when nothing serves the id, DEADLINE_EXCEEDED when
+        no reply came in time (both retryable).
+        """
+        now = time.time()
+        limit = now + (timeout if timeout is not None else DEFAULT_TIMEOUT)
+        if deadline is not None and deadline < limit:
+            limit = deadline
+        remaining = limit - now
+        if remaining <= 0:
+            raise FunctionError("DEADLINE_EXCEEDED", f"deadline passed before calling {function_id}")
+        hdrs = dict(headers) if headers else {}
+        hdrs[HDR_DEADLINE] = deadline_header(remaining, now)
+        try:
+            msg = await self.nc.request(
+                subject_for(function_id), _codec.encode(payload), timeout=remaining, headers=hdrs
+            )
+        except nats.errors.NoRespondersError:
+            raise FunctionError(
+                "UNAVAILABLE", f"no worker serves {function_id} right now", retryable=True
+            ) from None
+        except nats.errors.TimeoutError:
+            raise FunctionError(
+                "DEADLINE_EXCEEDED", f"{function_id} did not answer within {remaining:.3f}s"
+            ) from None
+        except (nats.errors.ConnectionClosedError, nats.errors.ConnectionDrainingError) as exc:
+            raise FunctionError(
+                "UNAVAILABLE", f"bus connection closed while calling {function_id}: {exc}",
+                retryable=True,
+            ) from None
+        rh = msg.headers
+        if rh and ERROR_CODE_HEADER in rh:
+            raise FunctionError.from_reply(rh.get(ERROR_CODE_HEADER), rh.get(ERROR_HEADER), msg.data)
+        if response is None:
+            return _codec.decode(msg.data, Any) if msg.data else None
+        try:
+            return _codec.decode(msg.data, response)
+        except Exception as exc:  # a reply that breaks the declared contract
+            raise FunctionError("INTERNAL", f"{function_id} replied with an invalid body: {exc}") from None
+
+    async def fire(
+        self, function_id: str, payload: Any = None, *, headers: Mapping[str, str] | None = None
+    ) -> None:
+        """Fire and forget: at-most-once, no reply. Use a queue trigger for durable work."""
+        await self.nc.publish(
+            subject_for(function_id), _codec.encode(payload), headers=dict(headers) if headers else None
+        )
+
+    async def state(self, bucket: str, **config: Any) -> State:
+        """A KV bucket, created on first use with `config` (history, ttl, replicas...)."""
+        st = self._states.get(bucket)
+        if st is None:
+            st = self._states[bucket] = await State.open(self._js, bucket, **config)
+        return st

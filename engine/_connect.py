@@ -1,0 +1,60 @@
+"""Joining the bus: one place that turns the engine's environment into a NATS connection."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+import nats
+from nats.aio.client import Client as NATS
+
+log = logging.getLogger("engine.connect")
+
+ENV_URL = "ENGINE_NATS_URL"
+ENV_CREDENTIALS = "ENGINE_NATS_CREDENTIALS"
+DEFAULT_URL = "nats://127.0.0.1:3115"
+
+
+def connect_options(
+    url: str | None = None, credentials: str | None = None, name: str | None = None
+) -> dict[str, Any]:
+    """Options for nats.connect: `credentials` is our 0600 JSON user/password file or a
+    NATS `.creds` file; reconnects forever so a restarted server is picked up again."""
+    opts: dict[str, Any] = {
+        "servers": [u.strip() for u in (url or os.environ.get(ENV_URL) or DEFAULT_URL).split(",")],
+        "name": name or os.environ.get("ENGINE_WORKER_NAME", "engine-client"),
+        "max_reconnect_attempts": -1,
+        "reconnect_time_wait": 0.2,
+        "connect_timeout": 2,
+        "allow_reconnect": True,
+    }
+    creds = credentials or os.environ.get(ENV_CREDENTIALS)
+    if creds:
+        path = Path(creds)
+        if path.suffix == ".creds":
+            opts["user_credentials"] = str(path)
+        else:
+            data = json.loads(path.read_text())
+            opts["user"] = data["user"]
+            opts["password"] = data["password"]
+
+    async def _err(e: Exception) -> None:
+        log.debug("nats: %s", e)
+
+    async def _disc() -> None:
+        log.info("nats: disconnected, reconnecting")
+
+    opts["error_cb"] = _err
+    opts["disconnected_cb"] = _disc
+    return opts
+
+
+async def connect(
+    url: str | None = None, credentials: str | None = None, name: str | None = None, **extra: Any
+) -> NATS:
+    opts = connect_options(url, credentials, name)
+    opts.update(extra)
+    return await nats.connect(**opts)

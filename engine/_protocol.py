@@ -1,0 +1,56 @@
+"""Wire conventions shared by callers and workers (see docs/PROTOCOL.md)."""
+
+from __future__ import annotations
+
+import re
+import time
+
+from nats.micro.request import ERROR_CODE_HEADER, ERROR_HEADER
+
+__all__ = [
+    "ERROR_CODE_HEADER",
+    "ERROR_HEADER",
+    "HDR_DEADLINE",
+    "HDR_IDEMPOTENCY",
+    "HDR_TRACEPARENT",
+    "SUBJECT_PREFIX",
+    "deadline_header",
+    "parse_deadline",
+    "subject_for",
+    "validate_function_id",
+]
+
+SUBJECT_PREFIX = "fn."
+# Absolute deadline, Unix epoch milliseconds: survives queueing, unlike a relative timeout.
+HDR_DEADLINE = "Engine-Deadline"
+HDR_TRACEPARENT = "traceparent"
+HDR_IDEMPOTENCY = "Idempotency-Key"
+
+_ID_RE = re.compile(r"^[a-z0-9][a-z0-9_-]*(::[a-z0-9][a-z0-9_-]*)+$")
+
+
+def validate_function_id(function_id: str) -> str:
+    if not _ID_RE.match(function_id):
+        raise ValueError(
+            f"function id {function_id!r} must look like 'domain::verb' "
+            "(lowercase letters, digits, '_' or '-', parts joined by '::')"
+        )
+    return function_id
+
+
+def subject_for(function_id: str) -> str:
+    return SUBJECT_PREFIX + function_id.replace("::", ".")
+
+
+def deadline_header(timeout: float, now: float | None = None) -> str:
+    return str(int(((now if now is not None else time.time()) + timeout) * 1000))
+
+
+def parse_deadline(value: str | None) -> float | None:
+    """Epoch seconds, or None when absent or unreadable."""
+    if not value:
+        return None
+    try:
+        return int(value) / 1000.0
+    except ValueError:
+        return None

@@ -1,0 +1,55 @@
+"""Running a worker as a process: event loop, bus connection, signals, orderly exit."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import sys
+from typing import TYPE_CHECKING
+
+from engine._connect import connect
+
+if TYPE_CHECKING:
+    from engine._worker import Worker
+
+
+def install_uvloop() -> None:
+    try:
+        import uvloop
+
+        uvloop.install()
+    except ImportError:  # pragma: no cover - optional on some platforms
+        pass
+
+
+def setup_logging() -> None:
+    level = os.environ.get("ENGINE_LOG_LEVEL", "INFO").upper()
+    logging.basicConfig(
+        level=level, stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+
+
+async def serve(worker: Worker, stop: asyncio.Event | None = None) -> None:
+    nc = await connect(name=worker.name)
+    stop = stop or asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await worker.start(nc)
+    # The supervisor reads this line to know the worker is serving.
+    print(f"ENGINE_WORKER_READY {worker.name} {os.getpid()}", file=sys.stderr, flush=True)
+    await stop.wait()
+    await worker.drain()
+    try:
+        await asyncio.wait_for(nc.drain(), timeout=10)
+    except Exception:
+        await nc.close()
+
+
+def run_worker(worker: Worker) -> None:
+    setup_logging()
+    install_uvloop()
+    asyncio.run(serve(worker))

@@ -1,0 +1,275 @@
+"""A worker: a process that serves named functions on the bus as a NATS micro service."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import time
+import typing
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+from nats.aio.client import Client as NATS
+from nats.micro import add_service
+from nats.micro.request import Request
+from nats.micro.service import Service
+
+from engine import _codec
+from engine._client import Client
+from engine._context import Context
+from engine._errors import FunctionError
+from engine._protocol import (
+    ERROR_CODE_HEADER,
+    ERROR_HEADER,
+    HDR_DEADLINE,
+    parse_deadline,
+    subject_for,
+    validate_function_id,
+)
+
+log = logging.getLogger("engine.worker")
+
+Handler = Callable[[Any, Context], Awaitable[Any]]
+Hook = Callable[[Client], Awaitable[None]]
+
+_FIELD_RE = re.compile(r"at `\$\.?([^`]*)`")
+_MISSING_RE = re.compile(r"missing required field `([^`]+)`")
+
+
+@dataclass
+class FunctionSpec:
+    id: str
+    handler: Handler
+    request: Any
+    response: Any
+    description: str = ""
+    timeout: float = 30.0
+    """Longest a call may run when the caller sent no earlier deadline."""
+
+    def schemas(self) -> dict[str, str]:
+        out: dict[str, str] = {"function_id": self.id, "description": self.description}
+        for key, tp in (("request_schema", self.request), ("response_schema", self.response)):
+            if tp not in (Any, bytes, None):
+                try:
+                    out[key] = msgspec.json.encode(msgspec.json.schema(tp)).decode()
+                except (TypeError, ValueError):
+                    pass
+        return out
+
+
+@dataclass
+class _Stats:
+    errors: int = 0
+    last_error: str = ""
+    busy_ns: int = 0
+
+
+@dataclass
+class Worker:
+    """Declare functions with `@worker.function(id)`, then `worker.run()` in a process."""
+
+    name: str
+    version: str = "0.1.0"
+    description: str = ""
+    functions: dict[str, FunctionSpec] = field(default_factory=dict)
+    drain_timeout: float = 25.0
+
+    def __post_init__(self) -> None:
+        self._start_hooks: list[Hook] = []
+        self._stop_hooks: list[Hook] = []
+        self._inflight: set[asyncio.Task[None]] = set()
+        self._service: Service | None = None
+        self._client: Client | None = None
+        self._subs: list[Any] = []
+        self._stats: dict[str, _Stats] = {}
+        self._endpoints: dict[str, Any] = {}
+        self._draining = False
+
+    # ---- declaration -------------------------------------------------------------
+    def function(
+        self,
+        function_id: str,
+        *,
+        description: str = "",
+        timeout: float = 30.0,
+        request: Any = None,
+        response: Any = None,
+    ) -> Callable[[Handler], Handler]:
+        """Register `async def handler(req, ctx) -> resp`; types come from its annotations."""
+        validate_function_id(function_id)
+
+        def deco(fn: Handler) -> Handler:
+            hints = typing.get_type_hints(fn)
+            params = [k for k in hints if k != "return"]
+            req_t = request if request is not None else (hints[params[0]] if params else Any)
+            resp_t = response if response is not None else hints.get("return", Any)
+            if function_id in self.functions:
+                raise ValueError(f"function {function_id} registered twice in worker {self.name}")
+            self.functions[function_id] = FunctionSpec(
+                function_id, fn, req_t, resp_t, description or (fn.__doc__ or "").strip(), timeout
+            )
+            return fn
+
+        return deco
+
+    def on_start(self, fn: Hook) -> Hook:
+        self._start_hooks.append(fn)
+        return fn
+
+    def on_stop(self, fn: Hook) -> Hook:
+        self._stop_hooks.append(fn)
+        return fn
+
+    # ---- lifecycle ---------------------------------------------------------------
+    @property
+    def client(self) -> Client:
+        if self._client is None:
+            raise RuntimeError(f"worker {self.name} is not started")
+        return self._client
+
+    async def start(self, nc: NATS) -> None:
+        self._client = Client(nc)
+        for hook in self._start_hooks:
+            await hook(self._client)
+        svc = await add_service(
+            nc, name=_endpoint_name(self.name), version=self.version,
+            description=self.description or self.name,
+            metadata={"worker": self.name},
+        )
+        self._service = svc
+        for spec in self.functions.values():
+            self._stats[spec.id] = _Stats()
+            await svc.add_endpoint(
+                name=_endpoint_name(spec.id), subject=subject_for(spec.id), queue_group=spec.id,
+                handler=self._dispatcher(spec), metadata=spec.schemas(),
+            )
+        # The micro endpoints count requests; errors and busy time are ours to record
+        # because our calls finish in their own tasks, after the endpoint callback returned.
+        self._endpoints = {spec.id: ep for spec, ep in zip(self.functions.values(), svc._endpoints, strict=True)}
+        self._subs = [ep._subscription for ep in svc._endpoints]
+        await nc.flush()
+        log.info("worker %s serving %s", self.name, ", ".join(self.functions) or "no functions")
+
+    async def drain(self) -> None:
+        """Stop taking calls, finish the ones in flight, then run the stop hooks."""
+        if self._draining:
+            return
+        self._draining = True
+        for sub in self._subs:
+            try:
+                await sub.drain()
+            except Exception:  # already closed
+                pass
+        if self._inflight:
+            _done, pending = await asyncio.wait(set(self._inflight), timeout=self.drain_timeout)
+            for t in pending:
+                t.cancel()
+        if self._client is not None:
+            for hook in self._stop_hooks:
+                try:
+                    await hook(self._client)
+                except Exception:
+                    log.exception("stop hook of %s failed", self.name)
+
+    def run(self) -> None:
+        """Process entry point: connect from the environment, serve until SIGTERM/SIGINT."""
+        from engine._runtime import run_worker
+
+        run_worker(self)
+
+    # ---- serving -----------------------------------------------------------------
+    def _dispatcher(self, spec: FunctionSpec) -> Callable[[Request], Awaitable[None]]:
+        # The micro endpoint awaits this per message in order; spawning a task lets calls
+        # run concurrently while the subscription keeps reading.
+        loop = asyncio.get_running_loop()
+        inflight = self._inflight
+
+        async def dispatch(req: Request) -> None:
+            task = loop.create_task(self._execute(spec, req))
+            inflight.add(task)
+            task.add_done_callback(inflight.discard)
+
+        return dispatch
+
+    async def _execute(self, spec: FunctionSpec, req: Request) -> None:
+        started = time.perf_counter_ns()
+        msg = req._msg
+        headers = msg.headers or {}
+        now = time.time()
+        limit = now + spec.timeout
+        caller_deadline = parse_deadline(headers.get(HDR_DEADLINE))
+        if caller_deadline is not None and caller_deadline < limit:
+            limit = caller_deadline
+        try:
+            if limit <= now:
+                raise FunctionError("DEADLINE_EXCEEDED", f"{spec.id}: deadline passed before it ran")
+            payload = _decode_request(msg.data, spec.request)
+            ctx = Context(self.client, spec.id, headers, limit, self.name)
+            loop = asyncio.get_running_loop()
+            try:
+                async with asyncio.timeout_at(loop.time() + (limit - now)):
+                    result = await spec.handler(payload, ctx)
+            except TimeoutError:
+                raise FunctionError(
+                    "DEADLINE_EXCEEDED", f"{spec.id} did not finish before its deadline"
+                ) from None
+            if msg.reply:
+                await msg._client.publish(msg.reply, _codec.encode(result))
+        except FunctionError as err:
+            await self._reply_error(spec, msg, err)
+        except Exception as exc:
+            log.exception("function %s failed", spec.id)
+            err = FunctionError("INTERNAL", f"{spec.id} failed: {type(exc).__name__}")
+            await self._reply_error(spec, msg, err)
+        finally:
+            elapsed = time.perf_counter_ns() - started
+            self._stats[spec.id].busy_ns += elapsed
+            ep = self._endpoints.get(spec.id)
+            if ep is not None:
+                ep._processing_time += elapsed
+                ep._average_processing_time = ep._processing_time // max(ep._num_requests, 1)
+
+    async def _reply_error(self, spec: FunctionSpec, msg: Any, err: FunctionError) -> None:
+        st = self._stats[spec.id]
+        st.errors += 1
+        st.last_error = f"{err.code}: {err.message}"
+        ep = self._endpoints.get(spec.id)
+        if ep is not None:
+            ep._num_errors += 1
+            ep._last_error = st.last_error
+        if not msg.reply:
+            log.warning("fire-and-forget call of %s failed: %r", spec.id, err)
+            return
+        try:
+            await msg._client.publish(
+                msg.reply, err.encode(),
+                headers={ERROR_CODE_HEADER: str(err.status), ERROR_HEADER: err.message[:256]},
+            )
+        except Exception:
+            log.warning("could not reply to %s (connection closing)", spec.id)
+
+    def stats(self) -> dict[str, dict[str, Any]]:
+        return {k: {"errors": v.errors, "last_error": v.last_error, "busy_ns": v.busy_ns}
+                for k, v in self._stats.items()}
+
+
+def _endpoint_name(function_id: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_-]", "-", function_id.replace("::", "-"))
+
+
+def _decode_request(data: bytes, type_: Any) -> Any:
+    try:
+        return _codec.decode(data, type_)
+    except msgspec.ValidationError as exc:
+        text = str(exc)
+        m = _MISSING_RE.search(text)
+        at = _FIELD_RE.search(text)
+        field_name = m.group(1) if m else None
+        if at and at.group(1):
+            field_name = f"{at.group(1)}.{field_name}" if field_name else at.group(1)
+        raise FunctionError("BAD_REQUEST", f"invalid request: {text}", field=field_name) from None
+    except msgspec.DecodeError as exc:
+        raise FunctionError("BAD_REQUEST", f"request body is not valid JSON: {exc}") from None
