@@ -35,15 +35,25 @@ class Client:
 
     @overload
     async def call(
-        self, function_id: str, payload: Any = None, *, response: type[T],
-        timeout: float | None = None, headers: Mapping[str, str] | None = None,
+        self,
+        function_id: str,
+        payload: Any = None,
+        *,
+        response: type[T],
+        timeout: float | None = None,
+        headers: Mapping[str, str] | None = None,
         deadline: float | None = None,
     ) -> T: ...
 
     @overload
     async def call(
-        self, function_id: str, payload: Any = None, *, response: None = None,
-        timeout: float | None = None, headers: Mapping[str, str] | None = None,
+        self,
+        function_id: str,
+        payload: Any = None,
+        *,
+        response: None = None,
+        timeout: float | None = None,
+        headers: Mapping[str, str] | None = None,
         deadline: float | None = None,
     ) -> Any: ...
 
@@ -70,7 +80,9 @@ class Client:
             limit = deadline
         remaining = limit - now
         if remaining <= 0:
-            raise FunctionError("DEADLINE_EXCEEDED", f"deadline passed before calling {function_id}")
+            raise FunctionError(
+                "DEADLINE_EXCEEDED", f"deadline passed before calling {function_id}"
+            )
         hdrs = dict(headers) if headers else {}
         hdrs[HDR_DEADLINE] = deadline_header(remaining, now)
         try:
@@ -87,25 +99,32 @@ class Client:
             ) from None
         except (nats.errors.ConnectionClosedError, nats.errors.ConnectionDrainingError) as exc:
             raise FunctionError(
-                "UNAVAILABLE", f"bus connection closed while calling {function_id}: {exc}",
+                "UNAVAILABLE",
+                f"bus connection closed while calling {function_id}: {exc}",
                 retryable=True,
             ) from None
         rh = msg.headers
         if rh and ERROR_CODE_HEADER in rh:
-            raise FunctionError.from_reply(rh.get(ERROR_CODE_HEADER), rh.get(ERROR_HEADER), msg.data)
+            raise FunctionError.from_reply(
+                rh.get(ERROR_CODE_HEADER), rh.get(ERROR_HEADER), msg.data
+            )
         if response is None:
             return _codec.decode(msg.data, Any) if msg.data else None
         try:
             return _codec.decode(msg.data, response)
         except Exception as exc:  # a reply that breaks the declared contract
-            raise FunctionError("INTERNAL", f"{function_id} replied with an invalid body: {exc}") from None
+            raise FunctionError(
+                "INTERNAL", f"{function_id} replied with an invalid body: {exc}"
+            ) from None
 
     async def fire(
         self, function_id: str, payload: Any = None, *, headers: Mapping[str, str] | None = None
     ) -> None:
         """Fire and forget: at-most-once, no reply. Use a queue trigger for durable work."""
         await self.nc.publish(
-            subject_for(function_id), _codec.encode(payload), headers=dict(headers) if headers else None
+            subject_for(function_id),
+            _codec.encode(payload),
+            headers=dict(headers) if headers else None,
         )
 
     async def state(self, bucket: str, **config: Any) -> State:

@@ -47,8 +47,12 @@ class Context:
     ) -> Any:
         """A nested call; it can never outlive this call's own deadline."""
         return await self.client.call(
-            function_id, payload, response=response, timeout=timeout,
-            deadline=self.deadline, headers=self._propagated(),
+            function_id,
+            payload,
+            response=response,
+            timeout=timeout,
+            deadline=self.deadline,
+            headers=self._propagated(),
         )
 
     async def fire(self, function_id: str, payload: Any = None) -> None:

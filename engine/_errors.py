@@ -75,7 +75,10 @@ class FunctionError(Exception):
         try:
             body = msgspec.json.decode(data, type=ErrorEnvelope).error
             return cls(
-                body.code, body.message, retryable=body.retryable, field=body.field,
+                body.code,
+                body.message,
+                retryable=body.retryable,
+                field=body.field,
                 status=_int(status),
             )
         except (msgspec.DecodeError, msgspec.ValidationError):

@@ -112,7 +112,8 @@ class NatsServer:
         write_private(conf, self._config())  # holds the bus password: never on argv
         self.proc = subprocess.Popen(
             [server_binary(), "-c", str(conf)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
             start_new_session=True,  # a Ctrl-C on the terminal goes to the supervisor only
         )
         ready = threading.Event()
@@ -125,13 +126,15 @@ class NatsServer:
                 raise NatsServerError(_explain(lines, self))
             if time.monotonic() > deadline:
                 self.stop()
-                raise NatsServerError("nats-server did not become ready in time:\n" + "".join(lines[-20:]))
+                raise NatsServerError(
+                    "nats-server did not become ready in time:\n" + "".join(lines[-20:])
+                )
             ready.wait(0.02)
         return self
 
     def _pump(self, ready: threading.Event, lines: list[str]) -> None:
         assert self.proc is not None and self.proc.stderr is not None
-        log = open(self.log_file, "a") if self.log_file else None  # noqa: SIM115
+        log = open(self.log_file, "a") if self.log_file else None
         try:
             for raw in self.proc.stderr:
                 line = raw.decode(errors="replace")
@@ -176,6 +179,8 @@ def _explain(lines: list[str], srv: NatsServer) -> str:
         m = re.search(r":(\d+): bind: address already in use", text)
         if m:
             port = int(m.group(1))
-        return f"port {port} on {srv.host} is already in use (nats-server could not listen); " \
-               f"stop what holds it or choose another port with --port/--instance"
+        return (
+            f"port {port} on {srv.host} is already in use (nats-server could not listen); "
+            f"stop what holds it or choose another port with --port/--instance"
+        )
     return "nats-server exited during start:\n" + text

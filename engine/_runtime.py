@@ -27,7 +27,8 @@ def install_uvloop() -> None:
 def setup_logging() -> None:
     level = os.environ.get("ENGINE_LOG_LEVEL", "INFO").upper()
     logging.basicConfig(
-        level=level, stream=sys.stderr,
+        level=level,
+        stream=sys.stderr,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
 

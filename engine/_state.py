@@ -39,7 +39,8 @@ class Change(msgspec.Struct):
 class CasConflict(FunctionError):
     def __init__(self, bucket: str, key: str) -> None:
         super().__init__(
-            "CONFLICT", f"{bucket}/{key} changed concurrently; retry with the new revision",
+            "CONFLICT",
+            f"{bucket}/{key} changed concurrently; retry with the new revision",
             retryable=True,
         )
 
@@ -67,7 +68,10 @@ class State:
             kv = await js.key_value(bucket)
         except nats.js.errors.BucketNotFoundError:
             cfg = KeyValueConfig(
-                bucket=bucket, history=history, ttl=ttl, replicas=replicas,
+                bucket=bucket,
+                history=history,
+                ttl=ttl,
+                replicas=replicas,
                 max_bytes=max_bytes if max_bytes is not None else -1,
                 storage=StorageType.FILE if storage == "file" else StorageType.MEMORY,
             )

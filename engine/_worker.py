@@ -29,6 +29,7 @@ from engine._protocol import (
     subject_for,
     validate_function_id,
 )
+from engine._triggers import TRIGGERS_BUCKET, TriggerSpec, trigger_spec
 
 log = logging.getLogger("engine.worker")
 
@@ -87,6 +88,7 @@ class Worker:
         self._stats: dict[str, _Stats] = {}
         self._endpoints: dict[str, Any] = {}
         self._draining = False
+        self.triggers: list[TriggerSpec] = []
 
     # ---- declaration -------------------------------------------------------------
     def function(
@@ -115,6 +117,14 @@ class Worker:
 
         return deco
 
+    def trigger(self, kind: str, function_id: str, **config: Any) -> TriggerSpec:
+        """Bind an event source to a function, e.g. `worker.trigger("http", "mem::observe",
+        method="POST", path="/agentmemory/observe")`. Stored in KV when the worker starts."""
+        spec = trigger_spec(kind, function_id, **config)
+        spec.worker = self.name
+        self.triggers.append(spec)
+        return spec
+
     def on_start(self, fn: Hook) -> Hook:
         self._start_hooks.append(fn)
         return fn
@@ -135,7 +145,9 @@ class Worker:
         for hook in self._start_hooks:
             await hook(self._client)
         svc = await add_service(
-            nc, name=_endpoint_name(self.name), version=self.version,
+            nc,
+            name=_endpoint_name(self.name),
+            version=self.version,
             description=self.description or self.name,
             metadata={"worker": self.name},
         )
@@ -143,13 +155,22 @@ class Worker:
         for spec in self.functions.values():
             self._stats[spec.id] = _Stats()
             await svc.add_endpoint(
-                name=_endpoint_name(spec.id), subject=subject_for(spec.id), queue_group=spec.id,
-                handler=self._dispatcher(spec), metadata=spec.schemas(),
+                name=_endpoint_name(spec.id),
+                subject=subject_for(spec.id),
+                queue_group=spec.id,
+                handler=self._dispatcher(spec),
+                metadata=spec.schemas(),
             )
         # The micro endpoints count requests; errors and busy time are ours to record
         # because our calls finish in their own tasks, after the endpoint callback returned.
-        self._endpoints = {spec.id: ep for spec, ep in zip(self.functions.values(), svc._endpoints, strict=True)}
+        self._endpoints = {
+            spec.id: ep for spec, ep in zip(self.functions.values(), svc._endpoints, strict=True)
+        }
         self._subs = [ep._subscription for ep in svc._endpoints]
+        if self.triggers:
+            store = await self._client.state(TRIGGERS_BUCKET, history=5)
+            for t in self.triggers:
+                await store.put(t.key, t)
         await nc.flush()
         log.info("worker %s serving %s", self.name, ", ".join(self.functions) or "no functions")
 
@@ -205,7 +226,9 @@ class Worker:
             limit = caller_deadline
         try:
             if limit <= now:
-                raise FunctionError("DEADLINE_EXCEEDED", f"{spec.id}: deadline passed before it ran")
+                raise FunctionError(
+                    "DEADLINE_EXCEEDED", f"{spec.id}: deadline passed before it ran"
+                )
             payload = _decode_request(msg.data, spec.request)
             ctx = Context(self.client, spec.id, headers, limit, self.name)
             loop = asyncio.get_running_loop()
@@ -245,15 +268,18 @@ class Worker:
             return
         try:
             await msg._client.publish(
-                msg.reply, err.encode(),
+                msg.reply,
+                err.encode(),
                 headers={ERROR_CODE_HEADER: str(err.status), ERROR_HEADER: err.message[:256]},
             )
         except Exception:
             log.warning("could not reply to %s (connection closing)", spec.id)
 
     def stats(self) -> dict[str, dict[str, Any]]:
-        return {k: {"errors": v.errors, "last_error": v.last_error, "busy_ns": v.busy_ns}
-                for k, v in self._stats.items()}
+        return {
+            k: {"errors": v.errors, "last_error": v.last_error, "busy_ns": v.busy_ns}
+            for k, v in self._stats.items()
+        }
 
 
 def _endpoint_name(function_id: str) -> str:

@@ -40,11 +40,16 @@ async def client(nats_server: NatsServer) -> AsyncIterator[Client]:
 def spawn(nats_server: NatsServer) -> Iterator[object]:
     procs: list[subprocess.Popen[bytes]] = []
 
-    def start(module: str, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+    def start(
+        module: str, *args: str, env: dict[str, str] | None = None
+    ) -> subprocess.Popen[bytes]:
         e = dict(os.environ, ENGINE_NATS_URL=nats_server.url, PYTHONPATH=str(ROOT))
         e.update(env or {})
         p = subprocess.Popen(
-            [sys.executable, "-m", module, *args], env=e, cwd=ROOT, stderr=subprocess.PIPE,
+            [sys.executable, "-m", module, *args],
+            env=e,
+            cwd=ROOT,
+            stderr=subprocess.PIPE,
         )
         assert p.stderr is not None
         for raw in p.stderr:  # wait until it serves

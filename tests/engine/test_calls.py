@@ -50,7 +50,11 @@ async def test_error_crosses_the_bus_with_code_field_and_retryable(client: Clien
         )
     err = ei.value
     assert (err.code, err.message, err.field, err.retryable, err.status) == (
-        "CONFLICT", "busy", "key", True, 409,
+        "CONFLICT",
+        "busy",
+        "key",
+        True,
+        409,
     )
 
 
@@ -65,7 +69,9 @@ async def test_invalid_request_is_a_bad_request_naming_the_field(client: Client,
 
 async def test_micro_error_headers_are_set(client: Client, spawn) -> None:
     spawn("workers.example")
-    msg = await client.nc.request("fn.example.fail", b'{"code":"NOT_FOUND","message":"nope"}', timeout=5)
+    msg = await client.nc.request(
+        "fn.example.fail", b'{"code":"NOT_FOUND","message":"nope"}', timeout=5
+    )
     assert msg.headers is not None
     assert msg.headers["Nats-Service-Error-Code"] == "404"
     assert msg.headers["Nats-Service-Error"] == "nope"
@@ -80,7 +86,9 @@ async def test_deadline_exceeded_is_reported_by_the_server_side(client: Client, 
     import time
 
     msg = await client.nc.request(
-        "fn.example.sleep", b'{"seconds": 3}', timeout=5,
+        "fn.example.sleep",
+        b'{"seconds": 3}',
+        timeout=5,
         headers={"Engine-Deadline": str(int((time.time() + 0.3) * 1000))},
     )
     assert loop.time() - t0 < 2

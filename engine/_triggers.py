@@ -1,0 +1,75 @@
+"""Trigger declarations: a binding of an event source to a function, stored durably in KV.
+
+Workers declare triggers when they start (and config/engine.yaml may declare more); the
+trigger workers (triggers/) watch the bucket and apply changes live.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any, Literal
+
+import msgspec
+
+from engine._protocol import validate_function_id
+
+TRIGGERS_BUCKET = "engine_triggers"
+
+TriggerKind = Literal["http", "cron", "queue", "subscribe", "stream", "state"]
+KINDS: tuple[str, ...] = ("http", "cron", "queue", "subscribe", "stream", "state")
+
+
+class TriggerSpec(msgspec.Struct, omit_defaults=True, kw_only=True):
+    kind: TriggerKind
+    function_id: str
+    config: dict[str, Any] = msgspec.field(default_factory=dict)
+    id: str = ""
+    """Stable identity; derived from kind, function and config when left empty."""
+    worker: str = ""
+
+    def __post_init__(self) -> None:
+        validate_function_id(self.function_id)
+        if not self.id:
+            digest = hashlib.sha256(
+                msgspec.json.encode([self.kind, self.function_id, self.config], order="sorted")
+            ).hexdigest()[:16]
+            self.id = digest
+
+    @property
+    def key(self) -> str:
+        return f"{self.kind}.{self.id}"
+
+
+class HttpRequest(msgspec.Struct, omit_defaults=True, kw_only=True):
+    """What an `http` trigger hands its function."""
+
+    method: str
+    path: str
+    path_params: dict[str, str] = msgspec.field(default_factory=dict)
+    query: dict[str, str] = msgspec.field(default_factory=dict)
+    headers: dict[str, str] = msgspec.field(default_factory=dict)
+    """Lower-cased names. Authorization is removed once the trigger has checked it."""
+    body: msgspec.Raw | None = None
+    """The JSON body as raw bytes, already checked to be valid JSON by the trigger."""
+
+    def json(self, type: Any = Any) -> Any:
+        if self.body is None:
+            return msgspec.json.decode(b"{}", type=type)
+        return msgspec.json.decode(self.body, type=type)
+
+
+class HttpResponse(msgspec.Struct, omit_defaults=True, kw_only=True):
+    """What the function returns to the `http` trigger."""
+
+    status: int = 200
+    headers: dict[str, str] = msgspec.field(default_factory=dict)
+    body: Any = None
+    """Encoded as JSON unless `content_type` says otherwise (then a str)."""
+    content_type: str = "application/json"
+
+
+def trigger_spec(kind: str, function_id: str, **config: Any) -> TriggerSpec:
+    if kind not in KINDS:
+        raise ValueError(f"unknown trigger kind {kind!r}; expected one of {', '.join(KINDS)}")
+    tid = str(config.pop("id", ""))
+    return TriggerSpec(kind=kind, function_id=function_id, config=config, id=tid)  # type: ignore[arg-type]
