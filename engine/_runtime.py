@@ -40,14 +40,30 @@ async def serve(worker: Worker, stop: asyncio.Event | None = None) -> None:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     await worker.start(nc)
-    # The supervisor reads this line to know the worker is serving.
-    print(f"ENGINE_WORKER_READY {worker.name} {os.getpid()}", file=sys.stderr, flush=True)
+    # The supervisor reads this line to know the worker is serving, and what it serves.
+    fns = ",".join(worker.functions)
+    print(f"ENGINE_WORKER_READY {worker.name} {os.getpid()} {fns}", file=sys.stderr, flush=True)
+    watchdog = loop.create_task(_exit_with_supervisor(stop))
     await stop.wait()
+    watchdog.cancel()
     await worker.drain()
     try:
         await asyncio.wait_for(nc.drain(), timeout=10)
     except Exception:
         await nc.close()
+
+
+async def _exit_with_supervisor(stop: asyncio.Event) -> None:
+    # Workers run in their own session (so Ctrl-C reaches only the supervisor); if the
+    # supervisor dies without stopping us, we drain and exit rather than linger.
+    sup = int(os.environ.get("ENGINE_SUPERVISOR_PID", "0") or 0)
+    if not sup:
+        return
+    while True:
+        await asyncio.sleep(1.0)
+        if os.getppid() != sup:
+            stop.set()
+            return
 
 
 def run_worker(worker: Worker) -> None:

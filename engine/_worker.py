@@ -245,8 +245,8 @@ class Worker:
             await self._reply_error(spec, msg, err)
         except Exception as exc:
             log.exception("function %s failed", spec.id)
-            err = FunctionError("INTERNAL", f"{spec.id} failed: {type(exc).__name__}")
-            await self._reply_error(spec, msg, err)
+            internal = FunctionError("INTERNAL", f"{spec.id} failed: {type(exc).__name__}")
+            await self._reply_error(spec, msg, internal)
         finally:
             elapsed = time.perf_counter_ns() - started
             self._stats[spec.id].busy_ns += elapsed

@@ -1,0 +1,151 @@
+"""`python -m engine run|stop|status`: the supervisor's command line."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import signal
+import sys
+import time
+
+from engine._config import ConfigError, load_config
+from engine._instance import Instance, InstanceBusy
+from engine._runtime import install_uvloop, setup_logging
+
+
+def _instance(
+    args: argparse.Namespace,
+    cfg_instance: int = 0,
+    cfg_port: int | None = None,
+    cfg_dir: str | None = None,
+) -> Instance:
+    number = args.instance if args.instance is not None else cfg_instance
+    return Instance.resolve(number, args.data_dir or cfg_dir, args.port or cfg_port)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from engine._paths import load_settings
+    from engine._supervisor import StartError, Supervisor
+
+    load_settings()
+    try:
+        cfg = load_config(args.config)
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    inst = _instance(args, cfg.instance, cfg.port, cfg.data_dir)
+
+    async def main() -> int:
+        sup = Supervisor(cfg, inst, echo_logs=not args.quiet)
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, sup.stop_requested.set)
+        try:
+            await sup.start()
+        except (StartError, InstanceBusy) as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+        p = inst.ports
+        fns = sorted({f for w in sup.workers for f in w.functions})
+        print(
+            f"engine ready: instance {inst.number}, data {inst.data_dir}, NATS {sup.url}, "
+            f"REST :{p.rest}, streams :{p.streams}, viewer :{p.viewer}, console :{p.console}; "
+            f"{len(sup.workers)} worker process(es), {len(fns)} functions",
+            file=sys.stderr,
+            flush=True,
+        )
+        await sup.run_until_stopped()
+        return 0
+
+    setup_logging()
+    install_uvloop()
+    return asyncio.run(main())
+
+
+def cmd_stop(args: argparse.Namespace) -> int:
+    inst = _instance(args)
+    pid = inst.running_pid()
+    if pid is None:
+        print(f"engine instance {inst.number} is not running (data dir {inst.data_dir})")
+        return 0
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + args.timeout
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            print(f"engine instance {inst.number} stopped")
+            return 0
+        time.sleep(0.1)
+    print(f"engine (pid {pid}) still running after {args.timeout:.0f}s", file=sys.stderr)
+    return 1
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from engine._client import Client
+    from engine._connect import connect
+    from engine._errors import FunctionError
+    from engine._supervisor import status_json
+
+    inst = _instance(args)
+    info = inst.read_pidfile()
+    if inst.running_pid() is None or not info:
+        out = {"running": False, "instance": inst.number, "data_dir": str(inst.data_dir)}
+        print(json.dumps(out) if args.json else f"engine instance {inst.number} is not running")
+        return 1
+
+    async def fetch() -> dict[str, object]:
+        creds = str(inst.credentials) if inst.credentials.exists() else None
+        nc = await connect(
+            info.get("nats_url"), creds, name="engine-status", max_reconnect_attempts=1
+        )
+        try:
+            from engine._supervisor import EngineStatus
+
+            st = await Client(nc).call("engine::status", None, response=EngineStatus, timeout=5)
+            return {"running": True, **status_json(st)}
+        finally:
+            await nc.close()
+
+    try:
+        out = asyncio.run(fetch())
+    except (FunctionError, OSError) as exc:
+        print(
+            f"engine is running (pid {info.get('pid')}) but did not answer: {exc}", file=sys.stderr
+        )
+        return 1
+    if args.json:
+        print(json.dumps(out))
+    else:
+        print(f"engine instance {out['instance']} pid {out['pid']} nats {out['nats_url']}")
+        for w in out["workers"]:  # type: ignore[attr-defined]
+            print(
+                f"  {w['name']}.{w['replica']:<3} {w['state']:<9} pid={w['pid']} "
+                f"restarts={w['restarts']} functions={','.join(w['functions'])}"
+            )
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m engine", description=__doc__)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    for name in ("run", "stop", "status"):
+        p = sub.add_parser(name)
+        p.add_argument("--data-dir", default=None)
+        p.add_argument("--instance", type=int, default=None)
+        p.add_argument("--port", type=int, default=None, help="anchor of the port block")
+        if name == "run":
+            p.add_argument("--config", default="config/engine.yaml")
+            p.add_argument("--quiet", action="store_true", help="do not echo worker logs")
+        if name == "stop":
+            p.add_argument("--timeout", type=float, default=60.0)
+        if name == "status":
+            p.add_argument("--json", action="store_true")
+    args = ap.parse_args(argv)
+    return {"run": cmd_run, "stop": cmd_stop, "status": cmd_status}[args.cmd](args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,150 @@
+"""The engine's configuration file (config/engine.yaml), typed."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any, Literal
+
+import msgspec
+import yaml
+
+
+class RestartPolicy(msgspec.Struct, forbid_unknown_fields=True):
+    policy: Literal["always", "on-failure", "never"] = "always"
+    backoff_initial: float = 0.5
+    """Seconds before the first restart; doubles after each crash."""
+    backoff_max: float = 30.0
+    reset_after: float = 10.0
+    """A worker that stayed up this long starts again from backoff_initial."""
+
+
+class WorkerConfig(msgspec.Struct, forbid_unknown_fields=True):
+    name: str
+    module: str | None = None
+    """Python module run as `python -m <module>` with this interpreter."""
+    command: list[str] | None = None
+    """Or any command; `{python}` is replaced by this interpreter."""
+    replicas: int = 1
+    env: dict[str, str] = msgspec.field(default_factory=dict)
+    depends_on: list[str] = msgspec.field(default_factory=list)
+    restart: RestartPolicy = msgspec.field(default_factory=RestartPolicy)
+    ready_timeout: float = 30.0
+    enabled: bool = True
+
+    def argv(self) -> list[str]:
+        if self.command:
+            return [sys.executable if c == "{python}" else c for c in self.command]
+        if self.module:
+            return [sys.executable, "-m", self.module]
+        raise ValueError(f"worker {self.name}: set either 'module' or 'command'")
+
+
+class BucketConfig(msgspec.Struct, forbid_unknown_fields=True):
+    name: str
+    history: int = 1
+    ttl: float | None = None
+    max_bytes: int | None = None
+
+
+class StreamConfig(msgspec.Struct, forbid_unknown_fields=True):
+    name: str
+    subjects: list[str]
+    retention: Literal["limits", "workqueue", "interest"] = "limits"
+    max_age: float | None = None
+    """Seconds."""
+    max_bytes: int | None = None
+    max_msgs: int | None = None
+    allow_msg_schedules: bool = False
+
+
+class NatsConfig(msgspec.Struct, forbid_unknown_fields=True):
+    url: str | None = None
+    """An external NATS (cluster) instead of the embedded server."""
+    credentials: str | None = None
+    """For an external URL: a NATS .creds file, or a JSON file with user and password."""
+    replicas: int = 1
+    """JetStream replicas for buckets and streams the engine creates (3 on a cluster)."""
+    max_file_store: str = "10G"
+    max_memory_store: str = "512M"
+
+
+class TriggerConfig(msgspec.Struct, forbid_unknown_fields=True):
+    kind: str
+    function_id: str
+    config: dict[str, Any] = msgspec.field(default_factory=dict)
+    id: str = ""
+
+
+class EngineConfig(msgspec.Struct, forbid_unknown_fields=True):
+    instance: int = 0
+    data_dir: str | None = None
+    port: int | None = None
+    """Anchor of the port block (REST); default 3111."""
+    nats: NatsConfig = msgspec.field(default_factory=NatsConfig)
+    buckets: list[BucketConfig] = msgspec.field(default_factory=list)
+    streams: list[StreamConfig] = msgspec.field(default_factory=list)
+    workers: list[WorkerConfig] = msgspec.field(default_factory=list)
+    triggers: list[TriggerConfig] = msgspec.field(default_factory=list)
+    env: dict[str, str] = msgspec.field(default_factory=dict)
+    """Environment given to every worker."""
+    stop_timeout: float = 30.0
+
+
+class ConfigError(ValueError):
+    pass
+
+
+def load_config(path: str | os.PathLike[str] | None) -> EngineConfig:
+    if path is None:
+        return EngineConfig()
+    p = Path(path)
+    try:
+        raw = yaml.safe_load(p.read_text()) or {}
+    except FileNotFoundError:
+        raise ConfigError(f"config file {p} not found") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"config file {p} is not valid YAML: {exc}") from None
+    try:
+        cfg = msgspec.convert(raw, EngineConfig)
+    except msgspec.ValidationError as exc:
+        raise ConfigError(f"config file {p}: {exc}") from None
+    check(cfg)
+    return cfg
+
+
+def check(cfg: EngineConfig) -> None:
+    names = [w.name for w in cfg.workers]
+    dup = {n for n in names if names.count(n) > 1}
+    if dup:
+        raise ConfigError(f"worker names must be unique: {', '.join(sorted(dup))}")
+    for w in cfg.workers:
+        if not (w.module or w.command):
+            raise ConfigError(f"worker {w.name}: set either 'module' or 'command'")
+        for d in w.depends_on:
+            if d not in names:
+                raise ConfigError(f"worker {w.name} depends on unknown worker {d!r}")
+    start_order(cfg.workers)
+
+
+def start_order(workers: list[WorkerConfig]) -> list[WorkerConfig]:
+    """Dependencies first; a cycle is a config error."""
+    by_name = {w.name: w for w in workers}
+    order: list[WorkerConfig] = []
+    state: dict[str, int] = {}
+
+    def visit(name: str, path: list[str]) -> None:
+        if state.get(name) == 2:
+            return
+        if state.get(name) == 1:
+            raise ConfigError("worker dependency cycle: " + " -> ".join([*path, name]))
+        state[name] = 1
+        for dep in by_name[name].depends_on:
+            visit(dep, [*path, name])
+        state[name] = 2
+        order.append(by_name[name])
+
+    for w in workers:
+        visit(w.name, [])
+    return order

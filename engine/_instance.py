@@ -1,0 +1,105 @@
+"""One engine instance on this machine: its data dir, lock and pidfile."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from engine._paths import Ports, default_data_dir
+
+
+class InstanceBusy(RuntimeError):
+    pass
+
+
+@dataclass
+class Instance:
+    number: int
+    data_dir: Path
+    ports: Ports
+
+    @classmethod
+    def resolve(
+        cls,
+        instance: int = 0,
+        data_dir: str | os.PathLike[str] | None = None,
+        port: int | None = None,
+    ) -> Instance:
+        dd = Path(data_dir).expanduser() if data_dir else default_data_dir(instance)
+        return cls(instance, dd.resolve(), Ports.for_instance(instance, port))
+
+    @property
+    def pidfile(self) -> Path:
+        return self.data_dir / "engine.pid"
+
+    @property
+    def lockfile(self) -> Path:
+        return self.data_dir / "engine.lock"
+
+    @property
+    def credentials(self) -> Path:
+        return self.data_dir / "nats" / "credentials.json"
+
+    @property
+    def logs(self) -> Path:
+        return self.data_dir / "logs"
+
+    def read_pidfile(self) -> dict[str, Any] | None:
+        try:
+            data: dict[str, Any] = json.loads(self.pidfile.read_text())
+            return data
+        except (FileNotFoundError, ValueError):
+            return None
+
+    def running_pid(self) -> int | None:
+        info = self.read_pidfile()
+        if not info:
+            return None
+        pid = int(info.get("pid", 0))
+        try:
+            os.kill(pid, 0)
+        except (ProcessLookupError, PermissionError):
+            return None
+        return pid
+
+
+class InstanceLock:
+    """An exclusive flock held for the life of the supervisor; the OS frees it on crash."""
+
+    def __init__(self, inst: Instance) -> None:
+        self.inst = inst
+        self._fh: IO[str] | None = None
+
+    def acquire(self, info: dict[str, Any]) -> None:
+        self.inst.data_dir.mkdir(parents=True, exist_ok=True)
+        os.chmod(self.inst.data_dir, 0o700)
+        fh = open(self.inst.lockfile, "a+")
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            fh.close()
+            prev = self.inst.read_pidfile() or {}
+            raise InstanceBusy(
+                f"engine instance {self.inst.number} is already running "
+                f"(pid {prev.get('pid', '?')}, data dir {self.inst.data_dir}); "
+                f"stop it with `python -m engine stop --instance {self.inst.number}` "
+                f"or start another with --instance N"
+            ) from None
+        self._fh = fh
+        tmp = self.inst.pidfile.with_suffix(".tmp")
+        tmp.write_text(json.dumps(info))
+        os.replace(tmp, self.inst.pidfile)
+
+    def release(self) -> None:
+        if self._fh is None:
+            return
+        try:
+            self.inst.pidfile.unlink(missing_ok=True)
+        finally:
+            fcntl.flock(self._fh, fcntl.LOCK_UN)
+            self._fh.close()
+            self._fh = None

@@ -1,0 +1,445 @@
+"""The engine process: embedded nats-server, provisioning, and supervised worker processes."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import signal
+import socket
+import sys
+import time
+from pathlib import Path
+from typing import Any, Literal
+
+import msgspec
+from nats.aio.client import Client as NATS
+from nats.js.api import RetentionPolicy, StreamConfig
+
+from engine._client import Client
+from engine._config import EngineConfig, WorkerConfig, start_order
+from engine._connect import ENV_CREDENTIALS, ENV_URL, connect
+from engine._context import Context
+from engine._instance import Instance, InstanceLock
+from engine._nats_server import NatsServer, NatsServerError, ensure_credentials
+from engine._triggers import TRIGGERS_BUCKET, TriggerSpec
+from engine._worker import Worker
+
+log = logging.getLogger("engine.supervisor")
+
+READY_MARK = "ENGINE_WORKER_READY"
+WorkerStateName = Literal["starting", "running", "backoff", "stopping", "stopped", "failed"]
+
+
+class StartError(RuntimeError):
+    """The engine cannot start; the message says what to do."""
+
+
+class WorkerStatus(msgspec.Struct):
+    name: str
+    replica: int
+    state: WorkerStateName
+    pid: int | None
+    restarts: int
+    functions: list[str]
+    started_at: float | None
+    last_exit: int | None
+
+
+class EngineStatus(msgspec.Struct):
+    instance: int
+    pid: int
+    data_dir: str
+    nats_url: str
+    embedded_nats: bool
+    ports: dict[str, int]
+    started_at: float
+    workers: list[WorkerStatus]
+
+
+class ManagedWorker:
+    """One replica of a configured worker, restarted with exponential backoff."""
+
+    def __init__(
+        self, cfg: WorkerConfig, replica: int, env: dict[str, str], log_dir: Path, echo: bool
+    ) -> None:
+        self.cfg = cfg
+        self.replica = replica
+        self.env = env
+        self.log_path = log_dir / f"{cfg.name}.{replica}.log"
+        self.echo = echo
+        self.proc: asyncio.subprocess.Process | None = None
+        self.state: WorkerStateName = "starting"
+        self.restarts = 0
+        self.functions: list[str] = []
+        self.started_at: float | None = None
+        self.last_exit: int | None = None
+        self.ready = asyncio.Event()
+        self._stopping = False
+        self._wake = asyncio.Event()
+        self.task: asyncio.Task[None] | None = None
+
+    @property
+    def label(self) -> str:
+        return f"{self.cfg.name}.{self.replica}"
+
+    def status(self) -> WorkerStatus:
+        pid = self.proc.pid if self.proc and self.proc.returncode is None else None
+        return WorkerStatus(
+            self.cfg.name,
+            self.replica,
+            self.state,
+            pid,
+            self.restarts,
+            self.functions,
+            self.started_at,
+            self.last_exit,
+        )
+
+    async def _spawn(self) -> None:
+        self.state = "starting"
+        self.ready.clear()
+        self.functions = []
+        self.proc = await asyncio.create_subprocess_exec(
+            *self.cfg.argv(),
+            env=self.env,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.PIPE,
+            start_new_session=True,  # Ctrl-C reaches the supervisor, which stops workers in order
+        )
+        self.started_at = time.time()
+        asyncio.get_running_loop().create_task(self._pump(self.proc))
+
+    async def _pump(self, proc: asyncio.subprocess.Process) -> None:
+        assert proc.stderr is not None
+        with open(self.log_path, "ab") as out:  # noqa: ASYNC230 - local append-only log
+            async for raw in proc.stderr:
+                out.write(raw)
+                out.flush()
+                line = raw.decode(errors="replace").rstrip()
+                if line.startswith(READY_MARK):
+                    parts = line.split()
+                    self.functions = parts[3].split(",") if len(parts) > 3 and parts[3] else []
+                    self.state = "running"
+                    self.ready.set()
+                elif self.echo:
+                    print(f"[{self.label}] {line}", file=sys.stderr, flush=True)
+
+    async def supervise(self) -> None:
+        policy = self.cfg.restart
+        backoff = policy.backoff_initial
+        while not self._stopping:
+            t0 = time.monotonic()
+            await self._spawn()
+            assert self.proc is not None
+            try:
+                await asyncio.wait_for(self._until_ready_or_exit(), self.cfg.ready_timeout)
+            except TimeoutError:
+                log.error(
+                    "%s not ready after %.0fs; killing it", self.label, self.cfg.ready_timeout
+                )
+                self.proc.kill()
+            rc = await self.proc.wait()
+            self.last_exit = rc
+            if self._stopping:
+                break
+            up = time.monotonic() - t0
+            if up >= policy.reset_after:
+                backoff = policy.backoff_initial
+            if policy.policy == "never" or (policy.policy == "on-failure" and rc == 0):
+                self.state = "stopped" if rc == 0 else "failed"
+                log.warning("%s exited (code %s); restart policy %s", self.label, rc, policy.policy)
+                return
+            self.state = "backoff"
+            self.restarts += 1
+            log.warning(
+                "%s exited (code %s) after %.1fs; restart %d in %.2fs",
+                self.label,
+                rc,
+                up,
+                self.restarts,
+                backoff,
+            )
+            self._wake.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), backoff)
+            backoff = min(backoff * 2, policy.backoff_max)
+        self.state = "stopped"
+
+    async def _until_ready_or_exit(self) -> None:
+        assert self.proc is not None
+        ready = asyncio.ensure_future(self.ready.wait())
+        exited = asyncio.ensure_future(self.proc.wait())
+        await asyncio.wait({ready, exited}, return_when=asyncio.FIRST_COMPLETED)
+        ready.cancel()
+        exited.cancel()
+
+    async def stop(self, timeout: float) -> None:
+        self._stopping = True
+        self._wake.set()
+        self.state = "stopping"
+        p = self.proc
+        if p is not None and p.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                p.send_signal(signal.SIGTERM)
+            try:
+                await asyncio.wait_for(p.wait(), timeout)
+            except TimeoutError:
+                log.error("%s did not drain in %.0fs; killing it", self.label, timeout)
+                with contextlib.suppress(ProcessLookupError):
+                    p.kill()
+                await p.wait()
+        if self.task is not None:
+            with contextlib.suppress(BaseException):
+                await asyncio.wait_for(self.task, 5)
+        self.state = "stopped"
+
+
+class Supervisor:
+    def __init__(self, cfg: EngineConfig, inst: Instance, *, echo_logs: bool = True) -> None:
+        self.cfg = cfg
+        self.inst = inst
+        self.echo_logs = echo_logs
+        self.server: NatsServer | None = None
+        self.nc: NATS | None = None
+        self.url = ""
+        self.credentials: str | None = None
+        self.workers: list[ManagedWorker] = []
+        self.started_at = time.time()
+        self.stop_requested = asyncio.Event()
+        self._lock = InstanceLock(inst)
+        self._api = Worker("engine", description="the supervisor: status and stop")
+
+    # ---- start -------------------------------------------------------------------
+    async def start(self) -> None:
+        self._check_ports()
+        self._lock.acquire(
+            {
+                "pid": os.getpid(),
+                "instance": self.inst.number,
+                "ports": self.inst.ports.__dict__,
+                "data_dir": str(self.inst.data_dir),
+            }
+        )
+        try:
+            await self._start_bus()
+            await self._provision()
+            await self._serve_api()
+            self.inst.logs.mkdir(parents=True, exist_ok=True)
+            for wcfg in start_order([w for w in self.cfg.workers if w.enabled]):
+                group = [
+                    ManagedWorker(
+                        wcfg, i, self._worker_env(wcfg, i), self.inst.logs, self.echo_logs
+                    )
+                    for i in range(wcfg.replicas)
+                ]
+                for mw in group:
+                    mw.task = asyncio.get_running_loop().create_task(mw.supervise())
+                self.workers.extend(group)
+                try:
+                    await asyncio.wait_for(
+                        asyncio.gather(*(mw.ready.wait() for mw in group)), wcfg.ready_timeout
+                    )
+                except TimeoutError:
+                    raise StartError(
+                        f"worker {wcfg.name} did not become ready in {wcfg.ready_timeout:.0f}s; "
+                        f"see {self.inst.logs / (wcfg.name + '.0.log')}"
+                    ) from None
+            self._write_pidfile()
+        except BaseException:
+            await self.shutdown()
+            raise
+
+    def _check_ports(self) -> None:
+        p = self.inst.ports
+        named = {"REST": p.rest, "streams": p.streams, "viewer": p.viewer, "console": p.console}
+        if self.cfg.nats.url is None:
+            named.update({"NATS": p.nats, "NATS monitoring": p.nats_monitor})
+        for what, port in named.items():
+            with socket.socket() as s:
+                try:
+                    s.bind(("127.0.0.1", port))
+                except OSError:
+                    raise StartError(
+                        f"port {port} ({what}) on 127.0.0.1 is already in use; stop what holds "
+                        f"it (`ss -ltnp 'sport = :{port}'`) or move the block with --port/--instance"
+                    ) from None
+
+    async def _start_bus(self) -> None:
+        if self.cfg.nats.url:
+            self.url = self.cfg.nats.url
+            self.credentials = self.cfg.nats.credentials
+        else:
+            user, password = ensure_credentials(self.inst.credentials)
+            self._kill_stale_server()
+            self.server = NatsServer(
+                store_dir=self.inst.data_dir / "nats",
+                port=self.inst.ports.nats,
+                monitor_port=self.inst.ports.nats_monitor,
+                user=user,
+                password=password,
+                server_name=f"agentmemory-{self.inst.number}",
+                log_file=self.inst.data_dir / "logs" / "nats-server.log",
+                max_file_store=self.cfg.nats.max_file_store,
+                max_memory_store=self.cfg.nats.max_memory_store,
+            )
+            (self.inst.data_dir / "logs").mkdir(parents=True, exist_ok=True)
+            try:
+                await asyncio.to_thread(self.server.start)
+            except NatsServerError as exc:
+                raise StartError(str(exc)) from None
+            self.url = self.server.url
+            self.credentials = str(self.inst.credentials)
+        self.nc = await connect(self.url, self.credentials, name="engine")
+
+    def _kill_stale_server(self) -> None:
+        # A supervisor killed with SIGKILL leaves its nats-server running on our store.
+        prev = self.inst.read_pidfile() or {}
+        pid = prev.get("nats_pid")
+        if not pid:
+            return
+        try:
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            return
+        if b"nats-server" in cmd and str(self.inst.data_dir).encode() in cmd:
+            log.warning("stopping stale nats-server (pid %s) left by a previous run", pid)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+            for _ in range(100):
+                if not Path(f"/proc/{pid}").exists():
+                    break
+                time.sleep(0.05)
+
+    async def _provision(self) -> None:
+        assert self.nc is not None
+        client = Client(self.nc)
+        js = self.nc.jetstream()
+        reps = self.cfg.nats.replicas
+        for b in self.cfg.buckets:
+            await client.state(
+                b.name, history=b.history, ttl=b.ttl, replicas=reps, max_bytes=b.max_bytes
+            )
+        for s in self.cfg.streams:
+            sc = StreamConfig(
+                name=s.name,
+                subjects=s.subjects,
+                retention=RetentionPolicy(s.retention),
+                max_age=s.max_age,
+                max_bytes=s.max_bytes or -1,
+                max_msgs=s.max_msgs or -1,
+                num_replicas=reps,
+            )
+            if s.allow_msg_schedules:
+                sc.allow_msg_schedules = True
+            try:
+                await js.add_stream(sc)
+            except Exception:
+                await js.update_stream(sc)
+        if self.cfg.triggers:
+            store = await client.state(TRIGGERS_BUCKET, history=5, replicas=reps)
+            for t in self.cfg.triggers:
+                spec = TriggerSpec(
+                    kind=t.kind,  # type: ignore[arg-type]
+                    function_id=t.function_id,
+                    config=t.config,
+                    id=t.id,
+                    worker="config",
+                )
+                await store.put(spec.key, spec)
+
+    async def _serve_api(self) -> None:
+        assert self.nc is not None
+        sup = self
+
+        @self._api.function("engine::status", description="workers, pids, restarts, ports")
+        async def status(req: None, ctx: Context) -> EngineStatus:
+            return sup.status()
+
+        @self._api.function("engine::stop", description="stop the engine in order")
+        async def stop(req: None, ctx: Context) -> dict[str, bool]:
+            sup.stop_requested.set()
+            return {"stopping": True}
+
+        await self._api.start(self.nc)
+
+    def _worker_env(self, w: WorkerConfig, replica: int) -> dict[str, str]:
+        p = self.inst.ports
+        env = dict(os.environ)
+        env.update(self.cfg.env)
+        env.update(
+            {
+                ENV_URL: self.url,
+                "ENGINE_WORKER_NAME": w.name,
+                "ENGINE_WORKER_REPLICA": str(replica),
+                "ENGINE_INSTANCE": str(self.inst.number),
+                "ENGINE_DATA_DIR": str(self.inst.data_dir),
+                "ENGINE_SUPERVISOR_PID": str(os.getpid()),
+                "AGENTMEMORY_DATA_DIR": str(self.inst.data_dir),
+                "AGENTMEMORY_REST_PORT": str(p.rest),
+                "AGENTMEMORY_STREAMS_PORT": str(p.streams),
+                "AGENTMEMORY_VIEWER_PORT": str(p.viewer),
+                "AGENTMEMORY_CONSOLE_PORT": str(p.console),
+            }
+        )
+        if self.credentials:
+            env[ENV_CREDENTIALS] = self.credentials
+        env.update(w.env)
+        return env
+
+    def _write_pidfile(self) -> None:
+        info = {
+            "pid": os.getpid(),
+            "instance": self.inst.number,
+            "ports": self.inst.ports.__dict__,
+            "data_dir": str(self.inst.data_dir),
+            "nats_url": self.url,
+            "nats_pid": self.server.proc.pid if self.server and self.server.proc else None,
+        }
+        tmp = self.inst.pidfile.with_suffix(".tmp")
+        tmp.write_text(json.dumps(info))
+        os.replace(tmp, self.inst.pidfile)
+
+    # ---- running -----------------------------------------------------------------
+    def status(self) -> EngineStatus:
+        return EngineStatus(
+            instance=self.inst.number,
+            pid=os.getpid(),
+            data_dir=str(self.inst.data_dir),
+            nats_url=self.url,
+            embedded_nats=self.server is not None,
+            ports=dict(self.inst.ports.__dict__),
+            started_at=self.started_at,
+            workers=[w.status() for w in self.workers],
+        )
+
+    async def run_until_stopped(self) -> None:
+        await self.stop_requested.wait()
+        await self.shutdown()
+
+    # ---- stop --------------------------------------------------------------------
+    async def shutdown(self) -> None:
+        """Triggers and workers stop in reverse start order (each drains), nats-server last."""
+        log.info("engine stopping")
+        by_name: dict[str, list[ManagedWorker]] = {}
+        for w in self.workers:
+            by_name.setdefault(w.cfg.name, []).append(w)
+        for name in reversed(list(by_name)):
+            await asyncio.gather(*(w.stop(self.cfg.stop_timeout) for w in by_name[name]))
+        if self.nc is not None:
+            with contextlib.suppress(Exception):
+                await self._api.drain()
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self.nc.drain(), 5)
+            self.nc = None
+        if self.server is not None:
+            await asyncio.to_thread(self.server.stop)
+        self._lock.release()
+        log.info("engine stopped")
+
+
+def status_json(status: EngineStatus) -> dict[str, Any]:
+    return msgspec.to_builtins(status)  # type: ignore[no-any-return]
