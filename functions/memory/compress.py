@@ -1,0 +1,309 @@
+"""Synthetic compression without any LLM: an observation's type, title, narrative, files,
+concepts and importance, derived from the hook, the tool name and the (scrubbed) data."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from typing import Any
+
+import msgspec
+
+RAW_CAP = 8000
+NARRATIVE_CAP = 600
+TITLE_CAP = 120
+
+
+class Compressed(msgspec.Struct, kw_only=True):
+    type: str
+    title: str
+    narrative: str
+    facts: list[str]
+    concepts: list[str]
+    files: list[str]
+    importance: int
+    tool_name: str
+    raw: str
+
+
+_HOOK_TYPES = {
+    "prompt_submit": "prompt",
+    "post_tool_failure": "error",
+    "session_start": "session",
+    "session_end": "session",
+    "stop": "conversation",
+    "pre_compact": "conversation",
+    "subagent_start": "subagent",
+    "subagent_stop": "subagent",
+    "notification": "notification",
+    "task_completed": "task",
+}
+
+# Tool names across hosts (Claude Code, Codex, MCP servers), lower-cased.
+_TOOL_TYPES: dict[str, str] = {
+    **dict.fromkeys(("read", "view", "notebookread", "read_file", "cat", "open"), "file_read"),
+    **dict.fromkeys(("write", "create", "write_file", "create_file"), "file_write"),
+    **dict.fromkeys(
+        ("edit", "multiedit", "notebookedit", "str_replace", "apply_patch", "edit_file", "patch"),
+        "file_edit",
+    ),
+    **dict.fromkeys(
+        ("bash", "shell", "exec_command", "run_command", "terminal", "local_shell"), "command"
+    ),
+    **dict.fromkeys(
+        ("grep", "glob", "ls", "search", "find", "list_dir", "codebase_search"), "search"
+    ),
+    **dict.fromkeys(("webfetch", "websearch", "fetch", "web_search", "browse"), "web"),
+    **dict.fromkeys(("task", "agent", "subagent"), "subagent"),
+    **dict.fromkeys(("todowrite", "todoread", "update_plan"), "task"),
+}
+
+_IMPORTANCE = {
+    "error": 7,
+    "decision": 8,
+    "file_write": 6,
+    "file_edit": 6,
+    "task": 6,
+    "prompt": 5,
+    "command": 4,
+    "subagent": 4,
+    "web": 4,
+    "response": 4,
+    "file_read": 3,
+    "search": 3,
+    "notification": 3,
+    "conversation": 3,
+    "session": 2,
+    "other": 3,
+}
+
+_FILE_KEYS = (
+    "file_path",
+    "filepath",
+    "filePath",
+    "path",
+    "notebook_path",
+    "target_file",
+    "filename",
+    "file",
+    "paths",
+    "files",
+)
+_PATH_IN_TEXT = re.compile(r"(?<![\w/.-])((?:\.{0,2}/)?(?:[\w.-]+/)*[\w-]+\.[A-Za-z0-9]{1,8})\b")
+_EXT_LANG = {
+    "py": "python",
+    "ts": "typescript",
+    "tsx": "typescript",
+    "js": "javascript",
+    "jsx": "javascript",
+    "mjs": "javascript",
+    "go": "go",
+    "rs": "rust",
+    "java": "java",
+    "kt": "kotlin",
+    "rb": "ruby",
+    "c": "c",
+    "h": "c",
+    "cpp": "cpp",
+    "cs": "csharp",
+    "sh": "shell",
+    "sql": "sql",
+    "md": "markdown",
+    "yaml": "yaml",
+    "yml": "yaml",
+    "toml": "toml",
+    "json": "json",
+    "html": "html",
+    "css": "css",
+}
+_ERROR_NAME = re.compile(r"\b([A-Z][A-Za-z]*(?:Error|Exception)|Traceback|panic|FAILED|ENOENT)\b")
+_WORD = re.compile(r"[A-Za-z][A-Za-z0-9_]{3,}")
+_STOP = frozenset(
+    """this that with from have will would should could what when where which there their
+    about into than then them they were been being also just only some such more most other
+    your yours file files line lines true false none null self return import def class
+    for while else elif pass none print test tests data value values name type text
+    please make sure need want like using used use does done here first last each every
+    passed failed redacted""".split()
+)
+_FAILURE_HINT = re.compile(r"(?i)\b(error|failed|failure|traceback|exception|fatal|panic)\b")
+
+
+def as_text(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    try:
+        return json.dumps(value, ensure_ascii=False, sort_keys=True)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def _first_line(text: str, cap: int = 100) -> str:
+    line = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
+    return line if len(line) <= cap else line[: cap - 1] + "…"
+
+
+def _files(tool_input: Any, texts: list[str]) -> list[str]:
+    found: list[str] = []
+    if isinstance(tool_input, dict):
+        for key in _FILE_KEYS:
+            v = tool_input.get(key)
+            if isinstance(v, str) and v:
+                found.append(v)
+            elif isinstance(v, list):
+                found.extend(x for x in v if isinstance(x, str) and x)
+        edits = tool_input.get("edits")
+        if isinstance(edits, list):
+            for e in edits:
+                if isinstance(e, dict) and isinstance(e.get("file_path"), str):
+                    found.append(e["file_path"])
+    if not found:
+        for t in texts:
+            found.extend(m.group(1) for m in _PATH_IN_TEXT.finditer(t[:2000]) if "/" in m.group(1))
+    out: list[str] = []
+    for f in found:
+        if f not in out and "[REDACTED" not in f and len(f) < 400:
+            out.append(f)
+    return out[:20]
+
+
+def _concepts(tool: str, files: list[str], texts: list[str]) -> list[str]:
+    out: list[str] = []
+
+    def add(c: str) -> None:
+        c = c.lower()
+        if c and c not in out:
+            out.append(c)
+
+    for f in files:
+        ext = f.rsplit(".", 1)[-1].lower() if "." in f.rsplit("/", 1)[-1] else ""
+        if ext in _EXT_LANG:
+            add(_EXT_LANG[ext])
+    joined = "\n".join(t[:4000] for t in texts)
+    for m in _ERROR_NAME.finditer(joined):
+        add(m.group(1))
+    if tool:
+        add(tool)
+    counts = Counter(
+        w.lower() for w in _WORD.findall(joined) if w.lower() not in _STOP and not w.isupper()
+    )
+    for w, _n in counts.most_common(8):
+        if len(out) >= 12:
+            break
+        add(w)
+    return out[:12]
+
+
+def _summary_of_input(tool_input: Any) -> str:
+    if isinstance(tool_input, dict):
+        for key in ("command", "cmd", "query", "pattern", "url", "prompt", "description"):
+            v = tool_input.get(key)
+            if isinstance(v, str) and v:
+                return v
+            if isinstance(v, list) and v:
+                return " ".join(str(x) for x in v)
+    return as_text(tool_input)
+
+
+def compress(hook_type: str, data: dict[str, Any]) -> Compressed:
+    """`data` must already be scrubbed: everything returned is derived from it."""
+    tool = str(data.get("tool_name") or "")
+    tool_input = data.get("tool_input")
+    output = as_text(data.get("tool_output"))
+    error = as_text(data.get("error"))
+    prompt = as_text(data.get("prompt"))
+    response = as_text(data.get("assistant_response") or data.get("last_message"))
+    message = as_text(data.get("message"))
+    input_text = as_text(tool_input)
+
+    obs_type = _HOOK_TYPES.get(hook_type)
+    if obs_type is None:
+        if tool:
+            obs_type = _TOOL_TYPES.get(tool.lower().split("__")[-1], "other")
+        elif response:
+            obs_type = "response"
+        elif prompt:
+            obs_type = "prompt"
+        else:
+            obs_type = "other"
+    if error and obs_type != "error":
+        obs_type = "error"
+
+    texts = [t for t in (prompt, input_text, output, error, response, message) if t]
+    files = _files(tool_input, texts)
+    what = _summary_of_input(tool_input)
+    where = files[0] if files else _first_line(what, 80)
+
+    if obs_type == "prompt":
+        title = f"Prompt: {_first_line(prompt)}"
+    elif obs_type == "error":
+        title = f"{tool or 'Tool'} failed: {_first_line(error or output)}"
+    elif obs_type in ("file_read", "file_write", "file_edit"):
+        verb = {"file_read": "Read", "file_write": "Wrote", "file_edit": "Edited"}[obs_type]
+        title = f"{verb} {where}"
+    elif obs_type == "command":
+        title = f"Ran: {_first_line(what, 100)}"
+    elif obs_type == "search":
+        title = f"{tool or 'Search'}: {_first_line(what, 100)}"
+    elif obs_type == "web":
+        title = f"{tool or 'Web'}: {_first_line(what, 100)}"
+    elif obs_type == "notification":
+        title = f"Notification: {_first_line(str(data.get('title') or message))}"
+    elif obs_type == "task":
+        subject = data.get("task_subject") or _first_line(what)
+        title = f"Task: {subject}"
+    elif obs_type == "subagent":
+        title = f"Subagent {hook_type.removeprefix('subagent_')}: {data.get('agent_type') or tool}"
+    elif obs_type == "response":
+        title = f"Response: {_first_line(response)}"
+    elif obs_type in ("session", "conversation"):
+        title = hook_type.replace("_", " ").capitalize()
+    else:
+        title = f"{tool}: {_first_line(what)}" if tool else hook_type.replace("_", " ")
+    title = title if len(title) <= TITLE_CAP else title[: TITLE_CAP - 1] + "…"
+
+    parts: list[str] = []
+    if prompt:
+        parts.append(f"User asked: {prompt[:300]}")
+    if tool:
+        parts.append(f"{tool} on {where}." if files else f"{tool}: {_first_line(what, 200)}.")
+    if error:
+        parts.append(f"Error: {_first_line(error, 300)}")
+    elif output:
+        parts.append(f"Output: {_first_line(output, 200)}")
+    if response:
+        parts.append(f"Assistant: {response[:300]}")
+    if message:
+        parts.append(message[:300])
+    narrative = " ".join(parts)[:NARRATIVE_CAP]
+
+    facts: list[str] = []
+    if files:
+        facts.append("files: " + ", ".join(files[:5]))
+    if error:
+        facts.append("error: " + _first_line(error, 200))
+
+    importance = _IMPORTANCE.get(obs_type, 3)
+    if obs_type == "command" and _FAILURE_HINT.search(output[:4000]):
+        importance += 2
+    if obs_type in ("file_write", "file_edit") and len(files) > 2:
+        importance += 1
+    importance = max(1, min(10, importance))
+
+    raw = "\n".join(texts)
+    if len(raw) > RAW_CAP:
+        raw = raw[:RAW_CAP]
+    return Compressed(
+        type=obs_type,
+        title=title,
+        narrative=narrative,
+        facts=facts,
+        concepts=_concepts(tool, files, texts),
+        files=files,
+        importance=importance,
+        tool_name=tool,
+        raw=raw,
+    )

@@ -1,0 +1,80 @@
+"""Synthetic compression: type, title, files, concepts and importance from hook data."""
+
+from __future__ import annotations
+
+from functions.memory.compress import compress
+
+
+def test_edit_tool_becomes_a_file_edit_with_the_file_and_language() -> None:
+    c = compress(
+        "post_tool_use",
+        {
+            "tool_name": "Edit",
+            "tool_input": {"file_path": "src/auth/login.py", "old_string": "a", "new_string": "b"},
+            "tool_output": "ok",
+        },
+    )
+    assert c.type == "file_edit"
+    assert c.files == ["src/auth/login.py"]
+    assert c.title == "Edited src/auth/login.py"
+    assert "python" in c.concepts
+    assert 1 <= c.importance <= 10
+
+
+def test_bash_command_title_and_failing_output_raise_importance() -> None:
+    ok = compress("post_tool_use", {"tool_name": "Bash", "tool_input": {"command": "ls"}})
+    bad = compress(
+        "post_tool_use",
+        {
+            "tool_name": "Bash",
+            "tool_input": {"command": "pytest -q"},
+            "tool_output": "Traceback ...\nAssertionError: boom\n1 failed",
+        },
+    )
+    assert ok.type == bad.type == "command"
+    assert bad.title == "Ran: pytest -q"
+    assert bad.importance > ok.importance
+    assert "assertionerror" in bad.concepts
+
+
+def test_tool_failure_is_an_error_naming_the_tool() -> None:
+    c = compress(
+        "post_tool_failure",
+        {"tool_name": "Bash", "tool_input": "make", "error": "make: *** No rule to make target"},
+    )
+    assert c.type == "error"
+    assert c.title.startswith("Bash failed: make: ***")
+    assert c.importance >= 7
+
+
+def test_prompt_submit_is_a_prompt_titled_with_its_first_line() -> None:
+    c = compress("prompt_submit", {"prompt": "Fix the login redirect bug\nthanks"})
+    assert c.type == "prompt"
+    assert c.title == "Prompt: Fix the login redirect bug"
+    assert "Fix the login redirect bug" in c.narrative
+
+
+def test_multiedit_collects_every_file_and_unknown_tools_are_other() -> None:
+    c = compress(
+        "post_tool_use",
+        {
+            "tool_name": "MultiEdit",
+            "tool_input": {"edits": [{"file_path": "a/b.ts"}], "file_path": "a/c.ts"},
+        },
+    )
+    assert set(c.files) == {"a/b.ts", "a/c.ts"}
+    assert compress("post_tool_use", {"tool_name": "Mystery"}).type == "other"
+
+
+def test_mcp_tool_names_map_by_their_last_part_and_paths_come_from_text() -> None:
+    c = compress(
+        "post_tool_use",
+        {"tool_name": "mcp__fs__read_file", "tool_input": "open ./docs/guide.md please"},
+    )
+    assert c.type == "file_read"
+    assert c.files == ["./docs/guide.md"]
+
+
+def test_raw_is_capped() -> None:
+    c = compress("post_tool_use", {"tool_name": "Read", "tool_output": "x" * 50_000})
+    assert len(c.raw) <= 8000
