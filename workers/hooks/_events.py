@@ -1,0 +1,206 @@
+"""Host hook event → agentmemory REST call. Claude Code and Codex share these shapes."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any
+
+try:
+    from workers.hooks import _hookcore as core
+except ImportError:
+    import _hookcore as core  # type: ignore[no-redef]
+
+OBSERVE = "/agentmemory/observe"
+END_TIMEOUT = 1.5  # upstream gives Stop/SessionEnd longer: the session is closing anyway
+
+
+def handle(host: str, events: frozenset[str], payload: dict[str, Any], argv_event: str) -> None:
+    settings = core.Settings()
+    if settings.disabled:
+        return
+    event = str(payload.get("hook_event_name") or argv_event)
+    if event not in events:
+        return
+    session = str(payload.get("session_id") or payload.get("conversation_id") or "unknown")
+    cwd = str(payload.get("cwd") or os.getcwd())
+    base = {
+        "sessionId": session,
+        "project": core.project_of(settings, cwd),
+        "cwd": cwd,
+        "agentId": host,
+    }
+    handler = _HANDLERS.get(event)
+    if handler is not None:
+        handler(settings, base, payload)
+
+
+def _observe(
+    settings: core.Settings, base: dict[str, Any], hook: str, data: dict[str, Any], event_id: str
+) -> None:
+    ts = core.now_iso()
+    eid = event_id or core.stable_id(base["sessionId"], hook, ts, data)
+    body = {**base, "hookType": hook, "timestamp": ts, "data": data, "eventId": eid}
+    core.deliver(settings, "POST", OBSERVE, body)
+
+
+def _tool_id(payload: dict[str, Any]) -> str:
+    return str(payload.get("tool_use_id") or payload.get("call_id") or "")
+
+
+def session_start(settings: core.Settings, base: dict[str, Any], p: dict[str, Any]) -> None:
+    body = {**base, "source": p.get("source") or "startup", "model": p.get("model") or ""}
+    reply = core.deliver(settings, "POST", "/agentmemory/session/start", body)
+    if reply is not None and reply.status < 300:
+        data = reply.json()
+        core.emit_context(settings, data.get("context") if isinstance(data, dict) else None)
+
+
+def prompt_submit(settings: core.Settings, base: dict[str, Any], p: dict[str, Any]) -> None:
+    prompt = p.get("prompt")
+    if isinstance(prompt, str) and prompt.strip():
+        data = {"prompt": core.truncate(prompt, settings.output_max)}
+        _observe(settings, base, "prompt_submit", data, "")
+
+
+def pre_tool_use(settings: core.Settings, base: dict[str, Any], p: dict[str, Any]) -> None:
+    # The call itself is recorded once, by PostToolUse; before it we only offer context.
+    tool, tool_input = str(p.get("tool_name") or ""), p.get("tool_input")
+    if not settings.inject or not core.captured(settings, tool, tool_input):
+        return
+    files = core._paths(tool_input)
+    if not files:
+        return
+    body = {**base, "files": files, "terms": [], "toolName": tool}
+    reply = core.request(settings, "POST", "/agentmemory/enrich", body)
+    data = reply.json() if reply is not None and reply.status < 300 else None
+    text = data.get("context") if isinstance(data, dict) else None
+    if isinstance(text, str) and text.strip():
+        out = {
+            "hookSpecificOutput": {
+                "hookEventName": "PreToolUse",
+                "additionalContext": text[: settings.context_max],
+            }
+        }
+        sys.stdout.write(json.dumps(out))
+
+
+def post_tool_use(settings: core.Settings, base: dict[str, Any], p: dict[str, Any]) -> None:
+    tool, tool_input = str(p.get("tool_name") or "unknown"), p.get("tool_input")
+    if not core.captured(settings, tool, tool_input):
+        return
+    output = p.get("tool_response", p.get("tool_output", ""))
+    data = {
+        "tool_name": tool,
+        "tool_input": tool_input if tool_input is not None else {},
+        "tool_output": core.truncate(output, settings.output_max),
+    }
+    _observe(settings, base, "post_tool_use", data, _tool_id(p))
+
+
+def post_tool_failure(settings: core.Settings, base: dict[str, Any], p: dict[str, Any]) -> None:
+    tool, tool_input = str(p.get("tool_name") or "unknown"), p.get("tool_input")
+    if not core.captured(settings, tool, tool_input):
+        return
+    data = {
+        "tool_name": tool,
+        "tool_input": core.truncate(
+            tool_input if tool_input is not None else "", settings.output_max
+        ),
+        "error": core.truncate(p.get("error") or "failed", settings.output_max),
+        "is_interrupt": bool(p.get("is_interrupt")),
+    }
+    _observe(settings, base, "post_tool_failure", data, _tool_id(p))
+
+
+def pre_compact(settings: core.Settings, base: dict[str, Any], p: dict[str, Any]) -> None:
+    data = {
+        "trigger": str(p.get("trigger") or "auto"),
+        "custom_instructions": str(p.get("custom_instructions") or ""),
+    }
+    _observe(settings, base, "pre_compact", data, "")
+    if settings.inject:
+        body = {"sessionId": base["sessionId"], "project": base["project"], "budget": 1500}
+        reply = core.request(settings, "POST", "/agentmemory/context", body)
+        data_out = reply.json() if reply is not None and reply.status < 300 else None
+        core.emit_context(settings, data_out.get("context") if isinstance(data_out, dict) else None)
+
+
+def subagent_start(settings: core.Settings, base: dict[str, Any], p: dict[str, Any]) -> None:
+    data = {"agent_id": str(p.get("agent_id") or ""), "agent_type": str(p.get("agent_type") or "")}
+    _observe(settings, base, "subagent_start", data, "")
+
+
+def subagent_stop(settings: core.Settings, base: dict[str, Any], p: dict[str, Any]) -> None:
+    data = {
+        "agent_id": str(p.get("agent_id") or ""),
+        "agent_type": str(p.get("agent_type") or ""),
+        "last_message": core.truncate(
+            p.get("last_assistant_message") or p.get("last_message") or "", settings.output_max
+        ),
+    }
+    _observe(settings, base, "subagent_stop", data, "")
+
+
+def notification(settings: core.Settings, base: dict[str, Any], p: dict[str, Any]) -> None:
+    data = {
+        "notification_type": str(p.get("notification_type") or ""),
+        "title": str(p.get("title") or ""),
+        "message": str(p.get("message") or ""),
+    }
+    if data["message"]:
+        _observe(settings, base, "notification", data, "")
+
+
+def stop(settings: core.Settings, base: dict[str, Any], p: dict[str, Any]) -> None:
+    # Upstream ends the session after every assistant turn; the server treats it as idempotent.
+    body = {"sessionId": base["sessionId"], "project": base["project"]}
+    core.deliver(settings, "POST", "/agentmemory/session/end", body, END_TIMEOUT)
+
+
+def session_end(settings: core.Settings, base: dict[str, Any], p: dict[str, Any]) -> None:
+    body = {
+        "sessionId": base["sessionId"],
+        "project": base["project"],
+        "reason": str(p.get("reason") or "other"),
+    }
+    core.deliver(settings, "POST", "/agentmemory/session/end", body, END_TIMEOUT)
+
+
+_HANDLERS = {
+    "SessionStart": session_start,
+    "UserPromptSubmit": prompt_submit,
+    "PreToolUse": pre_tool_use,
+    "PostToolUse": post_tool_use,
+    "PostToolUseFailure": post_tool_failure,
+    "PreCompact": pre_compact,
+    "SubagentStart": subagent_start,
+    "SubagentStop": subagent_stop,
+    "Notification": notification,
+    "Stop": stop,
+    "SessionEnd": session_end,
+}
+
+
+def main(host: str, events: frozenset[str]) -> None:
+    """Entry point of a host script. Whatever happens, the agent sees exit 0 promptly."""
+    try:
+        if sys.argv[1:2] == ["--drain"]:
+            try:
+                from workers.hooks import _spool
+            except ImportError:
+                import _spool  # type: ignore[no-redef]
+            done, kept = _spool.drain(core.Settings())
+            sys.stdout.write(json.dumps({"delivered": done, "kept": kept}) + "\n")
+            return
+        payload = core.read_stdin()
+        handle(host, events, payload, sys.argv[1] if len(sys.argv) > 1 else "")
+    except BaseException:  # a hook must never fail the agent
+        pass
+    finally:
+        try:
+            sys.stdout.flush()
+        except Exception:
+            pass
+        os._exit(0)

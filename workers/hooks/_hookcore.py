@@ -1,0 +1,277 @@
+"""What every host's hook shares: settings, the HTTP call, ids, capture rules, exit policy.
+
+Standard library only and few imports: a hook is a fresh process per agent event, so its
+start-up time is the agent's latency. `json` (which brings `re`) and `socket` are the only
+heavy imports on the fast path; the spool and the scrubber load only when needed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+import time
+from typing import Any
+
+DEFAULT_URL = "http://127.0.0.1:3111"
+OUTPUT_MAX = 8000
+CONTEXT_MAX = 8000  # Claude Code cuts hook output at 10,000 characters
+
+
+class Settings:
+    """The hook's view of its environment, read once per process."""
+
+    def __init__(self, env: dict[str, str] | None = None) -> None:
+        e = os.environ if env is None else env
+        self.url = (e.get("AGENTMEMORY_URL") or DEFAULT_URL).rstrip("/")
+        self.secret = e.get("AGENTMEMORY_SECRET") or _read_secret(e)
+        self.timeout = _float(e.get("AGENTMEMORY_HOOK_TIMEOUT_MS"), 800.0) / 1000.0
+        self.output_max = int(_float(e.get("AGENTMEMORY_CAPTURE_OUTPUT_MAX"), OUTPUT_MAX))
+        self.context_max = min(
+            int(_float(e.get("AGENTMEMORY_CONTEXT_MAX_CHARS"), CONTEXT_MAX)), 9000
+        )
+        self.inject = (e.get("AGENTMEMORY_INJECT_CONTEXT") or "").lower() in ("1", "true", "yes")
+        self.allow = _globs(e.get("AGENTMEMORY_CAPTURE_ALLOW"))
+        self.deny = _globs(e.get("AGENTMEMORY_CAPTURE_DENY"))
+        self.project = e.get("AGENTMEMORY_PROJECT_NAME") or ""
+        self.spool_dir = e.get("AGENTMEMORY_SPOOL_DIR") or os.path.join(_home(e), "spool")
+        self.spool_max_bytes = int(_float(e.get("AGENTMEMORY_SPOOL_MAX_BYTES"), 5_000_000))
+        self.spool_max_age = _float(e.get("AGENTMEMORY_SPOOL_MAX_AGE_HOURS"), 168.0) * 3600
+        self.disabled = (e.get("AGENTMEMORY_HOOKS_DISABLED") or "").lower() in ("1", "true")
+
+
+def _home(e: Any) -> str:
+    return os.path.join(e.get("HOME") or os.path.expanduser("~"), ".agentmemory")
+
+
+def _read_secret(e: Any) -> str:
+    try:
+        with open(os.path.join(_home(e), "secret")) as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+
+def _float(value: str | None, default: float) -> float:
+    try:
+        return float(value) if value else default
+    except ValueError:
+        return default
+
+
+def _globs(value: str | None) -> list[str]:
+    return [g.strip() for g in (value or "").split(",") if g.strip()]
+
+
+# ---- what to capture ---------------------------------------------------------------
+def captured(settings: Settings, tool_name: str, tool_input: Any) -> bool:
+    """Deny wins over allow; globs match the tool name or any file path in the input."""
+    if not settings.allow and not settings.deny:
+        return True
+    from fnmatch import fnmatchcase
+
+    subjects = [tool_name, *_paths(tool_input)]
+    if any(fnmatchcase(s, g) for s in subjects for g in settings.deny):
+        return False
+    if settings.allow:
+        return any(fnmatchcase(s, g) for s in subjects for g in settings.allow)
+    return True
+
+
+def _paths(tool_input: Any) -> list[str]:
+    if not isinstance(tool_input, dict):
+        return []
+    keys = ("file_path", "path", "notebook_path", "filePath")
+    return [v for k in keys if isinstance(v := tool_input.get(k), str) and v]
+
+
+def truncate(value: Any, limit: int) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f"\n…[truncated {len(text) - limit} chars]"
+
+
+# ---- identity ----------------------------------------------------------------------
+def now_iso() -> str:
+    t = time.time()
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + f".{int(t % 1 * 1000):03d}Z"
+
+
+def project_of(settings: Settings, cwd: str) -> str:
+    if settings.project:
+        return settings.project
+    path = os.path.abspath(cwd or os.getcwd())
+    probe = path
+    while True:
+        if os.path.exists(os.path.join(probe, ".git")):
+            return os.path.basename(probe) or probe
+        parent = os.path.dirname(probe)
+        if parent == probe:
+            return os.path.basename(path) or "default"
+        probe = parent
+
+
+def stable_id(*parts: Any) -> str:
+    """An event id for host events that carry none: same inputs, same id, so a spooled
+    event replayed later is recognised as the one already sent."""
+    from _sha256 import sha256  # the builtin module: hashlib would load OpenSSL
+
+    raw = json.dumps(parts, sort_keys=True, ensure_ascii=False, default=str)
+    digest: str = sha256(raw.encode()).hexdigest()
+    return "h-" + digest[:32]
+
+
+# ---- HTTP --------------------------------------------------------------------------
+class Reply:
+    def __init__(self, status: int, body: bytes) -> None:
+        self.status = status
+        self.body = body
+
+    def json(self) -> Any:
+        try:
+            return json.loads(self.body or b"null")
+        except ValueError:
+            return None
+
+
+def request(
+    settings: Settings, method: str, path: str, body: Any, timeout: float | None = None
+) -> Reply | None:
+    """One HTTP exchange; None when the server is unreachable or too slow."""
+    data = json.dumps(body, ensure_ascii=False).encode()
+    headers = {"Content-Type": "application/json", "Content-Length": str(len(data))}
+    if settings.secret:
+        headers["Authorization"] = "Bearer " + settings.secret
+    wait = settings.timeout if timeout is None else timeout
+    try:
+        if settings.url.startswith("https://"):
+            return _https(settings.url + path, method, headers, data, wait)
+        return _http(settings.url, method, path, headers, data, wait)
+    except (OSError, ValueError):
+        return None
+
+
+def _http(
+    base: str, method: str, path: str, headers: dict[str, str], data: bytes, wait: float
+) -> Reply:
+    # A raw socket: http.client costs ~40 ms of imports, more than the whole exchange.
+    rest = base.removeprefix("http://")
+    hostport, _, prefix = rest.partition("/")
+    host, _, port = hostport.rpartition(":") if ":" in hostport else (hostport, "", "80")
+    host = host.strip("[]")
+    deadline = time.monotonic() + wait
+    target = ("/" + prefix if prefix else "") + path
+    head = f"{method} {target} HTTP/1.1\r\nHost: {hostport}\r\nConnection: close\r\n"
+    head += "".join(f"{k}: {v}\r\n" for k, v in headers.items()) + "\r\n"
+    with socket.create_connection((host, int(port)), timeout=wait) as sock:
+        sock.sendall(head.encode() + data)
+        chunks: list[bytes] = []
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("no reply in time")
+            sock.settimeout(left)
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    raw = b"".join(chunks)
+    header, _, body = raw.partition(b"\r\n\r\n")
+    lines = header.split(b"\r\n")
+    status = int(lines[0].split()[1])
+    if any(h.lower().startswith(b"transfer-encoding:") and b"chunked" in h.lower() for h in lines):
+        body = _unchunk(body)
+    return Reply(status, body)
+
+
+def _unchunk(body: bytes) -> bytes:
+    out = bytearray()
+    while body:
+        size_line, _, body = body.partition(b"\r\n")
+        size = int(size_line.split(b";")[0] or b"0", 16)
+        if size == 0:
+            break
+        out += body[:size]
+        body = body[size + 2 :]
+    return bytes(out)
+
+
+def _https(url: str, method: str, headers: dict[str, str], data: bytes, wait: float) -> Reply:
+    import urllib.error
+    import urllib.request
+
+    req = urllib.request.Request(url, data=data, method=method, headers=headers)
+    try:
+        with urllib.request.urlopen(req, timeout=wait) as resp:
+            return Reply(resp.status, resp.read())
+    except urllib.error.HTTPError as err:
+        return Reply(err.code, err.read())
+
+
+def retryable(reply: Reply | None) -> bool:
+    """Worth keeping for later: unreachable, 5xx, 408, 429. Other 4xx will never pass."""
+    return reply is None or reply.status >= 500 or reply.status in (408, 429)
+
+
+# ---- the run loop ------------------------------------------------------------------
+def read_stdin() -> dict[str, Any]:
+    try:
+        data = json.loads(sys.stdin.buffer.read() or b"{}")
+    except (ValueError, OSError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def deliver(
+    settings: Settings, method: str, path: str, body: Any, timeout: float | None = None
+) -> Reply | None:
+    """Send now; keep in the spool when the server cannot take it. Never raises."""
+    reply = request(settings, method, path, body, timeout)
+    if retryable(reply):
+        try:
+            from workers.hooks import _spool
+        except ImportError:
+            import _spool  # type: ignore[no-redef]
+        _spool.append(settings, method, path, body)
+        return None
+    if reply is not None and reply.status < 300:
+        drain_in_background(settings)
+    return reply
+
+
+def drain_in_background(settings: Settings) -> None:
+    """The server answered: let a detached child replay what earlier hooks spooled."""
+    spool = os.path.join(settings.spool_dir, "hooks.jsonl")
+    try:
+        if os.stat(spool).st_size == 0:
+            return
+    except OSError:
+        return
+    if not hasattr(os, "fork"):
+        return
+    try:
+        if os.fork() != 0:
+            return
+    except OSError:
+        return
+    # The child: detach from the agent's pipes first so the host never waits on it.
+    try:
+        os.setsid()
+        null = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(null, fd)
+        try:
+            from workers.hooks import _spool
+        except ImportError:
+            import _spool  # type: ignore[no-redef]
+        _spool.drain(settings)
+    finally:
+        os._exit(0)
+
+
+def emit_context(settings: Settings, text: Any) -> None:
+    if settings.inject and isinstance(text, str) and text.strip():
+        sys.stdout.write(text[: settings.context_max])
+        sys.stdout.flush()

@@ -1,0 +1,152 @@
+"""The offline spool: requests a hook could not deliver, replayed when the server is back.
+
+One private JSONL file (0600, in a 0700 folder), scrubbed, bounded in bytes and in age.
+Writers lock the file and check they still hold the live inode, so a drain that renamed
+it away never loses a line appended at the same moment. Every spooled request carries its
+`eventId`, so a replay the server already saw is stored once.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import time
+from typing import Any
+
+try:
+    from workers.hooks import _hookcore as core
+    from workers.hooks._scrub import scrub
+except ImportError:
+    import _hookcore as core  # type: ignore[no-redef]
+    from _scrub import scrub  # type: ignore[no-redef]
+
+SPOOL_NAME = "hooks.jsonl"
+
+
+def spool_path(settings: core.Settings) -> str:
+    return os.path.join(settings.spool_dir, SPOOL_NAME)
+
+
+def _open_live(path: str) -> int:
+    """Open and lock the spool at `path`, retrying if a drain renamed it under us."""
+    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+    while True:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            if os.fstat(fd).st_ino == os.stat(path).st_ino:
+                return fd
+        except FileNotFoundError:
+            pass
+        os.close(fd)
+
+
+def append(
+    settings: core.Settings, method: str, path: str, body: Any, at: float | None = None
+) -> None:
+    entry = {"at": at or time.time(), "method": method, "path": path, "body": scrub(body)}
+    line = (json.dumps(entry, ensure_ascii=False) + "\n").encode()
+    if len(line) > settings.spool_max_bytes:
+        return
+    target = spool_path(settings)
+    fd = _open_live(target)
+    try:
+        os.fchmod(fd, 0o600)
+        if os.fstat(fd).st_size + len(line) > settings.spool_max_bytes:
+            _compact(fd, target, settings, room=len(line))
+        os.write(fd, line)
+    finally:
+        os.close(fd)
+
+
+def _compact(fd: int, path: str, settings: core.Settings, room: int) -> None:
+    """Drop expired and then the oldest entries until `room` more bytes fit."""
+    with open(path, "rb") as f:
+        lines = f.read().splitlines(keepends=True)
+    fresh = [ln for ln in lines if _fresh(ln, settings)]
+    budget = settings.spool_max_bytes - room
+    total = sum(len(ln) for ln in fresh)
+    while fresh and total > budget:
+        total -= len(fresh.pop(0))
+    os.ftruncate(fd, 0)
+    os.write(fd, b"".join(fresh))
+
+
+def _fresh(line: bytes, settings: core.Settings) -> bool:
+    try:
+        at = float(json.loads(line)["at"])
+    except (ValueError, KeyError, TypeError):
+        return False
+    return time.time() - at <= settings.spool_max_age
+
+
+def read(settings: core.Settings) -> list[dict[str, Any]]:
+    """The spooled entries, oldest first (for tests and `agentmemory doctor`)."""
+    try:
+        with open(spool_path(settings), "rb") as f:
+            raw = f.read().splitlines()
+    except FileNotFoundError:
+        return []
+    out = []
+    for ln in raw:
+        try:
+            out.append(json.loads(ln))
+        except ValueError:
+            continue
+    return out
+
+
+def drain(settings: core.Settings, timeout: float = 3.0) -> tuple[int, int]:
+    """Replay the spool; returns (delivered, kept). One drain at a time per spool."""
+    target = spool_path(settings)
+    os.makedirs(settings.spool_dir, mode=0o700, exist_ok=True)
+    lock = os.open(target + ".lock", os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return (0, 0)  # another process is draining
+        working = target + ".draining"
+        if not os.path.exists(working):
+            try:
+                os.rename(target, working)
+            except FileNotFoundError:
+                return (0, 0)
+        fd = os.open(working, os.O_RDONLY)
+        fcntl.flock(fd, fcntl.LOCK_EX)  # waits for a writer that still holds the old inode
+        with os.fdopen(fd, "rb") as f:
+            lines = f.read().splitlines()
+        delivered, keep = _replay(settings, lines, timeout)
+        for entry in keep:
+            append(settings, entry["method"], entry["path"], entry["body"], entry["at"])
+        os.unlink(working)
+        return delivered, len(keep)
+    finally:
+        os.close(lock)
+
+
+def _replay(
+    settings: core.Settings, lines: list[bytes], timeout: float
+) -> tuple[int, list[dict[str, Any]]]:
+    delivered = 0
+    keep: list[dict[str, Any]] = []
+    down = False
+    for ln in lines:
+        try:
+            entry = json.loads(ln)
+            at = float(entry["at"])
+        except (ValueError, KeyError, TypeError):
+            continue
+        if time.time() - at > settings.spool_max_age:
+            continue
+        if down:
+            keep.append(entry)
+            continue
+        reply = core.request(settings, entry["method"], entry["path"], entry["body"], timeout)
+        if core.retryable(reply):
+            down = True  # stop hammering a server that is still away; keep the rest
+            keep.append(entry)
+        else:
+            delivered += 1
+    return delivered, keep

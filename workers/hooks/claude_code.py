@@ -1,0 +1,32 @@
+"""Claude Code hook: `python3 -S claude_code.py` reads the event JSON on stdin.
+
+Standard library only, so it starts in milliseconds without the project's venv. Always
+exits 0; when the server is away the event waits in the private spool.
+"""
+
+from __future__ import annotations
+
+try:
+    from workers.hooks import _events
+except ImportError:
+    import _events  # type: ignore[no-redef]
+
+HOST = "claude-code"
+EVENTS = frozenset(
+    {
+        "SessionStart",
+        "UserPromptSubmit",
+        "PreToolUse",
+        "PostToolUse",
+        "PostToolUseFailure",
+        "PreCompact",
+        "SubagentStart",
+        "SubagentStop",
+        "Notification",
+        "Stop",
+        "SessionEnd",
+    }
+)
+
+if __name__ == "__main__":
+    _events.main(HOST, EVENTS)
