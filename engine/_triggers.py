@@ -49,11 +49,12 @@ class HttpRequest(msgspec.Struct, omit_defaults=True, kw_only=True):
     query: dict[str, str] = msgspec.field(default_factory=dict)
     headers: dict[str, str] = msgspec.field(default_factory=dict)
     """Lower-cased names. Authorization is removed once the trigger has checked it."""
-    body: msgspec.Raw | None = None
-    """The JSON body as raw bytes, already checked to be valid JSON by the trigger."""
+    body: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
+    """The JSON body as raw bytes, already checked to be valid JSON by the trigger; UNSET
+    when the request had none (msgspec cannot decode `Raw | None`: it drops the Raw)."""
 
     def json(self, type: Any = Any) -> Any:
-        if self.body is None:
+        if not isinstance(self.body, msgspec.Raw):
             return msgspec.json.decode(b"{}", type=type)
         return msgspec.json.decode(self.body, type=type)
 

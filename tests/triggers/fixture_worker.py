@@ -1,0 +1,96 @@
+"""Functions and trigger declarations the trigger tests drive: `python -m
+tests.triggers.fixture_worker <group> ...` declares only the named groups' triggers."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+
+import msgspec
+
+from engine import Context, FunctionError, HttpRequest, HttpResponse, Worker
+
+worker = Worker("trigger-fixtures")
+
+
+class Note(msgspec.Struct):
+    text: str
+    n: int = 0
+
+
+@worker.function("t::echo")
+async def echo(req: HttpRequest, ctx: Context) -> HttpResponse:
+    return HttpResponse(
+        status=201 if req.method == "POST" else 200,
+        headers={"x-fn": "echo"},
+        body={
+            "method": req.method,
+            "path": req.path,
+            "params": req.path_params,
+            "query": req.query,
+            "headers": req.headers,
+            "body": req.json(),
+        },
+    )
+
+
+@worker.function("t::slow")
+async def slow(req: HttpRequest, ctx: Context) -> HttpResponse:
+    seconds = float(req.query.get("s", "2"))
+    await asyncio.sleep(seconds)
+    st = await ctx.state("fixtures")
+    await st.put("slow-finished", req.query.get("tag", "x"))
+    return HttpResponse(body={"slept": seconds})
+
+
+@worker.function("t::fail")
+async def fail(req: HttpRequest, ctx: Context) -> HttpResponse:
+    code = req.query.get("code", "CONFLICT")
+    raise FunctionError(code, f"failed with {code}", field=req.query.get("field"))
+
+
+@worker.function("t::crash")
+async def crash(req: HttpRequest, ctx: Context) -> HttpResponse:
+    raise RuntimeError("secret internals /home/x/file.py line 3")
+
+
+@worker.function("t::html")
+async def html(req: HttpRequest, ctx: Context) -> HttpResponse:
+    return HttpResponse(body="<h1>hi</h1>", content_type="text/html; charset=utf-8")
+
+
+@worker.function("t::note")
+async def note(req: Note, ctx: Context) -> Note:
+    return Note(text=req.text.upper(), n=req.n + 1)
+
+
+def declare_http() -> None:
+    worker.trigger("http", "t::echo", method="POST", path="/t/echo/{name}")
+    worker.trigger("http", "t::echo", method="GET", path="/t/echo/{name}")
+    worker.trigger("http", "t::echo", method="GET", path="/t/open", auth="none")
+    worker.trigger("http", "t::echo", method="POST", path="/t/small", max_body=64)
+    worker.trigger("http", "t::slow", method="GET", path="/t/slow", timeout=0.5)
+    worker.trigger("http", "t::slow", method="POST", path="/t/slow-ok", timeout=10)
+    worker.trigger("http", "t::fail", method="GET", path="/t/fail")
+    worker.trigger("http", "t::crash", method="GET", path="/t/crash")
+    worker.trigger("http", "t::html", method="GET", path="/t/html", auth="none")
+    worker.trigger(
+        "http",
+        "t::note",
+        method="POST",
+        path="/t/note",
+        mode="body",
+        status=201,
+        summary="Uppercase a note",
+        body_schema=msgspec.json.schema(Note),
+        response_schema=msgspec.json.schema(Note),
+    )
+
+
+GROUPS = {"http": declare_http}
+
+if __name__ == "__main__":
+    for group in sys.argv[1:] or os.environ.get("FIXTURE_GROUPS", "").split():
+        GROUPS[group]()
+    worker.run()

@@ -1,0 +1,223 @@
+"""The http trigger through real processes: nats-server, the trigger worker, a function worker."""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from engine import Client
+from tests.triggers._wait import eventually, free_port
+from triggers.http.secret import bearer_matches, load_secret
+
+SECRET = "s3cret-token"
+AUTH = {"Authorization": f"Bearer {SECRET}", "Content-Type": "application/json"}
+
+
+@pytest.fixture
+async def http(spawn) -> AsyncIterator[httpx.AsyncClient]:  # type: ignore[no-untyped-def]
+    port = free_port()
+    spawn("tests.triggers.fixture_worker", "http")
+    spawn(
+        "workers.triggers",
+        "http",
+        env={
+            "AGENTMEMORY_REST_PORT": str(port),
+            "AGENTMEMORY_SECRET": SECRET,
+            "VIEWER_ALLOWED_ORIGINS": "https://app.example",
+        },
+    )
+    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=10) as c:
+        yield c
+
+
+async def test_route_hands_the_function_method_path_params_query_headers_and_body(http) -> None:
+    r = await http.post("/t/echo/bob?x=1&y=two", json={"a": [1, 2]}, headers=AUTH)
+    assert r.status_code == 201
+    assert r.headers["x-fn"] == "echo"
+    got = r.json()
+    assert (got["method"], got["path"]) == ("POST", "/t/echo/bob")
+    assert got["params"] == {"name": "bob"}
+    assert got["query"] == {"x": "1", "y": "two"}
+    assert got["body"] == {"a": [1, 2]}
+    assert got["headers"]["content-type"] == "application/json"
+    assert "authorization" not in got["headers"]  # the secret never reaches the function
+
+
+async def test_missing_or_wrong_bearer_is_401_with_the_upstream_body(http) -> None:
+    for headers in ({}, {"Authorization": "Bearer nope"}, {"Authorization": f"Basic {SECRET}"}):
+        r = await http.get("/t/echo/x", headers=headers)
+        assert r.status_code == 401
+        assert r.content == b'{"error":"unauthorized"}'
+
+
+async def test_route_with_auth_none_needs_no_bearer(http) -> None:
+    r = await http.get("/t/open")
+    assert r.status_code == 200
+    assert r.json()["path"] == "/t/open"
+
+
+async def test_oversized_body_is_413_whether_declared_or_chunked(http) -> None:
+    big = b'{"pad": "' + b"x" * 100 + b'"}'
+    r = await http.post("/t/small", content=big, headers=AUTH)
+    assert r.status_code == 413
+    assert r.json()["error"]["code"] == "TOO_LARGE"
+
+    async def chunks() -> AsyncIterator[bytes]:
+        for _ in range(10):
+            yield b"x" * 20
+
+    r = await http.post("/t/small", content=chunks(), headers=AUTH)
+    assert r.status_code == 413
+    assert r.json()["error"]["code"] == "TOO_LARGE"
+
+
+async def test_malformed_json_is_400_naming_the_problem(http) -> None:
+    r = await http.post("/t/echo/x", content=b'{"a": 1,,}', headers=AUTH)
+    assert r.status_code == 400
+    err = r.json()["error"]
+    assert err["code"] == "BAD_REQUEST"
+    assert "malformed JSON" in err["message"] and "byte" in err["message"]
+    assert err["field"] == "body"
+
+
+async def test_write_with_wrong_content_type_is_415(http) -> None:
+    headers = {"Authorization": f"Bearer {SECRET}", "Content-Type": "text/plain"}
+    r = await http.post("/t/echo/x", content=b"hello", headers=headers)
+    assert r.status_code == 415
+    assert r.json()["error"]["field"] == "content-type"
+
+
+async def test_unknown_route_is_404_and_wrong_method_is_405_with_json_errors(http) -> None:
+    r = await http.get("/nowhere", headers=AUTH)
+    assert r.status_code == 404
+    assert r.json()["error"]["code"] == "NOT_FOUND"
+    r = await http.delete("/t/open", headers=AUTH)
+    assert r.status_code == 405
+    assert r.headers["allow"] == "GET"
+    assert r.json()["error"]["code"] == "METHOD_NOT_ALLOWED"
+
+
+async def test_handler_past_its_deadline_is_504(http) -> None:
+    r = await http.get("/t/slow?s=3", headers=AUTH)
+    assert r.status_code == 504
+    assert r.json()["error"]["code"] == "DEADLINE_EXCEEDED"
+
+
+async def test_function_error_maps_to_its_status_and_field(http) -> None:
+    r = await http.get("/t/fail?code=CONFLICT&field=key", headers=AUTH)
+    assert r.status_code == 409
+    assert r.json()["error"] | {} == {
+        "code": "CONFLICT",
+        "message": "failed with CONFLICT",
+        "field": "key",
+        "retryable": True,
+    }
+    r = await http.get("/t/fail?code=UNAUTHORIZED", headers=AUTH)
+    assert (r.status_code, r.content) == (401, b'{"error":"unauthorized"}')
+
+
+async def test_crashing_handler_is_500_without_internals(http) -> None:
+    r = await http.get("/t/crash", headers=AUTH)
+    assert r.status_code == 500
+    assert r.json()["error"]["code"] == "INTERNAL"
+    assert "file.py" not in r.text and "Traceback" not in r.text
+
+
+async def test_unserved_function_is_503(http, client: Client) -> None:
+    store = await client.state("engine_triggers", history=5)
+    from engine import TriggerSpec
+
+    spec = TriggerSpec(kind="http", function_id="t::ghost", config={"path": "/t/ghost"})
+    await store.put(spec.key, spec)
+
+    async def served() -> bool:
+        return (await http.get("/t/ghost", headers=AUTH)).status_code == 503
+
+    await eventually(served, what="503 for a route whose function has no worker")
+
+
+async def test_origins_outside_the_allowlist_are_403_and_allowed_ones_get_cors(http) -> None:
+    r = await http.get("/t/open", headers={"Origin": "https://evil.example"})
+    assert r.status_code == 403
+    for origin in ("http://localhost:3113", "https://app.example"):
+        r = await http.get("/t/open", headers={"Origin": origin})
+        assert r.status_code == 200
+        assert r.headers["access-control-allow-origin"] == origin
+    r = await http.options(
+        "/t/echo/x",
+        headers={"Origin": "http://127.0.0.1:3113", "Access-Control-Request-Method": "POST"},
+    )
+    assert r.status_code == 204
+    assert "POST" in r.headers["access-control-allow-methods"]
+
+
+async def test_call_completes_after_the_client_hangs_up(http, client: Client) -> None:
+    with pytest.raises(httpx.TimeoutException):
+        await http.post("/t/slow-ok?s=1&tag=done", json={}, headers=AUTH, timeout=0.2)
+    st = await client.state("fixtures")
+
+    async def finished() -> bool:
+        return await st.get("slow-finished") == "done"
+
+    await eventually(finished, what="the slow call to finish after the disconnect")
+
+
+async def test_body_mode_passes_the_json_body_and_returns_the_reply(http) -> None:
+    r = await http.post("/t/note", json={"text": "hi", "n": 1}, headers=AUTH)
+    assert (r.status_code, r.json()) == (201, {"text": "HI", "n": 2})
+    r = await http.post("/t/note", json={"n": 1}, headers=AUTH)
+    assert r.status_code == 400
+    assert r.json()["error"]["field"] == "text"
+
+
+async def test_non_json_reply_keeps_its_content_type(http) -> None:
+    r = await http.get("/t/html")
+    assert r.headers["content-type"].startswith("text/html")
+    assert r.text == "<h1>hi</h1>"
+
+
+async def test_openapi_document_lists_routes_and_their_schemas(http) -> None:
+    doc = (await http.get("/openapi.json")).json()
+    assert doc["openapi"].startswith("3.")
+    op = doc["paths"]["/t/note"]["post"]
+    assert op["operationId"] == "t::note"
+    schema = op["requestBody"]["content"]["application/json"]["schema"]
+    assert schema["$ref"] == "#/components/schemas/Note"
+    assert "text" in doc["components"]["schemas"]["Note"]["properties"]
+    assert doc["paths"]["/t/echo/{name}"]["get"]["parameters"][0]["name"] == "name"
+    assert "security" not in doc["paths"]["/t/open"]["get"]
+
+
+async def test_routes_appear_live_when_a_worker_registers_later(spawn, client: Client) -> None:
+    port = free_port()
+    spawn(
+        "workers.triggers",
+        "http",
+        env={"AGENTMEMORY_REST_PORT": str(port), "AGENTMEMORY_SECRET": SECRET},
+    )
+    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=5) as c:
+        assert (await c.get("/t/open")).status_code == 404
+        spawn("tests.triggers.fixture_worker", "http")
+
+        async def routed() -> bool:
+            return (await c.get("/t/open")).status_code == 200
+
+        await eventually(routed, what="the new route to be served")
+
+
+def test_secret_is_generated_once_with_mode_0600(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.delenv("AGENTMEMORY_SECRET", raising=False)
+    path = tmp_path / "home" / ".agentmemory" / "secret"
+    first = load_secret(path)
+    assert len(first) >= 32
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    assert load_secret(path) == first
+    monkeypatch.setenv("AGENTMEMORY_SECRET", "from-env")
+    assert load_secret(path) == "from-env"
+    assert bearer_matches("Bearer from-env", "from-env")
+    assert not bearer_matches("Bearer from-en", "from-env")

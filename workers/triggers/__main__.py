@@ -1,0 +1,51 @@
+"""Host trigger plug-ins in one process: `python -m workers.triggers [kind ...]`.
+
+With no kinds, every plug-in runs. Replicas are safe for all kinds but `http` (one port
+per process): cron ticks, queue and stream messages go through shared durable consumers.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from engine import Client, Worker
+from triggers.plugin import Plugin
+
+ALL = ("http", "cron", "queue", "subscribe", "stream", "state")
+
+
+def make_plugin(kind: str) -> Plugin:
+    if kind == "http":
+        from triggers.http import HttpTrigger
+
+        return HttpTrigger()
+    raise SystemExit(f"unknown trigger kind {kind!r}; expected some of {', '.join(ALL)}")
+
+
+def build(kinds: list[str]) -> Worker:
+    worker = Worker(
+        "triggers-" + "-".join(kinds), description="trigger plug-ins: " + ", ".join(kinds)
+    )
+    plugins = [make_plugin(k) for k in kinds]
+    for p in plugins:
+        p.install(worker)
+
+    @worker.on_start
+    async def _start(client: Client) -> None:
+        for p in plugins:
+            await p.start(client)
+
+    @worker.on_stop
+    async def _stop(client: Client) -> None:
+        for p in reversed(plugins):
+            await p.stop()
+
+    return worker
+
+
+def main(argv: list[str]) -> None:
+    build(argv or list(ALL)).run()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
