@@ -73,9 +73,7 @@ def cmd_stop(args: argparse.Namespace) -> int:
     os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + args.timeout
     while time.monotonic() < deadline:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
+        if not inst.is_locked():
             print(f"engine instance {inst.number} stopped")
             return 0
         time.sleep(0.1)

@@ -55,9 +55,23 @@ class Instance:
         except (FileNotFoundError, ValueError):
             return None
 
+    def is_locked(self) -> bool:
+        """True while a supervisor holds this instance (its lock dies with its process)."""
+        try:
+            fh = open(self.lockfile)
+        except FileNotFoundError:
+            return False
+        with fh:
+            try:
+                fcntl.flock(fh, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return True
+            fcntl.flock(fh, fcntl.LOCK_UN)
+            return False
+
     def running_pid(self) -> int | None:
         info = self.read_pidfile()
-        if not info:
+        if not info or not self.is_locked():
             return None
         pid = int(info.get("pid", 0))
         try:

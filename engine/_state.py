@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import random
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Generic, Literal, TypeVar
 
@@ -121,7 +122,7 @@ class State:
         fn: Callable[[T | None], T | None] | Callable[[T | None], Awaitable[T | None]],
         *,
         type: type[T] | Any = Any,
-        attempts: int = 20,
+        attempts: int = 64,
     ) -> T | None:
         """Read-modify-write with compare-and-set, retried on conflict.
 
@@ -139,7 +140,8 @@ class State:
                 await self.compare_and_set(key, new, cur.revision if cur else 0)
                 return new  # type: ignore[return-value]
             except CasConflict:
-                await asyncio.sleep(min(0.001 * (2**attempt), 0.05))
+                # Full jitter: contenders that collided spread out instead of colliding again.
+                await asyncio.sleep(random.uniform(0, min(0.001 * (2**attempt), 0.1)))
         raise CasConflict(self.bucket, key)
 
     async def delete(self, key: str) -> None:

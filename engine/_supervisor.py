@@ -215,7 +215,7 @@ class Supervisor:
 
     # ---- start -------------------------------------------------------------------
     async def start(self) -> None:
-        self._check_ports()
+        # The lock first: a second start of a running instance must say so, not blame a port.
         self._lock.acquire(
             {
                 "pid": os.getpid(),
@@ -225,6 +225,7 @@ class Supervisor:
             }
         )
         try:
+            self._check_ports()
             await self._start_bus()
             await self._provision()
             await self._serve_api()

@@ -67,3 +67,146 @@ def spawn(nats_server: NatsServer) -> Iterator[object]:
         if p.poll() is None:
             p.kill()
         p.wait()
+
+
+def free_port_block(size: int = 6) -> int:
+    """An anchor whose block of `size` consecutive loopback ports is free right now."""
+    import random
+    import socket
+
+    for _ in range(200):
+        anchor = random.randrange(20000, 30000)
+        ok = True
+        for p in range(anchor, anchor + size):
+            with socket.socket() as s:
+                try:
+                    s.bind(("127.0.0.1", p))
+                except OSError:
+                    ok = False
+                    break
+        if ok:
+            return anchor
+    raise RuntimeError("no free port block")
+
+
+class EngineProcess:
+    """`python -m engine run` as a real process, on its own data dir and port block."""
+
+    def __init__(self, tmp: Path, config: str, anchor: int | None = None) -> None:
+        self.data_dir = tmp / "data"
+        self.config = tmp / "engine.yaml"
+        self.config.write_text(config)
+        self.anchor = anchor or free_port_block()
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.lines: list[str] = []
+
+    def args(self) -> list[str]:
+        return ["--data-dir", str(self.data_dir), "--port", str(self.anchor)]
+
+    def start(self, timeout: float = 60.0) -> EngineProcess:
+        import time
+
+        self.lines = []
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "engine", "run", "--config", str(self.config), *self.args()],
+            cwd=ROOT,
+            stderr=subprocess.PIPE,
+            env=dict(os.environ, PYTHONPATH=str(ROOT)),
+        )
+        ready = threading.Event()
+
+        def pump() -> None:
+            assert self.proc is not None and self.proc.stderr is not None
+            for raw in self.proc.stderr:
+                line = raw.decode(errors="replace")
+                self.lines.append(line)
+                if line.startswith("engine ready"):
+                    ready.set()
+
+        threading.Thread(target=pump, daemon=True).start()
+        deadline = time.monotonic() + timeout
+        while not ready.wait(0.05):
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("engine did not start:\n" + "".join(self.lines[-30:]))
+        return self
+
+    @property
+    def nats_url(self) -> str:
+        return f"nats://127.0.0.1:{self.anchor + 4}"
+
+    @property
+    def credentials(self) -> str:
+        return str(self.data_dir / "nats" / "credentials.json")
+
+    async def client(self) -> Client:
+        return Client(await connect(self.nats_url, self.credentials))
+
+    def status(self) -> dict[str, object]:
+        import json
+
+        out = subprocess.run(
+            [sys.executable, "-m", "engine", "status", "--json", *self.args()],
+            cwd=ROOT,
+            capture_output=True,
+            check=False,
+        )
+        return json.loads(out.stdout) if out.stdout else {}
+
+    def stop(self, timeout: float = 60.0) -> int:
+        if self.proc is None:
+            return 0
+        if self.proc.poll() is None:
+            self.proc.terminate()
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            return self.proc.wait()
+
+    def kill_all(self) -> None:
+        """Last-resort cleanup: the engine and anything still bound to its data dir."""
+        import signal as _signal
+
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        for pid_dir in Path("/proc").iterdir():
+            if not pid_dir.name.isdigit():
+                continue
+            try:
+                env = (pid_dir / "environ").read_bytes()
+                cmd = (pid_dir / "cmdline").read_bytes()
+            except OSError:
+                continue
+            mine = str(self.data_dir).encode()
+            if mine in env or mine in cmd:
+                try:
+                    os.kill(int(pid_dir.name), _signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+
+
+EXAMPLE_CONFIG = """
+workers:
+  - name: example
+    module: workers.example
+    replicas: 1
+    restart: {policy: always, backoff_initial: 0.2, backoff_max: 2, reset_after: 5}
+"""
+
+
+@pytest.fixture
+def engine_factory(tmp_path: Path) -> Iterator[object]:
+    made: list[EngineProcess] = []
+
+    def make(config: str = EXAMPLE_CONFIG, sub: str = "e") -> EngineProcess:
+        d = tmp_path / f"{sub}{len(made)}"
+        d.mkdir()
+        e = EngineProcess(d, config)
+        made.append(e)
+        return e
+
+    yield make
+    for e in made:
+        e.stop(30)
+        e.kill_all()

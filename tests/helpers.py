@@ -1,0 +1,49 @@
+"""Small test helpers: wait for a condition instead of sleeping."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+T = TypeVar("T")
+
+
+async def eventually(
+    probe: Callable[[], Awaitable[T]],
+    *,
+    timeout: float = 10.0,
+    interval: float = 0.05,
+    what: str = "condition",
+) -> T:
+    """Retry `probe` until it returns a truthy value without raising; return that value."""
+    deadline = time.monotonic() + timeout
+    last: BaseException | None = None
+    while True:
+        try:
+            value = await probe()
+            if value:
+                return value
+        except Exception as exc:
+            last = exc
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} not reached within {timeout}s (last error: {last!r})")
+        await asyncio.sleep(interval)
+
+
+def wait_until(
+    probe: Callable[[], T],
+    *,
+    timeout: float = 10.0,
+    interval: float = 0.05,
+    what: str = "condition",
+) -> T:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = probe()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} not reached within {timeout}s")
+        time.sleep(interval)
