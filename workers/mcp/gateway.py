@@ -1,0 +1,194 @@
+"""How the MCP tools reach the memory service: REST at AGENTMEMORY_URL, or the bus.
+
+Both speak the upstream REST surface (method + path + JSON body), so a tool is written
+once. Over the bus we resolve the route through the http triggers stored in KV and call
+the bound function directly, exactly as the http trigger would, minus the HTTP hop.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Protocol
+
+import httpx
+import msgspec
+
+from engine import TRIGGERS_BUCKET, Client, FunctionError, HttpRequest, TriggerSpec
+
+
+class GatewayError(Exception):
+    """The service refused or could not be reached; `message` is for the model to read."""
+
+    def __init__(self, status: int, message: str, field: str | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.field = field
+
+    @property
+    def retryable(self) -> bool:
+        return self.status in (0, 408, 429) or self.status >= 500
+
+
+class Gateway(Protocol):
+    async def request(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        query: dict[str, str] | None = None,
+    ) -> Any: ...
+
+    async def close(self) -> None: ...
+
+
+def _error_of(status: int, data: Any) -> GatewayError:
+    err = data.get("error") if isinstance(data, dict) else None
+    if isinstance(err, dict):
+        return GatewayError(status, str(err.get("message") or err.get("code")), err.get("field"))
+    if isinstance(err, str):
+        return GatewayError(status, err)
+    return GatewayError(status, f"the memory service answered HTTP {status}")
+
+
+class RestGateway:
+    def __init__(self, url: str, secret: str = "", timeout: float = 30.0) -> None:
+        self.url = url.rstrip("/")
+        headers = {"Content-Type": "application/json"}
+        if secret:
+            headers["Authorization"] = f"Bearer {secret}"
+        self._http = httpx.AsyncClient(base_url=self.url, headers=headers, timeout=timeout)
+
+    async def request(
+        self, method: str, path: str, body: Any = None, query: dict[str, str] | None = None
+    ) -> Any:
+        try:
+            resp = await self._http.request(
+                method,
+                path,
+                params=query,
+                content=msgspec.json.encode(body) if body is not None else None,
+            )
+        except httpx.HTTPError as exc:
+            raise GatewayError(
+                0,
+                f"agentmemory is not reachable at {self.url} ({type(exc).__name__}); "
+                "start it with `agentmemory start`",
+            ) from None
+        try:
+            data = resp.json() if resp.content else None
+        except ValueError:
+            data = resp.text
+        if resp.status_code >= 400:
+            if resp.status_code == 401:
+                raise GatewayError(
+                    401, "unauthorized: set AGENTMEMORY_SECRET to the server's secret"
+                )
+            raise _error_of(resp.status_code, data)
+        return data
+
+    async def close(self) -> None:
+        await self._http.aclose()
+
+
+class _Reply(msgspec.Struct):
+    status: int = 200
+    body: msgspec.Raw | None = None
+    content_type: str = "application/json"
+
+
+class BusGateway:
+    """Calls the function an http trigger binds to (method, path), over NATS."""
+
+    def __init__(self, client: Client, timeout: float = 30.0) -> None:
+        self.client = client
+        self.timeout = timeout
+        self._routes: dict[tuple[str, str], tuple[str, str]] | None = None
+
+    async def _route(self, method: str, path: str) -> tuple[str, str]:
+        if self._routes is None or (method, path) not in self._routes:
+            st = await self.client.state(TRIGGERS_BUCKET, history=5)
+            routes: dict[tuple[str, str], tuple[str, str]] = {}
+            for key in await st.keys("http."):
+                raw: Any = await st.get(key, dict)
+                if raw is None:
+                    continue
+                spec = msgspec.convert(raw, TriggerSpec)
+                cfg = spec.config
+                routes[(str(cfg.get("method", "GET")).upper(), str(cfg.get("path")))] = (
+                    spec.function_id,
+                    str(cfg.get("mode", "http")),
+                )
+            self._routes = routes
+        found = self._routes.get((method, path))
+        if found is None:
+            raise GatewayError(404, f"the memory service has no route {method} {path} (yet)")
+        return found
+
+    async def request(
+        self, method: str, path: str, body: Any = None, query: dict[str, str] | None = None
+    ) -> Any:
+        function_id, mode = await self._route(method.upper(), path)
+        raw = msgspec.Raw(msgspec.json.encode(body if body is not None else {}))
+        try:
+            if mode == "body":
+                return await self.client.call(function_id, raw, timeout=self.timeout)
+            req = HttpRequest(
+                method=method.upper(),
+                path=path,
+                query=query or {},
+                body=raw if body is not None else msgspec.UNSET,
+            )
+            reply = await self.client.call(function_id, req, response=_Reply, timeout=self.timeout)
+        except FunctionError as err:
+            raise GatewayError(err.status, err.message, err.field) from None
+        data = msgspec.json.decode(reply.body) if reply.body is not None else None
+        if reply.status >= 400:
+            raise _error_of(reply.status, data)
+        return data
+
+    async def close(self) -> None:
+        await self.client.nc.close()
+
+
+async def connect_gateway() -> Gateway:
+    """REST when AGENTMEMORY_URL is set (or no local engine runs), else the local bus."""
+    url = os.environ.get("AGENTMEMORY_URL")
+    if not url and os.environ.get("AGENTMEMORY_MCP_TRANSPORT", "auto") != "rest":
+        bus = await _local_bus()
+        if bus is not None:
+            return bus
+    return RestGateway(url or _local_url(), _secret())
+
+
+async def _local_bus() -> BusGateway | None:
+    from engine import connect
+    from engine._instance import Instance
+
+    inst = Instance.resolve(int(os.environ.get("AGENTMEMORY_INSTANCE", "0") or 0))
+    info = inst.read_pidfile()
+    if inst.running_pid() is None or not info or not info.get("nats_url"):
+        return None
+    creds = str(inst.credentials) if inst.credentials.exists() else None
+    try:
+        nc = await connect(str(info["nats_url"]), creds, name="mcp", max_reconnect_attempts=3)
+    except Exception:
+        return None
+    return BusGateway(Client(nc))
+
+
+def _local_url() -> str:
+    from engine._paths import Ports
+
+    inst = int(os.environ.get("AGENTMEMORY_INSTANCE", "0") or 0)
+    return f"http://127.0.0.1:{Ports.for_instance(inst).rest}"
+
+
+def _secret() -> str:
+    value = os.environ.get("AGENTMEMORY_SECRET")
+    if value:
+        return value
+    try:
+        return open(os.path.join(os.path.expanduser("~"), ".agentmemory", "secret")).read().strip()
+    except OSError:
+        return ""
