@@ -1,0 +1,236 @@
+"""HTTP trigger overhead: a no-op function behind the http trigger vs a bare starlette endpoint.
+
+Both run on uvicorn (uvloop + httptools) and are driven by the same `wrk` script (POST of a
+small JSON body, id varied per request) at the same concurrency, one after the other so
+they do not share the CPU. The trigger path adds: route match, bearer check, JSON check, a
+NATS request to a worker process and back.
+
+    .venv/bin/python ops/bench/http.py [--quick] [--connections 32] [--seconds 10]
+
+The last line printed is one JSON object: trigger_rps, bare_rps, ratio, trigger_p99_ms, ...
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+# This file is named http.py: its own folder must not shadow the standard library's `http`.
+_HERE = Path(__file__).resolve().parent
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+import re  # noqa: E402
+import shutil  # noqa: E402
+import socket  # noqa: E402
+import subprocess  # noqa: E402
+import tempfile  # noqa: E402
+import threading  # noqa: E402
+import time  # noqa: E402
+import urllib.error  # noqa: E402
+import urllib.request  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from engine import Context, HttpRequest, HttpResponse, Worker  # noqa: E402
+
+SECRET = "bench-secret"
+LUA = """
+counter = 0
+request = function()
+  counter = counter + 1
+  local body = '{"id":' .. counter .. ',"text":"hello"}'
+  return wrk.format("POST", nil, {
+    ["Content-Type"] = "application/json",
+    ["Authorization"] = "Bearer %s",
+  }, body)
+end
+"""
+
+
+# ---- the two servers under test (run as child processes of this script) ---------------
+def serve_noop() -> None:
+    worker = Worker("bench-noop")
+
+    @worker.function("bench::noop")
+    async def noop(req: HttpRequest, ctx: Context) -> HttpResponse:
+        return HttpResponse(body={"ok": True})
+
+    worker.trigger("http", "bench::noop", method="POST", path="/bench/noop")
+    worker.run()
+
+
+def serve_bare(port: int) -> None:
+    import uvicorn
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    async def noop(request: Request) -> JSONResponse:
+        await request.json()  # the trigger checks the JSON too
+        return JSONResponse({"ok": True})
+
+    app = Starlette(routes=[Route("/bench/noop", noop, methods=["POST"])])
+    uvicorn.run(
+        app,
+        host="127.0.0.1",
+        port=port,
+        loop="uvloop",
+        http="httptools",
+        access_log=False,
+        log_level="warning",
+    )
+
+
+# ---- the driver ------------------------------------------------------------------------
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def start(args: list[str], env: dict[str, str], ready: bytes | None) -> subprocess.Popen[bytes]:
+    p = subprocess.Popen(
+        [sys.executable, *args],
+        env=env,
+        cwd=ROOT,
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+    )
+    assert p.stderr is not None
+    if ready is not None:
+        for line in p.stderr:
+            if ready in line:
+                break
+        else:
+            raise RuntimeError(f"{args} exited before it was ready")
+    threading.Thread(target=lambda: [None for _ in p.stderr or []], daemon=True).start()
+    return p
+
+
+def wait_http(url: str, timeout: float = 15.0) -> None:
+    body = b'{"id":0}'
+    headers = {"Content-Type": "application/json", "Authorization": f"Bearer {SECRET}"}
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            req = urllib.request.Request(url, data=body, headers=headers, method="POST")
+            with urllib.request.urlopen(req, timeout=2) as r:
+                if r.status == 200:
+                    return
+        except (urllib.error.URLError, ConnectionError, TimeoutError):
+            pass
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{url} did not come up")
+        time.sleep(0.1)
+
+
+def wrk(url: str, script: Path, connections: int, seconds: int) -> dict[str, float]:
+    out = subprocess.run(
+        ["wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "--latency", "-s", str(script), url],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))  # type: ignore[union-attr]
+    p99 = _ms(re.search(r"99%\s+([\d.]+\w+)", out).group(1))  # type: ignore[union-attr]
+    p50 = _ms(re.search(r"50%\s+([\d.]+\w+)", out).group(1))  # type: ignore[union-attr]
+    bad = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", out)
+    errors = re.search(r"Socket errors: (.*)", out)
+    return {
+        "rps": rps,
+        "p50_ms": p50,
+        "p99_ms": p99,
+        "non_2xx": float(bad.group(1)) if bad else 0.0,
+        "socket_errors": 1.0 if errors else 0.0,
+    }
+
+
+def _ms(text: str) -> float:
+    m = re.match(r"([\d.]+)(us|ms|s)", text)
+    assert m is not None, text
+    value, unit = float(m.group(1)), m.group(2)
+    return value / 1000 if unit == "us" else value * 1000 if unit == "s" else value
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true", help="5 s per side instead of 10")
+    ap.add_argument("--connections", type=int, default=32)
+    ap.add_argument("--seconds", type=int, default=0)
+    ap.add_argument("--serve-noop", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--serve-bare", type=int, default=0, help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.serve_noop:
+        serve_noop()
+        return
+    if a.serve_bare:
+        serve_bare(a.serve_bare)
+        return
+    if shutil.which("wrk") is None:
+        raise SystemExit("wrk not found: apt-get install -y wrk")
+    seconds = a.seconds or (5 if a.quick else 10)
+
+    from engine._nats_server import NatsServer
+
+    procs: list[subprocess.Popen[bytes]] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        nats = NatsServer(store_dir=Path(tmp) / "js").start()
+        try:
+            trigger_port, bare_port = free_port(), free_port()
+            env = dict(
+                os.environ,
+                ENGINE_NATS_URL=nats.url,
+                PYTHONPATH=str(ROOT),
+                AGENTMEMORY_SECRET=SECRET,
+                AGENTMEMORY_REST_PORT=str(trigger_port),
+                ENGINE_LOG_LEVEL="WARNING",
+            )
+            procs.append(start([__file__, "--serve-noop"], env, b"ENGINE_WORKER_READY"))
+            procs.append(start(["-m", "workers.triggers", "http"], env, b"ENGINE_WORKER_READY"))
+            procs.append(start([__file__, "--serve-bare", str(bare_port)], env, None))
+            trigger_url = f"http://127.0.0.1:{trigger_port}/bench/noop"
+            bare_url = f"http://127.0.0.1:{bare_port}/bench/noop"
+            wait_http(trigger_url)
+            wait_http(bare_url)
+            script = Path(tmp) / "post.lua"
+            script.write_text(LUA % SECRET)
+            for url in (bare_url, trigger_url):  # warm-up
+                wrk(url, script, a.connections, 1)
+            bare = wrk(bare_url, script, a.connections, seconds)
+            trig = wrk(trigger_url, script, a.connections, seconds)
+        finally:
+            for p in procs:
+                p.kill()
+                p.wait()
+            nats.kill()
+    ratio = trig["rps"] / bare["rps"] if bare["rps"] else 0.0
+    print(f"{'':10} {'req/s':>10} {'p50 ms':>8} {'p99 ms':>8} {'non-2xx':>8}")
+    for name, r in (("bare", bare), ("trigger", trig)):
+        print(
+            f"{name:10} {r['rps']:>10.0f} {r['p50_ms']:>8.2f} {r['p99_ms']:>8.2f} {r['non_2xx']:>8.0f}"
+        )
+    print(f"ratio trigger/bare = {ratio:.2f} (target >= 0.5)")
+    print(
+        json.dumps(
+            {
+                "bench": "http",
+                "connections": a.connections,
+                "seconds": seconds,
+                "trigger_rps": round(trig["rps"], 1),
+                "bare_rps": round(bare["rps"], 1),
+                "ratio": round(ratio, 3),
+                "trigger_p99_ms": round(trig["p99_ms"], 2),
+                "bare_p99_ms": round(bare["p99_ms"], 2),
+                "trigger_non_2xx": int(trig["non_2xx"]),
+            }
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()
