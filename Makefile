@@ -31,8 +31,14 @@ $(SYSTEM_STAMP):
 	@command -v wrk >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && apt-get install -y -qq wrk >/dev/null || true; }
 	touch $@
 
+# The cross-language test's Node.js caller (npm `nats`, no SDK of ours).
+NODE_STAMP := tests/xlang/node_modules/.installed
+$(NODE_STAMP): tests/xlang/package.json
+	@if command -v npm >/dev/null 2>&1; then cd tests/xlang && npm install --no-audit --no-fund --silent && touch node_modules/.installed; \
+	else echo "npm missing: the Node.js cross-language test will be skipped"; fi
+
 install: $(RUN_STAMP)
-install-test: $(TEST_STAMP) $(SYSTEM_STAMP)
+install-test: $(TEST_STAMP) $(SYSTEM_STAMP) $(NODE_STAMP)
 
 run: install
 	$(PY) -m engine run --config config/engine.yaml

@@ -26,7 +26,7 @@ _BY_STATUS = {status: code for code, (status, _) in _CODES.items()}
 class ErrorBody(msgspec.Struct, omit_defaults=True):
     code: str
     message: str
-    retryable: bool = False
+    retryable: bool
     field: str | None = None
 
 
