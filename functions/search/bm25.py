@@ -1,0 +1,196 @@
+"""An incremental BM25 inverted index over pre-analysed, field-weighted term frequencies.
+
+Postings are append-only `array`s per term (4 bytes per doc id and per tf), viewed as numpy
+arrays without copying when a query reads them. Removal is a tombstone in the caller's
+scope mask, so collection statistics (N, df, avgdl) are computed over the documents the
+query may see: a filter is applied *before* ranking, and a small project is scored with its
+own statistics rather than those of a large neighbour.
+
+An *aggregating* index lets one document receive several additions (and negative ones to
+take them back); the tf of a term is then the sum of its postings. The session stream uses
+it: a session's document grows as its observations arrive.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from array import array
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+F32 = npt.NDArray[np.float32]
+F64 = npt.NDArray[np.float64]
+I32 = npt.NDArray[np.int32]
+Mask = npt.NDArray[np.bool_]
+
+PREFIX_MIN_LEN = 3
+PREFIX_MAX_EXPANSIONS = 24
+ALT_CAP = 0.5
+"""A synonym or prefix match earns at most this share of the weakest exact match."""
+
+
+@dataclass
+class Clause:
+    """One query term, with the alternatives (synonyms, prefix completions) that may stand
+    in for it in a document that lacks the exact term."""
+
+    term: str
+    weight: float = 1.0
+    synonyms: tuple[str, ...] = ()
+    prefix: bool = False
+
+
+@dataclass
+class Scope:
+    """The documents a query may see, and their statistics."""
+
+    mask: Mask
+    n: int
+    avgdl: float
+
+
+@dataclass
+class BM25Index:
+    k1: float = 1.2
+    b: float = 0.75
+    aggregating: bool = False
+    synonym_weight: float = 0.6
+    prefix_weight: float = 0.4
+    postings: dict[str, tuple[array[int], array[float]]] = field(default_factory=dict)
+    doc_len: array[float] = field(default_factory=lambda: array("f"))
+    _vocab: list[str] = field(default_factory=list)
+    _pending_vocab: list[str] = field(default_factory=list)
+
+    # ---- writes ------------------------------------------------------------------
+    def add(self, doc: int, tfs: Mapping[str, float], length: float) -> None:
+        if doc >= len(self.doc_len):
+            self.doc_len.extend([0.0] * (doc + 1 - len(self.doc_len)))
+        self.doc_len[doc] += length
+        for term, tf in tfs.items():
+            p = self.postings.get(term)
+            if p is None:
+                p = self.postings[term] = (array("i"), array("f"))
+                self._pending_vocab.append(term)
+            p[0].append(doc)
+            p[1].append(tf)
+
+    def size(self) -> int:
+        return len(self.doc_len)
+
+    def lengths(self) -> F32:
+        return np.frombuffer(self.doc_len, dtype=np.float32) if self.doc_len else np.zeros(0, np.float32)
+
+    def scope(self, mask: Mask) -> Scope:
+        n = int(mask.sum())
+        lens = self.lengths()[: len(mask)]
+        avgdl = float(lens[mask[: len(lens)]].mean()) if n else 1.0
+        return Scope(mask, n, max(avgdl, 1e-6))
+
+    # ---- reads -------------------------------------------------------------------
+    def vocabulary(self) -> list[str]:
+        if self._pending_vocab:
+            if len(self._pending_vocab) < 1000:
+                for t in self._pending_vocab:
+                    bisect.insort(self._vocab, t)
+            else:
+                self._vocab = sorted(set(self._vocab).union(self._pending_vocab))
+            self._pending_vocab = []
+        return self._vocab
+
+    def completions(self, prefix: str) -> list[str]:
+        vocab = self.vocabulary()
+        i = bisect.bisect_left(vocab, prefix)
+        out: list[str] = []
+        while i < len(vocab) and vocab[i].startswith(prefix) and len(out) < PREFIX_MAX_EXPANSIONS:
+            if vocab[i] != prefix:
+                out.append(vocab[i])
+            i += 1
+        return out
+
+    def term_scores(self, term: str, scope: Scope) -> tuple[I32, F64]:
+        """(docs, BM25 contribution) of one term over the scope; unsorted, unique docs."""
+        p = self.postings.get(term)
+        if p is None or scope.n == 0:
+            return np.zeros(0, np.int32), np.zeros(0, np.float64)
+        docs = np.frombuffer(p[0], dtype=np.int32)
+        tfs = np.frombuffer(p[1], dtype=np.float32)
+        mask = scope.mask
+        if self.aggregating:
+            total = np.bincount(docs, weights=tfs, minlength=len(mask))[: len(mask)]
+            dd = np.flatnonzero((total > 1e-6) & mask).astype(np.int32)
+            tf = total[dd]
+        else:
+            inside = docs < len(mask)
+            if not inside.all():
+                docs, tfs = docs[inside], tfs[inside]
+            sel = mask[docs]
+            dd = docs[sel]
+            tf = tfs[sel].astype(np.float64)
+        df = len(dd)
+        if df == 0:
+            return dd, np.zeros(0, np.float64)
+        idf = math.log(1.0 + (scope.n - df + 0.5) / (df + 0.5))
+        dl = self.lengths()[dd].astype(np.float64)
+        norm = self.k1 * (1.0 - self.b + self.b * dl / scope.avgdl)
+        return dd, idf * tf * (self.k1 + 1.0) / (tf + norm)
+
+    def score(self, clauses: Iterable[Clause], scope: Scope) -> F64:
+        """Dense scores over the scope (zeros outside it)."""
+        scores = np.zeros(len(scope.mask), np.float64)
+        for c in clauses:
+            dd, contrib = self.term_scores(c.term, scope)
+            alts: list[tuple[str, float]] = [(s, self.synonym_weight) for s in c.synonyms]
+            if c.prefix and len(c.term) >= PREFIX_MIN_LEN:
+                alts.extend((t, self.prefix_weight) for t in self.completions(c.term))
+            if alts:
+                self._add_alternatives(scores, dd, contrib, alts, c.weight, scope)
+            if len(dd):
+                scores[dd] += c.weight * contrib
+        return scores
+
+    def _add_alternatives(
+        self,
+        scores: F64,
+        exact_docs: I32,
+        exact: F64,
+        alts: list[tuple[str, float]],
+        weight: float,
+        scope: Scope,
+    ) -> None:
+        # Each document takes its best alternative; documents with the exact term take none,
+        # and no alternative may reach the weakest exact match of the same term.
+        parts_d: list[I32] = []
+        parts_c: list[F64] = []
+        for term, w in alts:
+            d, c = self.term_scores(term, scope)
+            if len(d):
+                parts_d.append(d)
+                parts_c.append(c * w)
+        if not parts_d:
+            return
+        best = np.zeros(len(scores), np.float64)
+        np.maximum.at(best, np.concatenate(parts_d), np.concatenate(parts_c))
+        if len(exact_docs):
+            best[exact_docs] = 0.0
+            np.minimum(best, ALT_CAP * float(exact.min()), out=best)
+        scores += weight * best
+
+    # ---- persistence -------------------------------------------------------------
+    def dump(self) -> dict[str, tuple[bytes, bytes]]:
+        return {t: (d.tobytes(), f.tobytes()) for t, (d, f) in self.postings.items()}
+
+    def load(self, postings: Mapping[str, tuple[bytes, bytes]], doc_len: bytes) -> None:
+        self.postings = {}
+        for t, (d, f) in postings.items():
+            da, fa = array("i"), array("f")
+            da.frombytes(d)
+            fa.frombytes(f)
+            self.postings[t] = (da, fa)
+        self.doc_len = array("f")
+        self.doc_len.frombytes(doc_len)
+        self._vocab = sorted(self.postings)
+        self._pending_vocab = []

@@ -1,0 +1,70 @@
+"""Weighted reciprocal-rank fusion of ranked streams, and per-session diversification."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+RRF_K = 60
+
+
+@dataclass(frozen=True)
+class FusionWeights:
+    bm25: float = 1.0
+    session: float = 0.6
+    vector: float = 0.5
+    graph: float = 0.3
+    agreement: float = 0.1
+    """Added per extra stream that ranked a document in its top `agreement_depth`,
+    in units of the best possible single-stream contribution (1 / (k + 1))."""
+    agreement_depth: int = 20
+
+    def of(self, stream: str) -> float:
+        return float(getattr(self, stream, 0.0))
+
+
+def rrf(
+    streams: Mapping[str, Sequence[int]],
+    weights: FusionWeights,
+    k: int = RRF_K,
+) -> list[tuple[int, float]]:
+    """Fuse ranked lists of doc ids; streams that returned nothing take no part."""
+    scores: dict[int, float] = {}
+    votes: dict[int, int] = {}
+    for name, ranked in streams.items():
+        w = weights.of(name)
+        if not ranked or w <= 0:
+            continue
+        for rank, doc in enumerate(ranked):
+            scores[doc] = scores.get(doc, 0.0) + w / (k + rank + 1)
+            if rank < weights.agreement_depth:
+                votes[doc] = votes.get(doc, 0) + 1
+    if weights.agreement > 0:
+        unit = weights.agreement / (k + 1)
+        for doc, v in votes.items():
+            if v > 1:
+                scores[doc] += unit * (v - 1)
+    return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
+
+
+def diversify(
+    ranked: Sequence[tuple[int, float]],
+    session_of: Mapping[int, str] | Sequence[str],
+    per_session: int,
+) -> list[tuple[int, float]]:
+    """Keep at most `per_session` results of one session ahead of the rest; the surplus is
+    moved behind, in order, rather than dropped, so deep pages still hold everything."""
+    if per_session <= 0:
+        return list(ranked)
+    seen: dict[str, int] = {}
+    head: list[tuple[int, float]] = []
+    tail: list[tuple[int, float]] = []
+    for doc, score in ranked:
+        s = session_of[doc]
+        n = seen.get(s, 0)
+        if not s or n < per_session:
+            head.append((doc, score))
+        else:
+            tail.append((doc, score))
+        seen[s] = n + 1
+    return head + tail

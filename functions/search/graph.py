@@ -1,0 +1,109 @@
+"""The entity graph: files, symbols, concepts and error codes linked to the records naming
+them. A query's entities are matched to nodes and expanded a bounded number of hops through
+the records they share, so a question about `auth.py` also reaches records about the
+symbols and errors that keep company with it."""
+
+from __future__ import annotations
+
+import math
+import re
+from array import array
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from functions.search.analysis import STOPWORDS, entities
+
+_WORDS = re.compile(r"[\w][\w./-]*[\w]", re.UNICODE)
+Mask = npt.NDArray[np.bool_]
+
+
+def _aliases(name: str) -> list[str]:
+    out = [name]
+    if "/" in name:
+        base = name.rsplit("/", 1)[1]
+        if base:
+            out.append(base)
+    return out
+
+
+@dataclass
+class EntityGraph:
+    max_hops: int = 2
+    fanout: int = 8
+    """Neighbouring entities followed per hop (the strongest co-occurrences)."""
+    hop_decay: float = 0.35
+    nodes: dict[str, int] = field(default_factory=dict)
+    names: list[str] = field(default_factory=list)
+    docs_of: list[array[int]] = field(default_factory=list)
+    ents_of: dict[int, tuple[int, ...]] = field(default_factory=dict)
+
+    def _node(self, name: str) -> int:
+        nid = self.nodes.get(name)
+        if nid is None:
+            nid = self.nodes[name] = len(self.names)
+            self.names.append(name)
+            self.docs_of.append(array("i"))
+        return nid
+
+    def add(self, doc: int, names: Iterable[str]) -> None:
+        ids: set[int] = set()
+        for n in names:
+            n = n.strip().lower()
+            if len(n) < 3:
+                continue
+            for alias in _aliases(n):
+                ids.add(self._node(alias))
+        for nid in ids:
+            self.docs_of[nid].append(doc)
+        if ids:
+            self.ents_of[doc] = tuple(sorted(ids))
+
+    def match(self, query: str) -> list[int]:
+        """Nodes a query names: its code entities, and plain words that are concept nodes."""
+        keys = entities(query)
+        keys += [w.lower() for w in _WORDS.findall(query) if w.lower() not in STOPWORDS]
+        found: list[int] = []
+        for k in keys:
+            for alias in _aliases(k):
+                nid = self.nodes.get(alias)
+                if nid is not None and nid not in found:
+                    found.append(nid)
+        return found
+
+    def search(self, query: str, mask: Mask, limit: int) -> list[int]:
+        seeds = self.match(query)
+        if not seeds:
+            return []
+        n_docs = max(int(mask.sum()), 1)
+        scores: dict[int, float] = {}
+        frontier = {nid: 1.0 for nid in seeds}
+        visited = set(frontier)
+        for hop in range(self.max_hops):
+            neighbours: Counter[int] = Counter()
+            for nid, strength in frontier.items():
+                docs = np.frombuffer(self.docs_of[nid], dtype=np.int32)
+                docs = docs[docs < len(mask)]
+                docs = docs[mask[docs]]
+                if not len(docs):
+                    continue
+                idf = math.log(1.0 + n_docs / len(docs))
+                gain = strength * idf
+                for d in docs[:2000].tolist():
+                    scores[d] = scores.get(d, 0.0) + gain
+                    if hop + 1 < self.max_hops:
+                        for other in self.ents_of.get(d, ()):
+                            if other not in visited:
+                                neighbours[other] += 1
+            frontier = {
+                nid: self.hop_decay * (1.0 if hop == 0 else self.hop_decay)
+                for nid, _ in neighbours.most_common(self.fanout)
+            }
+            visited.update(frontier)
+            if not frontier:
+                break
+        ranked = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
+        return [d for d, _ in ranked[:limit]]

@@ -1,0 +1,344 @@
+"""`SearchIndex`: the read model the search functions query, fed by MEM_EVENTS.
+
+Streams: BM25 over records, BM25 over sessions (a record inherits the rank of its session,
+so a turn whose neighbours match the question is found too), vectors (when an embedding
+provider is on) and the entity graph. Every stream sees only the documents the filter
+(project, agent, kinds) allows; fusion is weighted RRF, then at most `per_session` results
+of one session lead the list.
+"""
+
+from __future__ import annotations
+
+import math
+from array import array
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import msgspec
+import numpy as np
+
+from functions.records import (
+    MemEvent,
+    Memory,
+    MemoryAdded,
+    ObservationAdded,
+    RecordsRemoved,
+    SummaryAdded,
+)
+from functions.search.analysis import synonyms, tokenize
+from functions.search.bm25 import BM25Index, Clause, Mask, Scope
+from functions.search.documents import (
+    KIND_MEMORY,
+    KINDS,
+    Document,
+    FieldWeights,
+    Record,
+    document,
+)
+from functions.search.fusion import FusionWeights, diversify, rrf
+from functions.search.graph import EntityGraph
+from functions.search.vectors import VectorIndex
+
+
+@dataclass(frozen=True)
+class SearchConfig:
+    fields: FieldWeights = FieldWeights()
+    fusion: FusionWeights = FusionWeights()
+    per_session: int = 3
+    depth: int = 100
+    """Candidates each stream contributes to fusion."""
+    session_depth: int = 12
+    """Best sessions whose records form the session stream."""
+    k1: float = 1.2
+    b: float = 0.75
+    prefix: bool = True
+    synonyms: bool = True
+
+
+class Hit(msgspec.Struct, kw_only=True):
+    id: str
+    kind: str
+    session_id: str
+    project: str
+    agent_id: str
+    title: str
+    type: str
+    timestamp: str
+    importance: int
+    score: float
+
+
+@dataclass
+class Meta:
+    id: str
+    kind: str
+    project: str
+    agent_id: str
+    session_id: str
+    timestamp: str
+    title: str
+    type: str
+    importance: int
+
+
+class _Codes:
+    """Strings interned to small ints so filters are numpy comparisons."""
+
+    def __init__(self) -> None:
+        self.of: dict[str, int] = {}
+        self.names: list[str] = []
+
+    def code(self, s: str) -> int:
+        c = self.of.get(s)
+        if c is None:
+            c = self.of[s] = len(self.names)
+            self.names.append(s)
+        return c
+
+
+@dataclass
+class SearchIndex:
+    config: SearchConfig = field(default_factory=SearchConfig)
+    vectors: VectorIndex | None = None
+    seq: int = 0
+    """Last MEM_EVENTS sequence applied (0 when fed by hand)."""
+
+    def __post_init__(self) -> None:
+        self.bm25 = BM25Index(k1=self.config.k1, b=self.config.b)
+        self.graph = EntityGraph()
+        self.meta: list[Meta | None] = []
+        self.doc_of: dict[str, int] = {}
+        self.alive = array("b")
+        self.project = array("i")
+        self.agent = array("i")
+        self.kind = array("b")
+        self.session = array("i")
+        self.projects = _Codes()
+        self.agents = _Codes()
+        self.sessions = _Codes()
+        self.pending_text: dict[int, str] = {}
+        """Documents waiting for an embedding (doc -> text)."""
+        self._version = 0
+        self._scopes: dict[tuple[object, ...], tuple[int, Scope, Scope, np.ndarray]] = {}
+        self._sess_len = np.zeros(0)
+
+    # ---- writes ------------------------------------------------------------------
+    def add(self, record: Record) -> None:
+        if isinstance(record, Memory) and record.supersedes:
+            self.remove([record.supersedes])
+        doc = document(record, self.config.fields)
+        self.remove([doc.id])
+        self._insert(doc)
+
+    def _insert(self, d: Document) -> None:
+        n = len(self.meta)
+        self.meta.append(
+            Meta(d.id, d.kind, d.project, d.agent_id, d.session_id, d.timestamp, d.title,
+                 d.type, d.importance)
+        )  # fmt: skip
+        self.doc_of[d.id] = n
+        self.alive.append(1)
+        self.project.append(self.projects.code(d.project))
+        self.agent.append(self.agents.code(d.agent_id))
+        self.kind.append(KINDS.index(d.kind))
+        self.session.append(self.sessions.code(f"{d.project}\x00{d.session_id}"))
+        self.bm25.add(n, d.tfs, d.length)
+        self.graph.add(n, d.entities)
+        if self.vectors is not None and self.vectors.enabled and d.text:
+            self.pending_text[n] = d.text
+        self._version += 1
+
+    def remove(self, ids: Iterable[str]) -> int:
+        removed = 0
+        for i in ids:
+            n = self.doc_of.pop(i, None)
+            if n is None:
+                continue
+            self.alive[n] = 0
+            self.meta[n] = None
+            self.pending_text.pop(n, None)
+            if self.vectors is not None:
+                self.vectors.remove([n])
+            removed += 1
+        if removed:
+            self._version += 1
+        return removed
+
+    def apply(self, event: MemEvent, seq: int = 0) -> None:
+        """Apply one MEM_EVENTS message; `seq` is its stream sequence (kept for snapshots)."""
+        if isinstance(event, ObservationAdded):
+            self.add(event.observation)
+        elif isinstance(event, MemoryAdded):
+            self.add(event.memory)
+        elif isinstance(event, SummaryAdded):
+            self.add(event.summary)
+        elif isinstance(event, RecordsRemoved):
+            self.remove(event.ids)
+        if seq:
+            self.seq = max(self.seq, seq)
+
+    # ---- reads -------------------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self.doc_of)
+
+    def get(self, record_id: str) -> Meta | None:
+        n = self.doc_of.get(record_id)
+        return self.meta[n] if n is not None else None
+
+    def mask(
+        self, project: str | None, agent_id: str | None, kinds: Iterable[str] | None
+    ) -> Mask:
+        m = np.frombuffer(self.alive, dtype=np.int8).astype(bool)
+        if project is not None:
+            p = self.projects.of.get(project, -1)
+            pm = np.frombuffer(self.project, dtype=np.int32) == p
+            g = self.projects.of.get("")
+            if g is not None and project:  # memories without a project are global
+                kc = np.frombuffer(self.kind, dtype=np.int8) == KINDS.index(KIND_MEMORY)
+                pm |= (np.frombuffer(self.project, dtype=np.int32) == g) & kc
+            m &= pm
+        if agent_id is not None:
+            a = self.agents.of.get(agent_id, -1)
+            m &= np.frombuffer(self.agent, dtype=np.int32) == a
+        if kinds is not None:
+            codes = [KINDS.index(k) for k in kinds if k in KINDS]
+            m &= np.isin(np.frombuffer(self.kind, dtype=np.int8), codes)
+        return m
+
+    def _scope(
+        self, project: str | None, agent_id: str | None, kinds: tuple[str, ...] | None
+    ) -> tuple[Scope, Scope]:
+        key = (project, agent_id, kinds)
+        hit = self._scopes.get(key)
+        if hit is not None and hit[0] == self._version:
+            self._sess_len = hit[3]
+            return hit[1], hit[2]
+        m = self.mask(project, agent_id, kinds)
+        docs = self.bm25.scope(m)
+        sess = np.frombuffer(self.session, dtype=np.int32)
+        n_sess = len(self.sessions.names)
+        lens = np.bincount(sess[m], weights=self.bm25.lengths()[: len(m)][m], minlength=n_sess)
+        present = np.bincount(sess[m], minlength=n_sess) > 0
+        self._sess_len = lens
+        sscope = Scope(present, int(present.sum()), float(lens[present].mean()) if present.any() else 1.0)
+        if len(self._scopes) > 64:
+            self._scopes.clear()
+        self._scopes[key] = (self._version, docs, sscope, lens)
+        return docs, sscope
+
+    def clauses(self, query: str) -> list[Clause]:
+        counts = Counter(tokenize(query))
+        return [
+            Clause(
+                t,
+                float(c),
+                synonyms(t) if self.config.synonyms else (),
+                self.config.prefix,
+            )
+            for t, c in counts.items()
+        ]
+
+    def search(
+        self,
+        query: str,
+        *,
+        project: str | None = None,
+        agent_id: str | None = None,
+        kinds: Iterable[str] | None = None,
+        limit: int = 10,
+        query_vector: np.ndarray | None = None,
+    ) -> list[Hit]:
+        kt = tuple(sorted(kinds)) if kinds is not None else None
+        scope, sscope = self._scope(project, agent_id, kt)
+        clauses = self.clauses(query)
+        depth = max(self.config.depth, limit)
+        streams: dict[str, list[int]] = {}
+        scores = self.bm25.score(clauses, scope) if clauses else np.zeros(0)
+        streams["bm25"] = _top(scores, depth)
+        if clauses and self.config.fusion.session > 0:
+            streams["session"] = self._session_stream(clauses, scope, sscope, scores, depth)
+        if self.vectors is not None and query_vector is not None and self.vectors.enabled:
+            streams["vector"] = self.vectors.search(query_vector, scope.mask, depth)
+        if self.config.fusion.graph > 0:
+            streams["graph"] = self.graph.search(query, scope.mask, depth)
+        fused = rrf(streams, self.config.fusion)
+        sess = self.session
+        fused = diversify(fused, _SessionView(sess), self.config.per_session)
+        out: list[Hit] = []
+        for n, s in fused[:limit]:
+            m = self.meta[n]
+            if m is None:
+                continue
+            out.append(
+                Hit(id=m.id, kind=m.kind, session_id=m.session_id, project=m.project,
+                    agent_id=m.agent_id, title=m.title, type=m.type, timestamp=m.timestamp,
+                    importance=m.importance, score=round(s * 1000.0, 4))
+            )  # fmt: skip
+        return out
+
+    def _session_stream(
+        self, clauses: list[Clause], scope: Scope, sscope: Scope, doc_scores: np.ndarray, depth: int
+    ) -> list[int]:
+        # BM25 with a session as the document: term frequencies summed over its records.
+        sess = np.frombuffer(self.session, dtype=np.int32)
+        n_sess = len(sscope.mask)
+        lens = self._sess_len
+        total = np.zeros(n_sess, np.float64)
+        k1, b = self.config.k1, self.config.b
+        for c in clauses:
+            p = self.bm25.postings.get(c.term)
+            if p is None:
+                continue
+            docs = np.frombuffer(p[0], dtype=np.int32)
+            docs_tf = np.frombuffer(p[1], dtype=np.float32)
+            sel = scope.mask[docs]
+            tf = np.bincount(sess[docs[sel]], weights=docs_tf[sel], minlength=n_sess)
+            hit = np.flatnonzero(tf)
+            if not len(hit):
+                continue
+            idf = math.log(1.0 + (sscope.n - len(hit) + 0.5) / (len(hit) + 0.5))
+            t = tf[hit]
+            norm = k1 * (1.0 - b + b * lens[hit] / sscope.avgdl)
+            total[hit] += c.weight * idf * t * (k1 + 1.0) / (t + norm)
+        best = _top(total, self.config.session_depth)
+        if not best:
+            return []
+        rank = np.full(n_sess, -1.0)
+        rank[best] = np.arange(len(best), 0, -1, dtype=np.float64)
+        cand = np.flatnonzero(scope.mask & (rank[sess[: len(scope.mask)]] > 0))
+        if not len(cand):
+            return []
+        own = doc_scores[cand] if len(doc_scores) else np.zeros(len(cand))
+        order = np.lexsort((-own, -rank[sess[cand]]))
+        return [int(x) for x in cand[order][:depth]]
+
+    def status(self) -> dict[str, object]:
+        return {
+            "documents": len(self.doc_of),
+            "slots": len(self.meta),
+            "terms": len(self.bm25.postings),
+            "entities": len(self.graph.names),
+            "vectors": self.vectors.count() if self.vectors is not None else 0,
+            "pendingEmbeddings": len(self.pending_text),
+            "seq": self.seq,
+        }
+
+
+class _SessionView:
+    def __init__(self, sess: array[int]) -> None:
+        self.sess = sess
+
+    def __getitem__(self, doc: int) -> str:
+        return str(self.sess[doc])
+
+
+def _top(scores: np.ndarray, k: int) -> list[int]:
+    if not len(scores):
+        return []
+    nz = np.flatnonzero(scores > 0)
+    if len(nz) > k:
+        part = np.argpartition(-scores[nz], k - 1)[:k]
+        nz = nz[part]
+    order = np.lexsort((nz, -scores[nz]))
+    return [int(x) for x in nz[order]]

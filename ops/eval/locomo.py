@@ -1,0 +1,126 @@
+"""LoCoMo retrieval evaluation (`make eval`): our search next to tantivy and bm25s.
+
+Each conversation is a project, each LoCoMo session a session, each turn an observation
+(`"<speaker>: <text>"` + ` [image: <caption>]`). Questions are searched within their
+project, limit 50. Prints a markdown table and, last, one JSON line.
+
+Modes: `--inproc` feeds `SearchIndex` directly with records shaped like the write path's
+(fast, for tuning); `--through-engine` (default when the memory worker exists) ingests with
+`mem::observe` on a real nats-server and queries `mem::smart-search`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from functions.records import Observation  # noqa: E402
+from functions.search.index import SearchIndex  # noqa: E402
+from functions.search.vectors import LocalEmbedder, VectorIndex  # noqa: E402
+from ops.eval.baselines import run_baseline  # noqa: E402
+from ops.eval.locomo_data import DEFAULT_DATA, Conversation, Scores, load, session_of  # noqa: E402
+
+KEYS = ("session_r5", "session_r10", "session_all5", "session_mrr", "turn_r5", "turn_r10", "turn_all5", "turn_mrr")
+
+
+def observation(conv: Conversation, i: int) -> Observation:
+    t = conv.turns[i]
+    first = t.text.split(". ")[0]
+    return Observation(
+        id=f"obs_{conv.sample_id}_{i}",
+        session_id=f"{conv.sample_id}-s{t.session}",
+        project=conv.sample_id,
+        hook_type="prompt_submit",
+        timestamp=t.timestamp,
+        type="conversation",
+        title=first[:80],
+        narrative=t.text,
+        raw=t.text,
+        event_id=t.dia_id,
+    )
+
+
+def run_inproc(convs: list[Conversation], embedder: LocalEmbedder | None) -> Scores:
+    index = SearchIndex(vectors=VectorIndex() if embedder else None)
+    if embedder is not None and index.vectors is not None:
+        index.vectors.reset(embedder.name, embedder.dim)
+    dia: dict[str, str] = {}
+    for conv in convs:
+        for i in range(len(conv.turns)):
+            o = observation(conv, i)
+            dia[o.id] = o.event_id
+            index.add(o)
+    if embedder is not None and index.vectors is not None:
+        from functions.search.embedding import embed_pending
+
+        embed_pending(index, embedder)
+    scores = Scores()
+    for conv in convs:
+        for q in conv.questions:
+            qv = embedder.embed([q.question])[0] if embedder is not None else None
+            hits = index.search(q.question, project=conv.sample_id, limit=50, query_vector=qv)
+            turns = [dia[h.id] for h in hits if h.id in dia]
+            scores.add(q, turns, [session_of(d) for d in turns])
+    return scores
+
+
+def table(results: dict[str, Scores]) -> str:
+    lines = ["| system | " + " | ".join(KEYS) + " |", "|---" * (len(KEYS) + 1) + "|"]
+    for name, sc in results.items():
+        m = sc.mean()
+        lines.append(f"| {name} | " + " | ".join(f"{m.get(k, 0):.3f}" for k in KEYS) + " |")
+    cats = sorted(k for k in next(iter(results.values())).rows if k.startswith("cat") or k == "no_cat5")
+    lines += ["", "| system | group | n | session_r5 | turn_r5 | turn_mrr |", "|---|---|---|---|---|---|"]
+    for name, sc in results.items():
+        for c in cats:
+            m = sc.mean(c)
+            n = len(sc.rows[c])
+            lines.append(f"| {name} | {c} | {n} | {m['session_r5']:.3f} | {m.get('turn_r5', 0):.3f} | {m.get('turn_mrr', 0):.3f} |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    ap.add_argument("--inproc", action="store_true", help="feed SearchIndex directly")
+    ap.add_argument("--no-local", action="store_true", help="skip the local-embedding run")
+    ap.add_argument("--no-baselines", action="store_true")
+    args = ap.parse_args()
+    convs = load(args.data)
+    results: dict[str, Scores] = {}
+    t0 = time.perf_counter()
+    results["ours (keyless)"] = run_inproc(convs, None)
+    if not args.no_local:
+        results["ours (local)"] = run_inproc(convs, LocalEmbedder())
+    if not args.no_baselines:
+        results["tantivy"] = run_baseline("tantivy", convs)
+        results["bm25s"] = run_baseline("bm25s", convs)
+    print(table(results))
+    ours = results["ours (keyless)"].mean()
+    out: dict[str, object] = {
+        "mode": "inproc",
+        "questions": len(results["ours (keyless)"].rows["all"]),
+        "session_r5": ours["session_r5"],
+        "turn_r5": ours["turn_r5"],
+        "session_mrr": ours["session_mrr"],
+        "turn_mrr": ours["turn_mrr"],
+        "seconds": round(time.perf_counter() - t0, 1),
+    }
+    if "ours (local)" in results:
+        h = results["ours (local)"].mean()
+        out |= {"hybrid_session_r5": h["session_r5"], "hybrid_turn_r5": h["turn_r5"], "hybrid_turn_mrr": h["turn_mrr"]}
+    for name in ("tantivy", "bm25s"):
+        if name in results:
+            m = results[name].mean()
+            out[f"{name}_session_r5"] = m["session_r5"]
+            out[f"{name}_turn_r5"] = m["turn_r5"]
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()
