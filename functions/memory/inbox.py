@@ -1,0 +1,205 @@
+"""The capture inbox: observations accepted while JetStream could not take them.
+
+An entry is written to a local spool file (fsync'd) before the client hears 202, so an
+accepted observation survives a crash of this process too; a background loop retries
+with exponential backoff and moves an entry to the dead letters after `max_attempts`.
+`capture` lists both, `capture/retry` puts dead letters back in the inbox.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import msgspec
+
+from functions.records import Observation
+
+log = logging.getLogger("functions.memory.inbox")
+
+
+class Pending(msgspec.Struct, kw_only=True):
+    dedup_key: str
+    observation: Observation
+    attempts: int = 0
+    last_error: str = ""
+    next_at: float = 0.0
+    accepted_at: str = ""
+
+
+class PendingView(msgspec.Struct, rename="camel", kw_only=True):
+    observation_id: str
+    session_id: str
+    hook_type: str
+    attempts: int
+    last_error: str
+    next_attempt_at: float
+    accepted_at: str
+
+
+StoreFn = Callable[[Pending], Awaitable[object]]
+
+
+def default_dir() -> Path:
+    env = os.environ.get("AGENTMEMORY_INBOX_DIR")
+    if env:
+        return Path(env).expanduser()
+    from engine._paths import default_data_dir
+
+    return default_data_dir() / "memory" / "inbox"
+
+
+class Inbox:
+    def __init__(
+        self,
+        root: Path | None = None,
+        *,
+        max_entries: int | None = None,
+        max_attempts: int = 8,
+        base_delay: float = 0.5,
+        max_delay: float = 60.0,
+    ) -> None:
+        self.root = root or default_dir()
+        self.pending_dir = self.root / "pending"
+        self.dead_dir = self.root / "dead"
+        self.max_entries = max_entries or int(os.environ.get("AGENTMEMORY_INBOX_MAX", "10000"))
+        self.max_attempts = max_attempts
+        self.base_delay = base_delay
+        self.max_delay = max_delay
+        self._wake = asyncio.Event()
+        self._count: int | None = None
+
+    def _ensure(self) -> None:
+        self.pending_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self.dead_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+
+    def size(self) -> int:
+        if self._count is None:
+            self._ensure()
+            self._count = sum(1 for _ in self.pending_dir.glob("*.json"))
+        return self._count
+
+    def dead_count(self) -> int:
+        self._ensure()
+        return sum(1 for _ in self.dead_dir.glob("*.json"))
+
+    def delay(self, attempts: int) -> float:
+        return float(min(self.max_delay, self.base_delay * (2 ** max(0, attempts - 1))))
+
+    def put(self, entry: Pending) -> bool:
+        """Durably spool `entry`; False when the inbox is full (the caller answers 503)."""
+        if self.size() >= self.max_entries:
+            return False
+        self._write(self.pending_dir, entry)
+        self._count = (self._count or 0) + 1
+        self._wake.set()
+        return True
+
+    def _write(self, folder: Path, entry: Pending) -> None:
+        self._ensure()
+        path = folder / f"{entry.observation.id}.json"
+        tmp = path.with_suffix(".tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            os.write(fd, msgspec.json.encode(entry))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+        dfd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+
+    def _read(self, folder: Path) -> list[tuple[Path, Pending]]:
+        self._ensure()
+        out: list[tuple[Path, Pending]] = []
+        for p in sorted(folder.glob("*.json")):
+            try:
+                out.append((p, msgspec.json.decode(p.read_bytes(), type=Pending)))
+            except (OSError, msgspec.DecodeError, msgspec.ValidationError):
+                log.warning("unreadable inbox entry %s left in place", p)
+        return out
+
+    def listing(self) -> tuple[list[PendingView], list[PendingView]]:
+        return (
+            [_view(e) for _, e in self._read(self.pending_dir)],
+            [_view(e) for _, e in self._read(self.dead_dir)],
+        )
+
+    def redrive(self, ids: list[str]) -> int:
+        """Move dead letters (all, or those with these observation ids) back to the inbox."""
+        moved = 0
+        for path, entry in self._read(self.dead_dir):
+            if ids and entry.observation.id not in ids:
+                continue
+            entry.attempts, entry.next_at = 0, 0.0
+            self._write(self.pending_dir, entry)
+            path.unlink(missing_ok=True)
+            moved += 1
+        if ids:
+            for _path, entry in self._read(self.pending_dir):
+                if entry.observation.id in ids and entry.next_at > 0:
+                    entry.next_at = 0.0
+                    self._write(self.pending_dir, entry)
+        self._count = None
+        self._wake.set()
+        return moved
+
+    async def drain_once(self, store: StoreFn, *, force: bool = False) -> tuple[int, int]:
+        """One pass over due entries: (stored, failed)."""
+        stored = failed = 0
+        now = time.time()
+        for path, entry in self._read(self.pending_dir):
+            if not force and entry.next_at > now:
+                continue
+            try:
+                await store(entry)
+            except Exception as exc:
+                failed += 1
+                entry.attempts += 1
+                entry.last_error = f"{type(exc).__name__}: {exc}"[:300]
+                if entry.attempts >= self.max_attempts:
+                    self._write(self.dead_dir, entry)
+                    path.unlink(missing_ok=True)
+                    log.warning(
+                        "observation %s dead-lettered: %s", entry.observation.id, entry.last_error
+                    )
+                else:
+                    entry.next_at = time.time() + self.delay(entry.attempts)
+                    self._write(self.pending_dir, entry)
+                continue
+            path.unlink(missing_ok=True)
+            stored += 1
+        self._count = None
+        return stored, failed
+
+    async def run(self, store: StoreFn, stop: asyncio.Event) -> None:
+        """Background retry loop of one process."""
+        while not stop.is_set():
+            if self.size() > 0:
+                try:
+                    await self.drain_once(store)
+                except Exception:
+                    log.exception("inbox pass failed")
+            self._wake.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), timeout=self.base_delay)
+
+
+def _view(e: Pending) -> PendingView:
+    return PendingView(
+        observation_id=e.observation.id,
+        session_id=e.observation.session_id,
+        hook_type=e.observation.hook_type,
+        attempts=e.attempts,
+        last_error=e.last_error,
+        next_attempt_at=e.next_at,
+        accepted_at=e.accepted_at,
+    )

@@ -1,0 +1,190 @@
+"""`mem::observe`: validate, scrub, dedup, compress, store, publish — and reply only once
+JetStream has acknowledged the write.
+
+Idempotency without losing anything: the observation id is derived from the dedup key, so
+every replay of one event names the same record. The dedup claim is an atomic KV create;
+a replay that finds the claim but no observation (the first attempt died between claim
+and store) completes the store itself, while a deleted observation (forgotten, tombstone
+kept) stays deleted. The event is published with `Nats-Msg-Id` = observation id before
+the observation is written, so "observation present" implies "event published".
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections import Counter
+from datetime import datetime
+from typing import Any, Literal
+
+import msgspec
+
+from engine import FunctionError
+from functions.memory.compress import as_text, compress
+from functions.memory.inbox import Inbox, Pending
+from functions.memory.scrub import scrub, scrub_value
+from functions.memory.store import STORE_ERRORS, MemoryStore, now_iso
+from functions.memory.wire import ObserveIn, ObserveOut
+from functions.records import Observation, ObservationAdded, Session
+
+_hash_encoder = msgspec.json.Encoder(order="sorted")
+
+
+class DedupRecord(msgspec.Struct, kw_only=True):
+    obs_id: str
+    at: str
+
+
+def dedup_key(
+    event_id: str | None,
+    session_id: str,
+    hook_type: str,
+    tool: str,
+    tool_input: Any,
+    tool_output: Any,
+    timestamp: str,
+) -> str:
+    """sha256 of the eventId, else of the (scrubbed) content that makes an event unique."""
+    h = hashlib.sha256()
+    if event_id:
+        h.update(b"event\0" + event_id.encode())
+    else:
+        h.update(
+            _hash_encoder.encode(
+                ["content", session_id, hook_type, tool, tool_input, tool_output, timestamp]
+            )
+        )
+    return h.hexdigest()
+
+
+def observation_id(key: str) -> str:
+    return "obs_" + key[:24]
+
+
+def check_timestamp(value: str) -> None:
+    try:
+        datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise FunctionError(
+            "UNPROCESSABLE",
+            f"timestamp must be an ISO-8601 date-time, got {value[:40]!r}",
+            field="timestamp",
+        ) from None
+
+
+def build(req: ObserveIn, agent_id: str) -> tuple[str, Observation]:
+    check_timestamp(req.timestamp)
+    data: dict[str, Any] = scrub_value(req.data)
+    session_id = scrub(req.session_id)
+    event_id = scrub(req.event_id) if req.event_id else None
+    tool = str(data.get("tool_name") or "")
+    output = data.get("tool_output", data.get("error"))
+    key = dedup_key(
+        event_id, session_id, req.hook_type, tool, data.get("tool_input"), output, req.timestamp
+    )
+    c = compress(req.hook_type, data)
+    obs = Observation(
+        id=observation_id(key),
+        session_id=session_id,
+        project=scrub(req.project),
+        agent_id=scrub(agent_id),
+        hook_type=req.hook_type,
+        timestamp=req.timestamp,
+        type=c.type,
+        title=c.title,
+        narrative=c.narrative,
+        facts=c.facts,
+        concepts=c.concepts,
+        files=c.files,
+        tool_name=c.tool_name,
+        importance=c.importance,
+        cwd=scrub(req.cwd),
+        event_id=event_id or "",
+        raw=c.raw,
+    )
+    return key, obs
+
+
+class Observer:
+    """The write path of one process: the store, its inbox, and sessions it has seen."""
+
+    def __init__(self, store: MemoryStore, inbox: Inbox) -> None:
+        self.store = store
+        self.inbox = inbox
+        self._known_sessions: set[str] = set()
+        self.session_counts: Counter[str] = Counter()
+
+    async def store_observation(
+        self, key: str, obs: Observation
+    ) -> Literal["accepted", "duplicate"]:
+        st = self.store
+        claimed = await st.dedup.create(key, DedupRecord(obs_id=obs.id, at=now_iso()))
+        if claimed is None and await st.presence(st.observations, obs.id) != "absent":
+            return "duplicate"
+        await st.publish(ObservationAdded(observation=obs), msg_id=obs.id)
+        await st.observations.put(obs.id, obs)
+        await self._touch_session(obs)
+        return "accepted"
+
+    async def store_pending(self, p: Pending) -> object:
+        return await self.store_observation(p.dedup_key, p.observation)
+
+    async def _touch_session(self, obs: Observation) -> None:
+        self.session_counts[obs.session_id] += 1
+        if obs.session_id in self._known_sessions:
+            return
+        self._known_sessions.add(obs.session_id)
+        await self.store.sessions.create(
+            obs.session_id,
+            Session(
+                id=obs.session_id,
+                project=obs.project,
+                agent_id=obs.agent_id,
+                cwd=obs.cwd,
+                started_at=obs.timestamp,
+                last_seen=obs.timestamp,
+            ),
+        )
+
+    async def observe(self, req: ObserveIn) -> ObserveOut:
+        started = time.monotonic()
+        key, obs = build(req, self.store.default_agent(req.agent_id))
+        accepted_at = now_iso()
+        try:
+            status = await self.store_observation(key, obs)
+        except STORE_ERRORS as exc:
+            entry = Pending(
+                dedup_key=key,
+                observation=obs,
+                attempts=1,
+                last_error=f"{type(exc).__name__}: {exc}"[:300],
+                next_at=time.time() + self.inbox.delay(1),
+                accepted_at=accepted_at,
+            )
+            if not self.inbox.put(entry):
+                raise FunctionError(
+                    "UNAVAILABLE",
+                    "the capture inbox is full and the store is failing; retry later "
+                    "(see GET /agentmemory/status)",
+                    retryable=True,
+                ) from None
+            return ObserveOut(
+                status="retrying",
+                observation_id=obs.id,
+                boot_id=self.store.boot_id,
+                accepted_at=accepted_at,
+                durable_after_ms=int(self.inbox.delay(1) * 1000),
+            )
+        return ObserveOut(
+            status=status,
+            observation_id=obs.id,
+            boot_id=self.store.boot_id,
+            accepted_at=accepted_at,
+            durable_after_ms=0
+            if status == "duplicate"
+            else int((time.monotonic() - started) * 1000),
+        )
+
+
+def observation_text(obs: Observation) -> str:
+    return as_text([obs.title, obs.narrative, obs.raw])

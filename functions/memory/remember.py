@@ -1,0 +1,116 @@
+"""`remember`: memories saved on purpose. A near duplicate in the same project supersedes
+the old one (the version chain is kept, the old version leaves the indexes); a merely
+similar one comes back as a `similarTo` hint."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import msgspec
+
+from functions.memory.scrub import scrub
+from functions.memory.store import MemoryStore, new_id, now_iso
+from functions.memory.wire import RememberIn, to_wire
+from functions.records import Memory, MemoryAdded, RecordsRemoved
+
+SUPERSEDE_AT = 0.7
+SIMILAR_AT = 0.4
+_TOKEN = re.compile(r"[a-z0-9_]{2,}")
+
+
+def tokens(text: str) -> frozenset[str]:
+    return frozenset(_TOKEN.findall(text.lower()))
+
+
+def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
+    if not a or not b:
+        return 0.0
+    return len(a & b) / len(a | b)
+
+
+class Similar(msgspec.Struct, rename="camel", kw_only=True):
+    id: str
+    score: float
+    title: str
+
+
+async def remember(store: MemoryStore, req: RememberIn) -> dict[str, Any]:
+    now = now_iso()
+    content = scrub(req.content)
+    agent = store.default_agent(req.agent_id)
+    memory = Memory(
+        id=new_id("mem"),
+        content=content,
+        type=scrub(req.type) or "fact",
+        title=scrub(req.title) or _title(content),
+        project=scrub(req.project),
+        agent_id=scrub(agent),
+        concepts=[scrub(c) for c in req.concepts if c],
+        files=[scrub(f) for f in req.files if f],
+        created_at=now,
+        updated_at=now,
+        ttl_days=req.ttl_days,
+        source_ids=[scrub(req.session_id)] if req.session_id else [],
+    )
+    mine = tokens(content)
+    scored: list[tuple[float, Memory]] = []
+    for m in await store.load_all(store.memories, Memory):
+        if m.superseded_by or m.project != memory.project or m.agent_id != memory.agent_id:
+            continue
+        score = jaccard(mine, tokens(m.content))
+        if score >= SIMILAR_AT:
+            scored.append((score, m))
+    scored.sort(key=lambda x: x[0], reverse=True)
+
+    superseded: Memory | None = None
+    if scored and scored[0][0] >= SUPERSEDE_AT:
+        superseded = scored[0][1]
+        memory.supersedes = superseded.id
+        memory.version = superseded.version + 1
+        memory.pinned = superseded.pinned
+        scored = scored[1:]
+
+    await store.publish(MemoryAdded(memory=memory), msg_id=memory.id)
+    await store.memories.put(memory.id, memory)
+    if superseded is not None:
+        old_id = superseded.id
+
+        def mark(cur: Memory | None) -> Memory | None:
+            if cur is None:
+                return None
+            cur.superseded_by, cur.updated_at = memory.id, now
+            return cur
+
+        await store.memories.update(old_id, mark, type=Memory)
+        await store.publish(RecordsRemoved(ids=[old_id], reason="superseded"))
+        await store.audit(
+            "supersede",
+            [old_id, memory.id],
+            reason=f"near duplicate of {old_id} (token Jaccard >= {SUPERSEDE_AT})",
+            actor=memory.agent_id,
+            project=memory.project,
+        )
+    out: dict[str, Any] = {"success": True, "memory": to_wire(memory)}
+    if superseded is not None:
+        out["supersededId"] = superseded.id
+    if scored:
+        out["similarTo"] = to_wire(
+            [Similar(id=m.id, score=round(s, 3), title=m.title) for s, m in scored[:3]]
+        )
+    return out
+
+
+def _title(content: str) -> str:
+    line = next((ln.strip() for ln in content.splitlines() if ln.strip()), "")
+    return line if len(line) <= 80 else line[:79] + "…"
+
+
+async def memory_chain(store: MemoryStore, memory_id: str) -> list[Memory]:
+    """The versions of a memory, newest first, following `supersedes` links."""
+    chain: list[Memory] = []
+    cur = await store.get(store.memories, memory_id, Memory)
+    while cur is not None and len(chain) < 100:
+        chain.append(cur)
+        cur = await store.get(store.memories, cur.supersedes, Memory) if cur.supersedes else None
+    return chain

@@ -1,0 +1,122 @@
+"""Sessions: start (returns context for the agent) and end (after every assistant turn,
+so it must be idempotent), and the lists the REST API serves."""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from typing import Any
+
+from engine import FunctionError
+from functions.memory.scrub import scrub
+from functions.memory.store import MemoryStore, now_iso
+from functions.memory.wire import ListIn, SessionEndIn, SessionStartIn
+from functions.records import Observation, Session
+
+log = logging.getLogger("functions.memory.sessions")
+
+CONTEXT_FUNCTION = "mem::context"
+CONTEXT_TIMEOUT = 2.0
+
+
+async def start_session(store: MemoryStore, req: SessionStartIn) -> dict[str, Any]:
+    sid = scrub(req.session_id)
+    now = now_iso()
+    agent = store.default_agent(req.agent_id)
+
+    def upsert(cur: Session | None) -> Session:
+        if cur is None:
+            return Session(
+                id=sid,
+                project=scrub(req.project),
+                agent_id=scrub(agent),
+                cwd=scrub(req.cwd),
+                started_at=now,
+                last_seen=now,
+            )
+        cur.status, cur.ended_at, cur.last_seen = "active", None, now
+        if req.project and not cur.project:
+            cur.project = scrub(req.project)
+        return cur
+
+    session = await store.sessions.update(sid, upsert, type=Session)
+    context = await _context(store, sid, scrub(req.project), agent)
+    return {"session": session, "context": context}
+
+
+async def _context(store: MemoryStore, sid: str, project: str, agent: str) -> str:
+    """The retrieval worker's context block, when it runs; a session start never waits
+    long for it and never fails because of it."""
+    try:
+        out = await store.client.call(
+            CONTEXT_FUNCTION,
+            {"sessionId": sid, "project": project, "agentId": agent},
+            timeout=CONTEXT_TIMEOUT,
+        )
+    except FunctionError as err:
+        log.debug("no context for session %s: %s", sid, err)
+        return ""
+    if isinstance(out, dict):
+        return str(out.get("context", ""))
+    return out if isinstance(out, str) else ""
+
+
+async def end_session(
+    store: MemoryStore, req: SessionEndIn, counts: Counter[str]
+) -> dict[str, Any]:
+    sid = scrub(req.session_id)
+    now = now_iso()
+    added = counts.pop(sid, 0)
+
+    def finish(cur: Session | None) -> Session:
+        if cur is None:
+            cur = Session(id=sid, project="", started_at=now)
+        cur.status, cur.ended_at, cur.last_seen = "ended", now, now
+        cur.observation_count += added
+        return cur
+
+    try:
+        await store.sessions.update(sid, finish, type=Session)
+    except Exception:
+        counts[sid] += added  # keep the delta for the next end
+        raise
+    return {"success": True}
+
+
+async def flush_counts(store: MemoryStore, counts: Counter[str]) -> None:
+    """Observation counts are kept in memory per process and added on session end; this
+    writes what is left when the process stops."""
+    for sid, n in list(counts.items()):
+
+        def add(cur: Session | None, n: int = n) -> Session | None:
+            if cur is None:
+                return None
+            cur.observation_count += n
+            return cur
+
+        await store.sessions.update(sid, add, type=Session)
+        counts.pop(sid, None)
+
+
+async def list_sessions(store: MemoryStore, req: ListIn) -> list[Session]:
+    sessions = await store.load_all(store.sessions, Session)
+    sessions = [
+        s
+        for s in sessions
+        if store.visible(s.agent_id, req.agent_id) and (not req.project or s.project == req.project)
+    ]
+    sessions.sort(key=lambda s: s.last_seen or s.started_at, reverse=True)
+    return sessions[req.offset : req.offset + req.limit]
+
+
+async def list_observations(store: MemoryStore, req: ListIn) -> list[Observation]:
+    obs = await store.load_all(store.observations, Observation)
+    obs = [
+        o
+        for o in obs
+        if store.visible(o.agent_id, req.agent_id)
+        and (not req.session_id or o.session_id == req.session_id)
+        and (not req.project or o.project == req.project)
+    ]
+    obs.sort(key=lambda o: o.timestamp)
+    return obs[req.offset : req.offset + req.limit]

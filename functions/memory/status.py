@@ -1,0 +1,132 @@
+"""Liveness, health and `status`: what is wrong and how to fix it (JSON, or HTML for a
+browser)."""
+
+from __future__ import annotations
+
+import html
+import os
+import time
+from typing import Any
+
+import msgspec
+
+from engine import FunctionError
+from engine._paths import Ports
+from functions.memory.inbox import Inbox
+from functions.memory.store import STORE_ERRORS, MemoryStore
+from functions.records import EVENTS_STREAM
+
+SERVICE = "agentmemory"
+VERSION = "0.1.0"
+
+
+class Check(msgspec.Struct, kw_only=True):
+    name: str
+    ok: bool
+    detail: str
+    fix: str = ""
+
+
+def livez(store: MemoryStore) -> dict[str, Any]:
+    ports = Ports.for_instance(int(os.environ.get("AGENTMEMORY_INSTANCE", "0") or 0))
+    out: dict[str, Any] = {
+        "status": "ok",
+        "service": SERVICE,
+        "version": VERSION,
+        "bootId": store.boot_id,
+        "streamsPort": ports.streams,
+    }
+    if os.environ.get("AGENTMEMORY_VIEWER", "").lower() in ("1", "true", "on"):
+        out["viewerPort"] = ports.viewer
+    else:
+        out["viewerSkipped"] = True
+    return out
+
+
+async def checks(store: MemoryStore, inbox: Inbox) -> list[Check]:
+    out: list[Check] = []
+    try:
+        info = await store.js.stream_info(EVENTS_STREAM)
+        out.append(
+            Check(
+                name="events",
+                ok=True,
+                detail=f"{EVENTS_STREAM}: {info.state.messages} events, {info.state.bytes} bytes",
+            )
+        )
+    except STORE_ERRORS as exc:
+        out.append(
+            Check(
+                name="events",
+                ok=False,
+                detail=f"JetStream stream {EVENTS_STREAM} unreachable: {type(exc).__name__}",
+                fix="check that the engine's nats-server runs with JetStream "
+                "(`python -m engine status`) and has disk space",
+            )
+        )
+    pending, dead = inbox.size(), inbox.dead_count()
+    out.append(
+        Check(
+            name="inbox",
+            ok=pending < inbox.max_entries // 2,
+            detail=f"{pending} observations waiting to be stored (limit {inbox.max_entries})",
+            fix=""
+            if pending == 0
+            else "the store is failing: see the events check; entries are retried with backoff",
+        )
+    )
+    out.append(
+        Check(
+            name="dead_letters",
+            ok=dead == 0,
+            detail=f"{dead} observations gave up after {inbox.max_attempts} attempts",
+            fix="" if dead == 0 else "fix the store, then POST /agentmemory/capture/retry",
+        )
+    )
+    try:
+        await store.client.call("mem::context", {"sessionId": "status-probe"}, timeout=1.0)
+        out.append(Check(name="retrieval", ok=True, detail="mem::context answers"))
+    except FunctionError as err:
+        ok = err.code not in ("UNAVAILABLE", "DEADLINE_EXCEEDED")
+        out.append(
+            Check(
+                name="retrieval",
+                ok=ok,
+                detail="mem::context answers" if ok else f"retrieval is not serving: {err.message}",
+                fix=""
+                if ok
+                else "start the memory worker with the search functions (config/engine.yaml)",
+            )
+        )
+    return out
+
+
+async def status(store: MemoryStore, inbox: Inbox) -> dict[str, Any]:
+    cs = await checks(store, inbox)
+    return {
+        "status": "ok" if all(c.ok for c in cs) else "degraded",
+        "service": SERVICE,
+        "version": VERSION,
+        "bootId": store.boot_id,
+        "uptimeSeconds": round(time.time() - store.started, 1),
+        "agentScope": "isolated" if store.isolated else "shared",
+        "checks": msgspec.to_builtins(cs),
+    }
+
+
+def status_html(doc: dict[str, Any]) -> str:
+    rows = "".join(
+        f"<tr><td>{'✅' if c['ok'] else '❌'}</td><td>{html.escape(c['name'])}</td>"
+        f"<td>{html.escape(c['detail'])}</td><td>{html.escape(c.get('fix', ''))}</td></tr>"
+        for c in doc["checks"]
+    )
+    return (
+        "<!doctype html><html><head><meta charset='utf-8'><title>agentmemory status</title>"
+        "<style>body{font:14px system-ui;margin:2em}td{padding:4px 10px;"
+        "border-bottom:1px solid #ddd}</style></head><body>"
+        f"<h1>agentmemory: {html.escape(doc['status'])}</h1>"
+        f"<p>boot {html.escape(doc['bootId'])}, up {doc['uptimeSeconds']} s, "
+        f"agent scope {html.escape(doc['agentScope'])}</p>"
+        f"<table><tr><th></th><th>check</th><th>detail</th><th>how to fix</th></tr>{rows}"
+        "</table></body></html>"
+    )

@@ -1,0 +1,187 @@
+"""The memory domain's durable state: its KV buckets, the MEM_EVENTS stream, the audit log,
+and what a process of the memory worker remembers about itself (boot id, scope)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+import time
+from datetime import UTC, datetime
+from typing import Any, Literal, TypeVar
+
+import msgspec
+import nats.errors
+import nats.js.errors
+from nats.js.api import StreamConfig
+from nats.js.kv import KeyValue
+
+from engine import Client, State
+from functions.records import (
+    AUDIT_BUCKET,
+    DEDUP_BUCKET,
+    EVENTS_STREAM,
+    EVENTS_SUBJECT,
+    MEMORIES_BUCKET,
+    OBSERVATIONS_BUCKET,
+    SESSIONS_BUCKET,
+    SUMMARIES_BUCKET,
+    AuditEntry,
+    MemEvent,
+    MemoryAdded,
+    ObservationAdded,
+    RecordsRemoved,
+    SummaryAdded,
+)
+
+T = TypeVar("T")
+
+# Errors that mean "JetStream could not take the write right now": the caller may retry.
+STORE_ERRORS: tuple[type[BaseException], ...] = (
+    nats.errors.Error,
+    nats.js.errors.Error,
+    asyncio.TimeoutError,
+    TimeoutError,
+    ConnectionError,
+)
+PUBLISH_TIMEOUT = 5.0
+DUPLICATE_WINDOW = 600.0
+
+_event_encoder = msgspec.json.Encoder()
+Presence = Literal["present", "deleted", "absent"]
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def new_id(prefix: str) -> str:
+    return f"{prefix}_{int(time.time() * 1000):x}{secrets.token_hex(6)}"
+
+
+def _event_subject(event: MemEvent) -> str:
+    kind = {
+        ObservationAdded: "observation",
+        MemoryAdded: "memory",
+        SummaryAdded: "summary",
+        RecordsRemoved: "removed",
+    }[type(event)]
+    return f"{EVENTS_SUBJECT}.{kind}"
+
+
+class MemoryStore:
+    """Opened once per process; every handler of the memory domain shares it."""
+
+    def __init__(self, client: Client) -> None:
+        self.client = client
+        self.js = client.nc.jetstream()
+        self.boot_id = secrets.token_hex(8)
+        self.started = time.time()
+        self.isolated = os.environ.get("AGENTMEMORY_AGENT_SCOPE", "").lower() == "isolated"
+        self.observations: State
+        self.memories: State
+        self.sessions: State
+        self.dedup: State
+        self.audit_log: State
+        self.summaries: State
+
+    async def open(self) -> MemoryStore:
+        c = self.client
+        self.observations = await c.state(OBSERVATIONS_BUCKET)
+        self.memories = await c.state(MEMORIES_BUCKET)
+        self.sessions = await c.state(SESSIONS_BUCKET)
+        self.dedup = await c.state(DEDUP_BUCKET)
+        self.audit_log = await c.state(AUDIT_BUCKET)
+        self.summaries = await c.state(SUMMARIES_BUCKET)
+        await self.ensure_stream()
+        return self
+
+    async def ensure_stream(self) -> None:
+        try:
+            await self.js.stream_info(EVENTS_STREAM)
+            return
+        except nats.js.errors.NotFoundError:
+            pass
+        cfg = StreamConfig(
+            name=EVENTS_STREAM,
+            subjects=[f"{EVENTS_SUBJECT}.>"],
+            duplicate_window=DUPLICATE_WINDOW,
+        )
+        try:
+            await self.js.add_stream(cfg)
+        except nats.js.errors.BadRequestError:
+            await self.js.stream_info(EVENTS_STREAM)  # created concurrently by a peer
+
+    async def publish(self, event: MemEvent, msg_id: str | None = None) -> int:
+        """Append to MEM_EVENTS and wait for JetStream's ack; `msg_id` makes a retry a no-op."""
+        headers = {"Nats-Msg-Id": msg_id} if msg_id else None
+        ack = await self.js.publish(
+            _event_subject(event),
+            _event_encoder.encode(event),
+            timeout=PUBLISH_TIMEOUT,
+            stream=EVENTS_STREAM,
+            headers=headers,
+        )
+        return int(ack.seq)
+
+    async def presence(self, state: State, key: str) -> Presence:
+        """Whether a key holds a value, was deleted (tombstone kept), or never existed."""
+        kv: KeyValue = state.kv
+        try:
+            e = await kv.get(key)
+        except nats.js.errors.KeyDeletedError:
+            return "deleted"
+        except nats.js.errors.KeyNotFoundError:
+            return "absent"
+        return "deleted" if e.operation in ("DEL", "PURGE") else "present"
+
+    async def get(self, state: State, key: str, type_: type[T]) -> T | None:
+        try:
+            return await state.get(key, type_)
+        except nats.js.errors.KeyDeletedError:
+            return None
+
+    async def load_all(self, state: State, type_: type[T], prefix: str = "") -> list[T]:
+        keys = await state.keys(prefix)
+        out: list[T] = []
+        for chunk in range(0, len(keys), 256):
+            got = await asyncio.gather(
+                *(self.get(state, k, type_) for k in keys[chunk : chunk + 256])
+            )
+            out.extend(v for v in got if v is not None)
+        return out
+
+    async def audit(
+        self,
+        action: str,
+        target_ids: list[str],
+        *,
+        reason: str = "",
+        actor: str = "",
+        project: str = "",
+    ) -> AuditEntry:
+        at = now_iso()
+        entry = AuditEntry(
+            id=new_id("aud"),
+            at=at,
+            action=action,
+            target_ids=target_ids,
+            reason=reason,
+            actor=actor,
+            project=project,
+        )
+        key = f"{at[:4]}{at[5:7]}.{int(time.time() * 1000):013d}-{entry.id}"
+        await self.audit_log.put(key, entry)
+        return entry
+
+    def visible(self, record_agent: str, agent_id: str) -> bool:
+        """Isolated scope: a reader sees only its own agent's records (and unscoped ones
+        only when it is itself unscoped)."""
+        return not self.isolated or record_agent == agent_id
+
+    def default_agent(self, agent_id: str) -> str:
+        return agent_id or os.environ.get("AGENTMEMORY_AGENT_ID", "")
+
+
+def decode_any(data: bytes) -> Any:
+    return msgspec.json.decode(data)

@@ -1,0 +1,168 @@
+"""Export and import: one JSON document with sessions, observations (by session),
+memories and summaries. Import scrubs every string before anything is stored and applies
+a strategy: merge (imported records win), skip (existing records win), replace (delete
+everything visible first; audited)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from engine import FunctionError
+from functions.memory.observe import DedupRecord, dedup_key
+from functions.memory.scrub import scrub_value
+from functions.memory.store import MemoryStore, now_iso
+from functions.memory.wire import ExportIn, ImportIn, from_wire, to_wire
+from functions.records import (
+    Memory,
+    MemoryAdded,
+    Observation,
+    ObservationAdded,
+    RecordsRemoved,
+    Session,
+    SessionSummary,
+    SummaryAdded,
+)
+
+FORMAT = "agentmemory-nats/1"
+
+
+async def export(store: MemoryStore, req: ExportIn) -> dict[str, Any]:
+    def keep(agent: str, project: str) -> bool:
+        return store.visible(agent, req.agent_id) and (not req.project or project == req.project)
+
+    sessions = [
+        s for s in await store.load_all(store.sessions, Session) if keep(s.agent_id, s.project)
+    ]
+    sessions.sort(key=lambda s: (s.started_at, s.id))
+    page = sessions[req.offset : req.offset + req.max_sessions]
+    wanted = {s.id for s in page}
+    by_session: dict[str, list[Observation]] = {}
+    for o in await store.load_all(store.observations, Observation):
+        if o.session_id in wanted and keep(o.agent_id, o.project):
+            by_session.setdefault(o.session_id, []).append(o)
+    for lst in by_session.values():
+        lst.sort(key=lambda o: o.timestamp)
+    first = req.offset == 0
+    memories = (
+        [m for m in await store.load_all(store.memories, Memory) if keep(m.agent_id, m.project)]
+        if first
+        else []
+    )
+    summaries = [
+        s
+        for s in await store.load_all(store.summaries, SessionSummary)
+        if s.session_id in wanted and keep(s.agent_id, s.project)
+    ]
+    nxt = req.offset + len(page)
+    return {
+        "version": FORMAT,
+        "exportedAt": now_iso(),
+        "sessions": to_wire(page),
+        "observations": {sid: to_wire(lst) for sid, lst in by_session.items()},
+        "memories": to_wire(memories),
+        "summaries": to_wire(summaries),
+        "totalSessions": len(sessions),
+        "offset": req.offset,
+        "nextOffset": nxt if nxt < len(sessions) else None,
+    }
+
+
+def _records(doc: dict[str, Any], name: str, type_: Any) -> list[Any]:
+    raw = doc.get(name) or []
+    if name == "observations" and isinstance(raw, dict):
+        raw = [o for lst in raw.values() if isinstance(lst, list) for o in lst]
+    if not isinstance(raw, list):
+        raise FunctionError("UNPROCESSABLE", f"{name} must be a list", field=f"data.{name}")
+    out: list[Any] = []
+    for i, item in enumerate(raw):
+        try:
+            out.append(from_wire(item, type_))
+        except (msgspec.ValidationError, TypeError) as exc:
+            raise FunctionError(
+                "UNPROCESSABLE",
+                f"{name}[{i}] is not a valid record: {exc}",
+                field=f"data.{name}[{i}]",
+            ) from None
+    return out
+
+
+async def import_(store: MemoryStore, req: ImportIn) -> dict[str, Any]:
+    doc = req.data if req.data is not None else req.export_data
+    if doc is None:
+        raise FunctionError("BAD_REQUEST", "the export document goes in `data`", field="data")
+    doc = scrub_value(doc)  # before anything is decoded, hashed or stored
+    sessions: list[Session] = _records(doc, "sessions", Session)
+    observations: list[Observation] = _records(doc, "observations", Observation)
+    memories: list[Memory] = _records(doc, "memories", Memory)
+    summaries: list[SessionSummary] = _records(doc, "summaries", SessionSummary)
+    if store.isolated:
+        agent = store.default_agent(req.agent_id)
+        every: list[Any] = [*sessions, *observations, *memories, *summaries]
+        for rec in every:
+            rec.agent_id = agent
+
+    if req.strategy == "replace":
+        await _wipe(store, req.agent_id)
+
+    counts = {"sessions": 0, "observations": 0, "memories": 0, "summaries": 0}
+    skipped = 0
+    merge = req.strategy != "skip"
+
+    async def write(state: Any, key: str, value: Any) -> bool:
+        if merge:
+            await state.put(key, value)
+            return True
+        return await state.create(key, value) is not None
+
+    for s in sessions:
+        if await write(store.sessions, s.id, s):
+            counts["sessions"] += 1
+        else:
+            skipped += 1
+    for o in observations:
+        if not await write(store.observations, o.id, o):
+            skipped += 1
+            continue
+        await store.publish(ObservationAdded(observation=o))
+        if o.event_id:
+            key = dedup_key(o.event_id, "", "", "", None, None, "")
+            await store.dedup.create(key, DedupRecord(obs_id=o.id, at=now_iso()))
+        counts["observations"] += 1
+    for m in memories:
+        if not await write(store.memories, m.id, m):
+            skipped += 1
+            continue
+        if not m.superseded_by:
+            await store.publish(MemoryAdded(memory=m))
+        counts["memories"] += 1
+    for sm in summaries:
+        if not await write(store.summaries, sm.session_id, sm):
+            skipped += 1
+            continue
+        await store.publish(SummaryAdded(summary=sm))
+        counts["summaries"] += 1
+    return {"success": True, "strategy": req.strategy, "imported": counts, "skipped": skipped}
+
+
+async def _wipe(store: MemoryStore, agent_id: str) -> None:
+    removed: list[str] = []
+    kinds: tuple[tuple[Any, Any], ...] = (
+        (store.observations, Observation),
+        (store.memories, Memory),
+        (store.sessions, Session),
+    )
+    for state, type_ in kinds:
+        for rec in await store.load_all(state, type_):
+            if store.visible(rec.agent_id, agent_id):
+                await state.delete(rec.id)
+                removed.append(rec.id)
+    for sm in await store.load_all(store.summaries, SessionSummary):
+        if store.visible(sm.agent_id, agent_id):
+            await store.summaries.delete(sm.session_id)
+    if removed:
+        await store.publish(RecordsRemoved(ids=removed, reason="import-replace"))
+    await store.audit(
+        "import-replace", removed, reason="POST import strategy=replace", actor=agent_id
+    )

@@ -1,0 +1,131 @@
+"""mem::observe over the bus: delivery semantics, dedup, scrubbing, validation."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from engine import Client, FunctionError
+from functions.memory.wire import ObserveOut
+from functions.records import OBSERVATIONS_BUCKET, Observation
+
+
+def payload(**over: Any) -> dict[str, Any]:
+    p: dict[str, Any] = {
+        "hookType": "post_tool_use",
+        "sessionId": "s1",
+        "project": "demo",
+        "cwd": "/work/demo",
+        "timestamp": "2026-11-29T10:00:00.000Z",
+        "data": {
+            "tool_name": "Edit",
+            "tool_input": {"file_path": "src/app.py", "old_string": "a", "new_string": "b"},
+            "tool_output": "ok",
+        },
+    }
+    p.update(over)
+    return p
+
+
+async def observe(client: Client, p: dict[str, Any]) -> ObserveOut:
+    out: ObserveOut = await client.call("mem::observe", p, response=ObserveOut, timeout=10)
+    return out
+
+
+async def test_observation_is_stored_compressed_and_acknowledged(
+    client: Client, memory_worker: Any
+) -> None:
+    memory_worker()
+    out = await observe(client, payload(eventId="toolu_1"))
+    assert out.status == "accepted"
+    assert out.boot_id and out.accepted_at and out.durable_after_ms >= 0
+    kv = await client.state(OBSERVATIONS_BUCKET)
+    obs = await kv.get(out.observation_id, Observation)
+    assert obs is not None
+    assert (obs.type, obs.files, obs.session_id, obs.project) == (
+        "file_edit",
+        ["src/app.py"],
+        "s1",
+        "demo",
+    )
+
+
+async def test_duplicate_event_id_is_stored_once(client: Client, memory_worker: Any) -> None:
+    memory_worker()
+    first = await observe(client, payload(eventId="toolu_dup"))
+    again = await observe(client, payload(eventId="toolu_dup", timestamp="2026-11-29T11:00:00Z"))
+    assert (first.status, again.status) == ("accepted", "duplicate")
+    assert first.observation_id == again.observation_id
+    kv = await client.state(OBSERVATIONS_BUCKET)
+    assert await kv.keys() == [first.observation_id]
+
+
+async def test_replay_without_event_id_is_a_duplicate_by_content_hash(
+    client: Client, memory_worker: Any
+) -> None:
+    memory_worker()
+    a = await observe(client, payload())
+    b = await observe(client, payload())
+    c = await observe(client, payload(timestamp="2026-11-29T10:00:01.000Z"))
+    assert (a.status, b.status, c.status) == ("accepted", "duplicate", "accepted")
+    assert a.observation_id == b.observation_id != c.observation_id
+
+
+async def test_concurrent_replays_of_one_event_store_one_observation(
+    client: Client, memory_worker: Any
+) -> None:
+    import asyncio
+
+    memory_worker()
+    outs = await asyncio.gather(
+        *(observe(client, payload(eventId="toolu_race")) for _ in range(20))
+    )
+    assert len({o.observation_id for o in outs}) == 1
+    assert any(o.status == "accepted" for o in outs)
+    kv = await client.state(OBSERVATIONS_BUCKET)
+    assert len(await kv.keys()) == 1
+
+
+async def test_claimed_but_unstored_event_is_completed_on_resend(
+    client: Client, memory_worker: Any
+) -> None:
+    from functions.memory.observe import DedupRecord, dedup_key, observation_id
+    from functions.records import DEDUP_BUCKET
+
+    memory_worker()
+    key = dedup_key("toolu_crash", "", "", "", None, None, "")
+    dedup = await client.state(DEDUP_BUCKET)
+    # what a worker killed right after its dedup claim leaves behind
+    await dedup.create(key, DedupRecord(obs_id=observation_id(key), at="x"))
+    out = await observe(client, payload(eventId="toolu_crash"))
+    assert out.status == "accepted"
+    kv = await client.state(OBSERVATIONS_BUCKET)
+    assert await kv.get(observation_id(key), Observation) is not None
+
+
+@pytest.mark.parametrize(
+    ("over", "field", "code"),
+    [
+        ({"hookType": "not_a_hook"}, "hookType", "BAD_REQUEST"),
+        ({"sessionId": ""}, "sessionId", "BAD_REQUEST"),
+        ({"data": "nope"}, "data", "BAD_REQUEST"),
+        ({"timestamp": "yesterday"}, "timestamp", "UNPROCESSABLE"),
+    ],
+)
+async def test_bad_payload_is_rejected_naming_the_field(
+    client: Client, memory_worker: Any, over: dict[str, Any], field: str, code: str
+) -> None:
+    memory_worker()
+    with pytest.raises(FunctionError) as ei:
+        await observe(client, payload(**over))
+    assert (ei.value.code, ei.value.field) == (code, field)
+
+
+async def test_missing_field_is_named(client: Client, memory_worker: Any) -> None:
+    memory_worker()
+    p = payload()
+    del p["sessionId"]
+    with pytest.raises(FunctionError) as ei:
+        await observe(client, p)
+    assert ei.value.field == "sessionId"

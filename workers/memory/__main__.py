@@ -1,0 +1,31 @@
+"""The memory worker: `python -m workers.memory`. Composes the write path and, when the
+retrieval package is present, the search functions over the same bus."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import logging
+
+from engine import Worker
+from functions.memory import register
+
+worker = Worker("memory", description="agentmemory write path and REST API")
+register(worker)
+
+
+def _add_search() -> None:
+    if importlib.util.find_spec("functions.search") is None:
+        return
+    search = importlib.import_module("functions.search")
+    reg = getattr(search, "register", None)
+    if callable(reg):
+        reg(worker)
+    else:
+        logging.getLogger("workers.memory").info("functions.search has no register()")
+
+
+_add_search()
+
+if __name__ == "__main__":
+    worker.run()
