@@ -1,0 +1,62 @@
+"""Shared bits of the benchmarks: percentiles, process helpers, the JSON last line."""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def pct(values: list[float], p: float) -> float:
+    if not values:
+        return float("nan")
+    s = sorted(values)
+    k = min(len(s) - 1, max(0, round(p / 100 * (len(s) - 1))))
+    return s[k]
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values) if values else float("nan")
+
+
+def spawn_python(
+    args: list[str], env: dict[str, str] | None = None, ready_mark: str | None = None
+) -> subprocess.Popen[bytes]:
+    """Start `python <args>`; when `ready_mark` is given, wait for it on stderr."""
+    e = dict(os.environ, PYTHONPATH=str(ROOT))
+    e.update(env or {})
+    p = subprocess.Popen([sys.executable, *args], cwd=ROOT, env=e, stderr=subprocess.PIPE)
+    assert p.stderr is not None
+    if ready_mark:
+        for raw in p.stderr:
+            if ready_mark.encode() in raw:
+                break
+        else:
+            raise RuntimeError(f"{args} exited before it was ready")
+    threading.Thread(target=lambda: [None for _ in p.stderr or []], daemon=True).start()
+    return p
+
+
+def peak_rss_mb(pid: int | None = None) -> float:
+    if pid is None:
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return float("nan")
+
+
+def emit(figures: dict[str, Any]) -> None:
+    """The last line a benchmark prints: one JSON object."""
+    print(json.dumps(figures), flush=True)
