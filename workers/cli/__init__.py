@@ -1,0 +1,1 @@
+"""The `agentmemory` command line: start, stop, status, doctor, connect, demo, mcp, import…"""
