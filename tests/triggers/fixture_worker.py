@@ -88,7 +88,61 @@ def declare_http() -> None:
     )
 
 
-GROUPS = {"http": declare_http}
+class Job(msgspec.Struct):
+    id: str
+    sleep: float = 0.0
+
+
+async def _bump(ctx: Context, key: str, by: int = 1) -> int:
+    st = await ctx.state("fixtures")
+    return int(await st.update(key, lambda cur: (cur or 0) + by) or 0)
+
+
+@worker.function("t::record", timeout=60)
+async def record(req: Job, ctx: Context) -> None:
+    """Idempotent: the job counts once however often it is delivered."""
+    await _bump(ctx, f"starts.{req.id}")
+    if req.sleep and ctx.headers.get("Queue-Attempt", "1") == "1":
+        await asyncio.sleep(req.sleep)
+    st = await ctx.state("fixtures")
+    if await st.create(f"done.{req.id}", ctx.headers.get("Idempotency-Key", "")) is not None:
+        await _bump(ctx, f"count.{req.id}")
+
+
+@worker.function("t::flaky")
+async def flaky(req: Job, ctx: Context) -> None:
+    """Fails until the key `healed` exists."""
+    await _bump(ctx, f"attempts.{req.id}")
+    st = await ctx.state("fixtures")
+    if await st.get("healed") is None:
+        raise RuntimeError("not healed yet")
+    await st.put(f"done.{req.id}", True)
+
+
+@worker.function("t::reject")
+async def reject(req: Job, ctx: Context) -> None:
+    raise FunctionError("BAD_REQUEST", "never valid", field="id")
+
+
+@worker.function("t::gauge")
+async def gauge(req: Job, ctx: Context) -> None:
+    """Records the highest number of calls running at once."""
+    now = await _bump(ctx, "gauge.now")
+    st = await ctx.state("fixtures")
+    await st.update("gauge.max", lambda cur: max(cur or 0, now))
+    await asyncio.sleep(req.sleep)
+    await _bump(ctx, "gauge.now", -1)
+    await _bump(ctx, "gauge.done")
+
+
+def declare_queue() -> None:
+    worker.trigger("queue", "t::record", queue="record", timeout=2, backoff=0.2)
+    worker.trigger("queue", "t::flaky", queue="flaky", max_attempts=3, backoff=0.1)
+    worker.trigger("queue", "t::reject", queue="reject", max_attempts=5, backoff=0.1)
+    worker.trigger("queue", "t::gauge", queue="gauge", concurrency=2)
+
+
+GROUPS = {"http": declare_http, "queue": declare_queue}
 
 if __name__ == "__main__":
     for group in sys.argv[1:] or os.environ.get("FIXTURE_GROUPS", "").split():

@@ -19,6 +19,10 @@ def make_plugin(kind: str) -> Plugin:
         from triggers.http import HttpTrigger
 
         return HttpTrigger()
+    if kind == "queue":
+        from triggers.queue import QueueTrigger
+
+        return QueueTrigger()
     raise SystemExit(f"unknown trigger kind {kind!r}; expected some of {', '.join(ALL)}")
 
 

@@ -1,0 +1,134 @@
+"""A durable JetStream pull consumer turned into handler calls, with bounded concurrency.
+
+Shared by the queue, stream, cron and state plug-ins. The consumer is durable and shared:
+every replica of a trigger worker binds the same one, so each message goes to one replica,
+and after a restart delivery resumes at the first unacknowledged message. The handler owns
+the acknowledgement (ack, nak with delay, term).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+
+import nats.errors
+import nats.js.errors
+from nats.aio.msg import Msg
+from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
+from nats.js.client import JetStreamContext
+
+log = logging.getLogger("triggers.consume")
+
+MsgHandler = Callable[[Msg], Awaitable[None]]
+
+
+async def ensure_consumer(
+    js: JetStreamContext,
+    stream: str,
+    durable: str,
+    *,
+    filter_subject: str | None = None,
+    max_ack_pending: int = 1,
+    ack_wait: float = 30.0,
+    deliver_policy: DeliverPolicy = DeliverPolicy.ALL,
+) -> None:
+    cfg = ConsumerConfig(
+        durable_name=durable,
+        ack_policy=AckPolicy.EXPLICIT,
+        deliver_policy=deliver_policy,
+        filter_subject=filter_subject,
+        max_ack_pending=max_ack_pending,
+        ack_wait=ack_wait,
+        max_deliver=-1,
+    )
+    try:
+        await js.add_consumer(stream, cfg)
+    except nats.js.errors.BadRequestError:
+        # Exists with settings that cannot change in place (e.g. deliver policy): keep it,
+        # its position is what makes a restart resume instead of replaying.
+        log.info("consumer %s/%s kept with its existing settings", stream, durable)
+
+
+class ConsumerLoop:
+    """Fetch from a durable consumer and run `handler` on each message, at most
+    `concurrency` at a time. With concurrency 1, messages are handled in stream order."""
+
+    def __init__(
+        self,
+        js: JetStreamContext,
+        stream: str,
+        durable: str,
+        handler: MsgHandler,
+        *,
+        concurrency: int = 1,
+    ) -> None:
+        self.js = js
+        self.stream = stream
+        self.durable = durable
+        self.handler = handler
+        self.concurrency = max(1, concurrency)
+        self._task: asyncio.Task[None] | None = None
+        self._inflight: set[asyncio.Task[None]] = set()
+        self._slot = asyncio.Condition()
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run(), name=f"consume {self.stream}/{self.durable}")
+
+    async def _run(self) -> None:
+        psub = await self.js.pull_subscribe_bind(self.durable, stream=self.stream)
+        try:
+            while True:
+                async with self._slot:
+                    await self._slot.wait_for(lambda: len(self._inflight) < self.concurrency)
+                    free = self.concurrency - len(self._inflight)
+                try:
+                    msgs = await psub.fetch(free, timeout=1.0)
+                except (TimeoutError, nats.errors.TimeoutError):
+                    continue
+                except nats.js.errors.NotFoundError:
+                    log.warning("consumer %s/%s is gone; stopping", self.stream, self.durable)
+                    return
+                except (nats.errors.ConnectionClosedError, nats.errors.ConnectionReconnectingError):
+                    await asyncio.sleep(0.5)
+                    continue
+                for msg in msgs:
+                    if self.concurrency == 1:
+                        await self._handle(msg)
+                    else:
+                        t = asyncio.create_task(self._handle(msg))
+                        self._inflight.add(t)
+                        t.add_done_callback(self._done)
+        finally:
+            with contextlib.suppress(Exception):
+                await psub.unsubscribe()
+
+    def _done(self, task: asyncio.Task[None]) -> None:
+        self._inflight.discard(task)
+
+        async def wake() -> None:
+            async with self._slot:
+                self._slot.notify_all()
+
+        asyncio.get_running_loop().create_task(wake())
+
+    async def _handle(self, msg: Msg) -> None:
+        try:
+            await self.handler(msg)
+        except Exception:
+            # Unacknowledged: JetStream redelivers it after ack_wait.
+            log.exception("handling %s from %s failed", msg.subject, self.stream)
+
+    async def stop(self, timeout: float = 10.0) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._task
+        if self._inflight:
+            await asyncio.wait(set(self._inflight), timeout=timeout)
+
+
+def backoff_delay(attempt: int, initial: float, maximum: float) -> float:
+    """Exponential backoff: initial, 2×initial, 4×initial … capped at `maximum`."""
+    return float(min(initial * (2 ** max(attempt - 1, 0)), maximum))
