@@ -89,7 +89,9 @@ def mcp_command() -> list[str]:
 
 
 def hook_command(host: str) -> str:
-    python = shutil.which("python3") or sys.executable
+    # The real interpreter, not a venv or pyenv shim: a shim is a shell script that
+    # costs more than the hook itself. `-S` skips site-packages: hooks are stdlib-only.
+    python = os.path.realpath(sys.executable)
     return f"{shlex.quote(python)} -S {shlex.quote(str(SCRIPTS[host]))}"
 
 
