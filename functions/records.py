@@ -18,6 +18,9 @@ DEDUP_BUCKET = "mem_dedup"  # key: <sha256 of eventId or content hash> -> obsId
 AUDIT_BUCKET = "mem_audit"  # key: <yyyymm>.<ts>-<id>
 SUMMARIES_BUCKET = "mem_summaries"  # key: <sessionId>
 LESSONS_BUCKET = "mem_lessons"  # key: <lessonId>
+LIFECYCLE_BUCKET = "mem_lifecycle"  # key: run.<tier>, stage.<run>.<n>, cursor.<name>
+GRAPH_BUCKET = "mem_graph"  # key: n.<nodeId> / e.<edgeId>
+PROFILES_BUCKET = "mem_profiles"  # key: <sha of project>
 EVENTS_STREAM = "MEM_EVENTS"
 EVENTS_SUBJECT = "mem.events"  # mem.events.<kind>
 
@@ -100,6 +103,13 @@ class Memory(msgspec.Struct, omit_defaults=True, kw_only=True):
     pinned: bool = False
     strength: float = 1.0
     source_ids: list[str] = msgspec.field(default_factory=list)
+    strength_at: str = ""
+    """When `strength` was last computed (decay and reinforcement compose from here)."""
+    access_count: int = 0
+    confidence: float | None = None
+    """Consolidated tiers: how sure the evidence makes us (0..1)."""
+    steps: list[str] = msgspec.field(default_factory=list)
+    """Procedural memories: the workflow's ordered steps."""
 
 
 class Session(msgspec.Struct, omit_defaults=True, kw_only=True):
@@ -124,6 +134,59 @@ class SessionSummary(msgspec.Struct, omit_defaults=True, kw_only=True):
     files: list[str] = msgspec.field(default_factory=list)
     concepts: list[str] = msgspec.field(default_factory=list)
     created_at: str = ""
+    steps: list[str] = msgspec.field(default_factory=list)
+    """The session's ordered workflow steps (edit <file>, run <command>...), for procedures."""
+    source_ids: list[str] = msgspec.field(default_factory=list)
+    """Observations the summary was made from (capped, most recent)."""
+    step_sources: list[str] = msgspec.field(default_factory=list)
+    """Per step, the observation it came from (same length as `steps`)."""
+    observation_count: int = 0
+    status: str = ""
+    """The session's status when summarized: ended or abandoned."""
+
+
+class Lesson(msgspec.Struct, omit_defaults=True, kw_only=True):
+    """A lesson learned (what worked, what to avoid); recalled by relevance x strength."""
+
+    id: str
+    content: str
+    context: str = ""
+    project: str = ""
+    agent_id: str = ""
+    concepts: list[str] = msgspec.field(default_factory=list)
+    created_at: str = ""
+    updated_at: str = ""
+    strength: float = 1.0
+    strength_at: str = ""
+    reinforcements: int = 0
+    source_ids: list[str] = msgspec.field(default_factory=list)
+
+
+class GraphNode(msgspec.Struct, omit_defaults=True, kw_only=True):
+    id: str
+    kind: str
+    """file, symbol, package, error, command, concept"""
+    name: str
+    project: str = ""
+    weight: int = 0
+    first_seen: str = ""
+    last_seen: str = ""
+    source_ids: list[str] = msgspec.field(default_factory=list)
+    """Most recent records naming the node, capped."""
+
+
+class GraphEdge(msgspec.Struct, omit_defaults=True, kw_only=True):
+    id: str
+    kind: str
+    """co_occurs or supersedes"""
+    src: str
+    dst: str
+    project: str = ""
+    weight: int = 0
+    valid_from: str = ""
+    valid_to: str | None = None
+    """None while the relation holds; set when superseded or compacted away."""
+    source_ids: list[str] = msgspec.field(default_factory=list)
 
 
 class AuditEntry(msgspec.Struct, omit_defaults=True, kw_only=True):
