@@ -18,7 +18,7 @@ KINDS = (KIND_OBSERVATION, KIND_MEMORY, KIND_SUMMARY)
 
 @dataclass(frozen=True)
 class FieldWeights:
-    title: float = 1.0
+    title: float = 1.5
     facts: float = 1.0
     concepts: float = 1.0
     files: float = 1.0

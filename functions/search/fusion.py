@@ -11,10 +11,11 @@ RRF_K = 60
 @dataclass(frozen=True)
 class FusionWeights:
     bm25: float = 1.0
-    session: float = 0.6
+    session: float = 0.4
     vector: float = 0.5
     graph: float = 0.3
-    agreement: float = 0.1
+    time: float = 1.0
+    agreement: float = 0.0
     """Added per extra stream that ranked a document in its top `agreement_depth`,
     in units of the best possible single-stream contribution (1 / (k + 1))."""
     agreement_depth: int = 20

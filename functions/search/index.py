@@ -38,6 +38,7 @@ from functions.search.documents import (
 )
 from functions.search.fusion import FusionWeights, diversify, rrf
 from functions.search.graph import EntityGraph
+from functions.search.temporal import day_number, query_ranges
 from functions.search.vectors import VectorIndex
 
 
@@ -114,6 +115,7 @@ class SearchIndex:
         self.agent = array("i")
         self.kind = array("b")
         self.session = array("i")
+        self.day = array("i")
         self.projects = _Codes()
         self.agents = _Codes()
         self.sessions = _Codes()
@@ -143,6 +145,7 @@ class SearchIndex:
         self.agent.append(self.agents.code(d.agent_id))
         self.kind.append(KINDS.index(d.kind))
         self.session.append(self.sessions.code(f"{d.project}\x00{d.session_id}"))
+        self.day.append(day_number(d.timestamp))
         self.bm25.add(n, d.tfs, d.length)
         self.graph.add(n, d.entities)
         if self.vectors is not None and self.vectors.enabled and d.text:
@@ -260,6 +263,8 @@ class SearchIndex:
             streams["session"] = self._session_stream(clauses, scope, sscope, scores, depth)
         if self.vectors is not None and query_vector is not None and self.vectors.enabled:
             streams["vector"] = self.vectors.search(query_vector, scope.mask, depth)
+        if self.config.fusion.time > 0:
+            streams["time"] = self._time_stream(query, scope, scores, depth)
         if self.config.fusion.graph > 0:
             streams["graph"] = self.graph.search(query, scope.mask, depth)
         fused = rrf(streams, self.config.fusion)
@@ -311,6 +316,22 @@ class SearchIndex:
             return []
         own = doc_scores[cand] if len(doc_scores) else np.zeros(len(cand))
         order = np.lexsort((-own, -rank[sess[cand]]))
+        return [int(x) for x in cand[order][:depth]]
+
+    def _time_stream(self, query: str, scope: Scope, doc_scores: np.ndarray, depth: int) -> list[int]:
+        # Records dated inside a range the query names, best text match first.
+        ranges = query_ranges(query)
+        if not ranges:
+            return []
+        day = np.frombuffer(self.day, dtype=np.int32)[: len(scope.mask)]
+        inside = np.zeros(len(day), bool)
+        for lo, hi in ranges:
+            inside |= (day >= lo) & (day <= hi)
+        cand = np.flatnonzero(inside & scope.mask)
+        if not len(cand):
+            return []
+        own = doc_scores[cand] if len(doc_scores) else np.zeros(len(cand))
+        order = np.lexsort((cand, -own))
         return [int(x) for x in cand[order][:depth]]
 
     def status(self) -> dict[str, object]:
