@@ -142,7 +142,35 @@ def declare_queue() -> None:
     worker.trigger("queue", "t::gauge", queue="gauge", concurrency=2)
 
 
-GROUPS = {"http": declare_http, "queue": declare_queue}
+@worker.function("t::tick")
+async def tick(req: dict[str, int], ctx: Context) -> None:
+    """Counts firings; a second firing of the same tick is counted as a duplicate."""
+    st = await ctx.state("fixtures")
+    key = ctx.headers.get("Idempotency-Key", "").replace(":", "_")
+    if await st.create(f"tick.{key}", True) is None:
+        await _bump(ctx, "ticks.dup")
+    await _bump(ctx, "ticks")
+
+
+@worker.function("t::manual")
+async def manual(req: dict[str, int], ctx: Context) -> None:
+    """Fails its first attempt at each tick, to exercise cron retries."""
+    key = ctx.headers.get("Idempotency-Key", "").replace(":", "_")
+    n = await _bump(ctx, f"manual.{key}")
+    await _bump(ctx, "manual.calls")
+    if n == 1:
+        raise FunctionError("UNAVAILABLE", "first attempt fails")
+    await _bump(ctx, f"manual.ok.{req.get('n', 0)}")
+
+
+def declare_cron() -> None:
+    worker.trigger("cron", "t::tick", schedule="* * * * * *")
+    worker.trigger(
+        "cron", "t::manual", schedule="0 0 1 1 *", tz="Europe/Paris", backoff=0.2, payload={"n": 7}
+    )
+
+
+GROUPS = {"http": declare_http, "queue": declare_queue, "cron": declare_cron}
 
 if __name__ == "__main__":
     for group in sys.argv[1:] or os.environ.get("FIXTURE_GROUPS", "").split():

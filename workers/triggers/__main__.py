@@ -19,6 +19,10 @@ def make_plugin(kind: str) -> Plugin:
         from triggers.http import HttpTrigger
 
         return HttpTrigger()
+    if kind == "cron":
+        from triggers.cron import CronTrigger
+
+        return CronTrigger()
     if kind == "queue":
         from triggers.queue import QueueTrigger
 

@@ -1,0 +1,82 @@
+"""The cron trigger on server message schedules, with two cron workers running."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+
+from engine import Client, FunctionError
+from tests.triggers._wait import eventually
+from triggers.cron import SCHED, STREAM, server_schedule
+
+
+async def _get(client: Client, key: str) -> Any:
+    return await (await client.state("fixtures")).get(key)
+
+
+async def test_two_cron_workers_fire_each_per_second_tick_once(client, spawn) -> None:
+    spawn("workers.triggers", "cron")
+    spawn("workers.triggers", "cron")
+    spawn("tests.triggers.fixture_worker", "cron")
+    await eventually(lambda: _get(client, "ticks"), what="a first tick")
+    start_count, started = await _get(client, "ticks"), time.monotonic()
+
+    async def six_more() -> bool:
+        return int(await _get(client, "ticks") or 0) >= start_count + 6
+
+    await eventually(six_more, timeout=15, what="six more ticks")
+    elapsed = time.monotonic() - started
+    fired = int(await _get(client, "ticks")) - start_count
+    assert await _get(client, "ticks.dup") is None  # no tick ran twice
+    assert fired <= elapsed + 2  # one firing per second, not one per replica
+
+
+async def test_fire_now_runs_once_and_a_failing_firing_is_retried(client, spawn) -> None:
+    spawn("workers.triggers", "cron")
+    spawn("workers.triggers", "cron")
+    spawn("tests.triggers.fixture_worker", "cron")
+    out = await client.call("engine::cron-fire", {"function_id": "t::manual"}, timeout=5)
+    assert out["seq"] > 0
+    await eventually(lambda: _get(client, "manual.ok.7"), what="the retried firing")
+    assert await _get(client, "manual.calls") == 2  # failed once, retried once, done
+    assert await _get(client, "manual.ok.7") == 1
+
+
+async def test_fire_now_names_what_is_missing(client, spawn) -> None:
+    spawn("workers.triggers", "cron")
+    with pytest.raises(FunctionError) as ei:
+        await client.call("engine::cron-fire", {}, timeout=5)
+    assert (ei.value.code, ei.value.field) == ("BAD_REQUEST", "id")
+    with pytest.raises(FunctionError) as ei:
+        await client.call("engine::cron-fire", {"function_id": "t::nope"}, timeout=5)
+    assert ei.value.code == "NOT_FOUND"
+
+
+async def test_five_field_schedule_with_time_zone_is_handed_to_the_server(client, spawn) -> None:
+    spawn("workers.triggers", "cron")
+    spawn("tests.triggers.fixture_worker", "cron")
+    store = await client.state("engine_triggers", history=5)
+    tids = [
+        k.partition(".")[2]
+        for k in await store.keys("cron.")
+        if (await store.get(k))["function_id"] == "t::manual"
+    ]
+    tid = tids[0]
+    js = client.nc.jetstream()
+
+    async def scheduled() -> Any:
+        return await js.get_last_msg(STREAM, SCHED + tid)
+
+    msg = await eventually(scheduled, what="the schedule message")
+    assert msg.headers["Nats-Schedule"] == "0 0 0 1 1 *"
+    assert msg.headers["Nats-Schedule-Time-Zone"] == "Europe/Paris"
+
+
+def test_schedule_forms_are_converted_or_refused() -> None:
+    assert server_schedule("*/5 * * * *") == "0 */5 * * * *"
+    assert server_schedule("*/2  * * * * *") == "*/2 * * * * *"
+    assert server_schedule("@every 30s") == "@every 30s"
+    with pytest.raises(ValueError, match="5 or 6 fields"):
+        server_schedule("* * *")
