@@ -129,10 +129,9 @@ class MemoryStore:
         kv: KeyValue = state.kv
         try:
             e = await kv.get(key)
-        except nats.js.errors.KeyDeletedError:
-            return "deleted"
-        except nats.js.errors.KeyNotFoundError:
-            return "absent"
+        except nats.js.errors.KeyNotFoundError as err:
+            # nats-py reports a tombstone as "not found" carrying the DEL/PURGE operation
+            return "deleted" if err.op in ("DEL", "PURGE") else "absent"
         return "deleted" if e.operation in ("DEL", "PURGE") else "present"
 
     async def get(self, state: State, key: str, type_: type[T]) -> T | None:

@@ -26,16 +26,20 @@ def snake(name: str) -> str:
 
 
 def to_wire(value: Any) -> Any:
-    """A record (or list/dict of records) as upstream-style camelCase JSON builtins."""
-    return _camel_keys(msgspec.to_builtins(value))
-
-
-def _camel_keys(v: Any) -> Any:
-    if isinstance(v, dict):
-        return {camel(k): _camel_keys(x) for k, x in v.items()}
-    if isinstance(v, list):
-        return [_camel_keys(x) for x in v]
-    return v
+    """A record (or list/dict of records) as upstream-style camelCase JSON builtins, with
+    every field present (stored records omit defaults; clients should not have to know
+    them)."""
+    if isinstance(value, msgspec.Struct):
+        return {
+            camel(f): to_wire(getattr(value, f))
+            for f in value.__struct_fields__
+            if getattr(value, f) is not msgspec.UNSET
+        }
+    if isinstance(value, dict):
+        return {camel(str(k)): to_wire(x) for k, x in value.items()}
+    if isinstance(value, list | tuple):
+        return [to_wire(x) for x in value]
+    return msgspec.to_builtins(value)
 
 
 def from_wire(value: Any, type_: Any) -> Any:

@@ -1,12 +1,26 @@
-"""Memory tests: a real nats-server and a real memory worker process per test."""
+"""Memory tests: a real nats-server, a real memory worker and (for REST) the real http
+trigger worker per test."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import socket
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
+
+from tests.helpers import eventually
+
+SECRET = "memory-test-secret"
+AUTH = {"Authorization": f"Bearer {SECRET}", "Content-Type": "application/json"}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
 @pytest.fixture
@@ -19,3 +33,43 @@ def memory_worker(spawn: Any, tmp_path: Path) -> Callable[..., Any]:
         return spawn("workers.memory", env=e)
 
     return start
+
+
+@pytest.fixture
+def http_trigger(spawn: Any, tmp_path: Path) -> Callable[[], str]:
+    """Start the http trigger worker on a free port; returns its base URL."""
+
+    def start() -> str:
+        port = free_port()
+        spawn(
+            "workers.triggers",
+            "http",
+            env={
+                "AGENTMEMORY_REST_PORT": str(port),
+                "AGENTMEMORY_SECRET": SECRET,
+                "HOME": str(tmp_path / "home"),
+                "HTTP_OPENAPI_PATHS": "/openapi.json,/agentmemory/openapi.json",
+            },
+        )
+        return f"http://127.0.0.1:{port}"
+
+    return start
+
+
+async def rest_client(base: str) -> httpx.AsyncClient:
+    c = httpx.AsyncClient(base_url=base, timeout=15, headers=AUTH)
+
+    async def routes_ready() -> bool:
+        r = await c.get("/agentmemory/capture")
+        return r.status_code == 200
+
+    await eventually(routes_ready, timeout=15, what="memory routes served")
+    return c
+
+
+@pytest.fixture
+async def rest(memory_worker: Any, http_trigger: Any) -> AsyncIterator[httpx.AsyncClient]:
+    memory_worker()
+    c = await rest_client(http_trigger())
+    yield c
+    await c.aclose()
