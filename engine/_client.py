@@ -9,7 +9,7 @@ from typing import Any, TypeVar, overload
 import nats.errors
 from nats.aio.client import Client as NATS
 
-from engine import _codec
+from engine import _codec, _tracing
 from engine._errors import FunctionError
 from engine._protocol import (
     ERROR_CODE_HEADER,
@@ -19,6 +19,7 @@ from engine._protocol import (
     subject_for,
 )
 from engine._state import State
+from engine._tracing import SpanKind
 
 T = TypeVar("T")
 
@@ -85,6 +86,43 @@ class Client:
             )
         hdrs = dict(headers) if headers else {}
         hdrs[HDR_DEADLINE] = deadline_header(remaining, now)
+        span = None
+        if _tracing._enabled:
+            span = _tracing.start(
+                f"call {function_id}",
+                SpanKind.CLIENT,
+                {
+                    "faas.invoked_name": function_id,
+                    "faas.invoked_provider": "agentmemory-engine",
+                },
+            )
+            _tracing.inject(hdrs, span)
+        try:
+            return await self._request(function_id, payload, response, remaining, hdrs)
+        except FunctionError as err:
+            if span is not None:
+                _tracing.fail(
+                    span,
+                    err.code,
+                    err.message,
+                    name=f"call {function_id}",
+                    kind=SpanKind.CLIENT,
+                    start_ns=int(now * 1e9),
+                    attributes={"faas.invoked_name": function_id},
+                )
+            raise
+        finally:
+            if span is not None:
+                span.end()
+
+    async def _request(
+        self,
+        function_id: str,
+        payload: Any,
+        response: Any,
+        remaining: float,
+        hdrs: dict[str, str],
+    ) -> Any:
         try:
             msg = await self.nc.request(
                 subject_for(function_id), _codec.encode(payload), timeout=remaining, headers=hdrs

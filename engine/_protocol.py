@@ -13,6 +13,7 @@ __all__ = [
     "HDR_DEADLINE",
     "HDR_IDEMPOTENCY",
     "HDR_TRACEPARENT",
+    "HDR_TRIGGER",
     "SUBJECT_PREFIX",
     "deadline_header",
     "parse_deadline",
@@ -25,6 +26,8 @@ SUBJECT_PREFIX = "fn."
 HDR_DEADLINE = "Engine-Deadline"
 HDR_TRACEPARENT = "traceparent"
 HDR_IDEMPOTENCY = "Idempotency-Key"
+# What fired the call (http, timer, queue, pubsub, stream, state): the span's faas.trigger.
+HDR_TRIGGER = "Engine-Trigger"
 
 _ID_RE = re.compile(r"^[a-z0-9][a-z0-9_-]*(::[a-z0-9][a-z0-9_-]*)+$")
 

@@ -9,7 +9,9 @@ import signal
 import sys
 from typing import TYPE_CHECKING
 
+from engine import _tracing
 from engine._connect import connect
+from engine._logs import attach_log_stream
 
 if TYPE_CHECKING:
     from engine._worker import Worker
@@ -37,6 +39,8 @@ async def serve(worker: Worker, stop: asyncio.Event | None = None) -> None:
     nc = await connect(name=worker.name)
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
+    _tracing.setup(worker.name, nc, loop)
+    attach_log_stream(nc, loop, worker.name)
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     await worker.start(nc)
@@ -47,6 +51,7 @@ async def serve(worker: Worker, stop: asyncio.Event | None = None) -> None:
     await stop.wait()
     watchdog.cancel()
     await worker.drain()
+    _tracing.shutdown()
     try:
         await asyncio.wait_for(nc.drain(), timeout=10)
     except Exception:

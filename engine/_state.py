@@ -14,7 +14,7 @@ from nats.js.api import KeyValueConfig, StorageType
 from nats.js.client import JetStreamContext
 from nats.js.kv import KeyValue
 
-from engine import _codec
+from engine import _codec, _tracing
 from engine._errors import FunctionError
 
 T = TypeVar("T")
@@ -44,6 +44,21 @@ class CasConflict(FunctionError):
             f"{bucket}/{key} changed concurrently; retry with the new revision",
             retryable=True,
         )
+
+
+def _kv_span(op: str, bucket: str) -> Any:
+    # Only inside a recorded trace: a KV write is a child of the call that made it.
+    if not _tracing._enabled or not _tracing.current_span().is_recording():
+        return None
+    return _tracing.start(
+        f"kv.{op} {bucket}",
+        _tracing.SpanKind.CLIENT,
+        {
+            "db.system.name": "nats-kv",
+            "db.operation.name": op,
+            "db.collection.name": bucket,
+        },
+    )
 
 
 class State:
@@ -96,24 +111,39 @@ class State:
         return None if e is None else e.value
 
     async def put(self, key: str, value: Any) -> int:
-        return await self.kv.put(key, _codec.encode(value))
+        span = _kv_span("put", self.bucket)
+        try:
+            return await self.kv.put(key, _codec.encode(value))
+        finally:
+            if span is not None:
+                span.end()
 
     async def create(self, key: str, value: Any) -> int | None:
         """Store only if absent (atomic across replicas). None when the key exists."""
+        span = _kv_span("create", self.bucket)
         try:
             return await self.kv.create(key, _codec.encode(value))
         except nats.js.errors.KeyWrongLastSequenceError:
             return None
+        finally:
+            if span is not None:
+                span.end()
 
     async def compare_and_set(self, key: str, value: Any, revision: int) -> int:
         """Write only if the key is still at `revision` (0: absent). Raises CasConflict."""
+        span = _kv_span("update", self.bucket)
         try:
             if revision == 0:
                 rev = await self.kv.create(key, _codec.encode(value))
             else:
                 rev = await self.kv.update(key, _codec.encode(value), last=revision)
         except nats.js.errors.KeyWrongLastSequenceError:
+            if span is not None:
+                span.set_attribute("error.type", "CONFLICT")
             raise CasConflict(self.bucket, key) from None
+        finally:
+            if span is not None:
+                span.end()
         return rev
 
     async def update(
@@ -145,7 +175,12 @@ class State:
         raise CasConflict(self.bucket, key)
 
     async def delete(self, key: str) -> None:
-        await self.kv.delete(key)
+        span = _kv_span("delete", self.bucket)
+        try:
+            await self.kv.delete(key)
+        finally:
+            if span is not None:
+                span.end()
 
     async def keys(self, prefix: str = "") -> list[str]:
         # A prefix ending at a token boundary becomes a server-side subject filter.

@@ -16,14 +16,16 @@ from typing import Any, Literal
 
 import msgspec
 from nats.aio.client import Client as NATS
-from nats.js.api import RetentionPolicy, StreamConfig
+from nats.js.api import DiscardPolicy, RetentionPolicy, StreamConfig
 
 from engine._client import Client
 from engine._config import EngineConfig, WorkerConfig, start_order
 from engine._connect import ENV_CREDENTIALS, ENV_URL, connect
 from engine._context import Context
 from engine._instance import Instance, InstanceLock
+from engine._logs import LOGS_STREAM, LOGS_SUBJECT
 from engine._nats_server import NatsServer, NatsServerError, ensure_credentials
+from engine._tracing import TRACES_STREAM, TRACES_SUBJECT
 from engine._triggers import TRIGGERS_BUCKET, TriggerSpec
 from engine._worker import Worker
 
@@ -336,6 +338,23 @@ class Supervisor:
             )
             if s.allow_msg_schedules:
                 sc.allow_msg_schedules = True
+            try:
+                await js.add_stream(sc)
+            except Exception:
+                await js.update_stream(sc)
+        # Bounded streams the console reads: spans and log records of every process.
+        for name, subject, age, size in (
+            (TRACES_STREAM, f"{TRACES_SUBJECT}.>", 24 * 3600, 256 * 2**20),
+            (LOGS_STREAM, f"{LOGS_SUBJECT}.>", 24 * 3600, 128 * 2**20),
+        ):
+            sc = StreamConfig(
+                name=name,
+                subjects=[subject],
+                max_age=age,
+                max_bytes=size,
+                num_replicas=reps,
+                discard=DiscardPolicy.OLD,
+            )
             try:
                 await js.add_stream(sc)
             except Exception:

@@ -17,7 +17,7 @@ from nats.micro import add_service
 from nats.micro.request import Request
 from nats.micro.service import Service
 
-from engine import _codec
+from engine import _codec, _tracing
 from engine._client import Client
 from engine._context import Context
 from engine._errors import FunctionError
@@ -25,10 +25,12 @@ from engine._protocol import (
     ERROR_CODE_HEADER,
     ERROR_HEADER,
     HDR_DEADLINE,
+    HDR_TRIGGER,
     parse_deadline,
     subject_for,
     validate_function_id,
 )
+from engine._tracing import SpanKind
 from engine._triggers import TRIGGERS_BUCKET, TriggerSpec, trigger_spec
 
 log = logging.getLogger("engine.worker")
@@ -224,6 +226,20 @@ class Worker:
         caller_deadline = parse_deadline(headers.get(HDR_DEADLINE))
         if caller_deadline is not None and caller_deadline < limit:
             limit = caller_deadline
+        span = token = None
+        if _tracing._enabled:
+            span = _tracing.start(
+                spec.id,
+                SpanKind.SERVER,
+                {
+                    "faas.invoked_name": spec.id,
+                    "faas.trigger": headers.get(HDR_TRIGGER, "other"),
+                    "messaging.system": "nats",
+                    "messaging.destination.name": msg.subject,
+                },
+                _tracing.extract(headers),
+            )
+            token = _tracing.attach(span)
         try:
             if limit <= now:
                 raise FunctionError(
@@ -242,18 +258,45 @@ class Worker:
             if msg.reply:
                 await msg._client.publish(msg.reply, _codec.encode(result))
         except FunctionError as err:
+            self._trace_error(span, spec, msg, err, now)
             await self._reply_error(spec, msg, err)
         except Exception as exc:
             log.exception("function %s failed", spec.id)
             internal = FunctionError("INTERNAL", f"{spec.id} failed: {type(exc).__name__}")
+            self._trace_error(span, spec, msg, internal, now)
             await self._reply_error(spec, msg, internal)
         finally:
+            if span is not None:
+                _tracing.detach(token)
+                span.end()
             elapsed = time.perf_counter_ns() - started
             self._stats[spec.id].busy_ns += elapsed
             ep = self._endpoints.get(spec.id)
             if ep is not None:
                 ep._processing_time += elapsed
                 ep._average_processing_time = ep._processing_time // max(ep._num_requests, 1)
+
+    def _trace_error(
+        self, span: Any, spec: FunctionSpec, msg: Any, err: FunctionError, started: float
+    ) -> None:
+        if span is None:
+            return
+        attrs = {
+            "faas.invoked_name": spec.id,
+            "messaging.destination.name": msg.subject,
+            "faas.input": _tracing.scrub_payload(msg.data),
+        }
+        if span.is_recording():
+            span.set_attribute("faas.input", attrs["faas.input"])
+        _tracing.fail(
+            span,
+            err.code,
+            err.message,
+            name=spec.id,
+            kind=SpanKind.SERVER,
+            start_ns=int(started * 1e9),
+            attributes=attrs,
+        )
 
     async def _reply_error(self, spec: FunctionSpec, msg: Any, err: FunctionError) -> None:
         st = self._stats[spec.id]

@@ -1,0 +1,94 @@
+"""Structured logs: JSON lines carrying the trace and span ids of the current call, and a
+copy of each record on the bus (bounded ENGINE_LOGS stream) for the console."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import sys
+import time
+from typing import Any
+
+import msgspec
+from opentelemetry import trace
+
+LOGS_STREAM = "ENGINE_LOGS"
+LOGS_SUBJECT = "engine.logs"  # engine.logs.<service>
+
+
+class LogRecord(msgspec.Struct, omit_defaults=True):
+    ts: float
+    level: str
+    logger: str
+    message: str
+    service: str = ""
+    trace_id: str = ""
+    span_id: str = ""
+    exc: str = ""
+
+
+def _record(rec: logging.LogRecord, service: str, fmt: logging.Formatter) -> LogRecord:
+    ctx = trace.get_current_span().get_span_context()
+    out = LogRecord(
+        ts=rec.created,
+        level=rec.levelname,
+        logger=rec.name,
+        message=rec.getMessage(),
+        service=service,
+    )
+    if ctx.is_valid:
+        out.trace_id = f"{ctx.trace_id:032x}"
+        out.span_id = f"{ctx.span_id:016x}"
+    if rec.exc_info:
+        out.exc = fmt.formatException(rec.exc_info)
+    return out
+
+
+class JsonFormatter(logging.Formatter):
+    def __init__(self, service: str = "") -> None:
+        super().__init__()
+        self.service = service
+
+    def format(self, record: logging.LogRecord) -> str:
+        return msgspec.json.encode(_record(record, self.service, self)).decode()
+
+
+def json_logging(level: str, service: str = "") -> None:
+    h = logging.StreamHandler(sys.stderr)
+    h.setFormatter(JsonFormatter(service))
+    root = logging.getLogger()
+    root.handlers[:] = [h]
+    root.setLevel(level)
+
+
+class BusLogHandler(logging.Handler):
+    """Publishes records (INFO and above) on engine.logs.<service>; never blocks the caller."""
+
+    def __init__(self, nc: Any, loop: asyncio.AbstractEventLoop, service: str) -> None:
+        super().__init__(logging.INFO)
+        self.nc = nc
+        self.loop = loop
+        self.service = service
+        self.subject = f"{LOGS_SUBJECT}.{re.sub(r'[^A-Za-z0-9_-]', '_', service)}"
+        self._fmt = logging.Formatter()
+        self._last_drop = 0.0
+        self._tasks: set[asyncio.Future[None]] = set()
+
+    def _schedule(self, data: bytes) -> None:
+        t = asyncio.ensure_future(self.nc.publish(self.subject, data))
+        self._tasks.add(t)
+        t.add_done_callback(self._tasks.discard)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self.nc.is_closed or record.name.startswith("nats"):
+            return
+        try:
+            data = msgspec.json.encode(_record(record, self.service, self._fmt))
+            self.loop.call_soon_threadsafe(self._schedule, data)
+        except RuntimeError:
+            self._last_drop = time.time()  # loop closed: the file log still has it
+
+
+def attach_log_stream(nc: Any, loop: asyncio.AbstractEventLoop, service: str) -> None:
+    logging.getLogger().addHandler(BusLogHandler(nc, loop, service))
