@@ -135,8 +135,12 @@ def counts(target: Target) -> dict[str, int] | None:
     out: dict[str, int] = {}
     for key in ("sessions", "observations", "memories", "summaries"):
         value = data.get(key)
-        if isinstance(value, list | dict):
+        if isinstance(value, dict):  # observations come grouped by session
+            out[key] = sum(len(v) for v in value.values() if isinstance(v, list))
+        elif isinstance(value, list):
             out[key] = len(value)
+    if isinstance(data.get("totalSessions"), int):
+        out["sessions"] = data["totalSessions"]
     return out
 
 

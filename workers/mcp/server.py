@@ -68,8 +68,10 @@ def _register_resources(app: MCPServer, provider: GatewayProvider) -> None:
     @app.resource("agentmemory://memories/latest", mime_type="application/json")
     async def latest_memories() -> str:
         """The most recently saved memories."""
-        data = await _read(provider, "GET", "/agentmemory/export")
-        memories = data.get("memories", []) if isinstance(data, dict) else []
+        data = await _read(provider, "GET", "/agentmemory/memories", query={"limit": "200"})
+        if isinstance(data, dict):
+            data = data.get("memories", data.get("items", []))
+        memories = data if isinstance(data, list) else []
         memories = sorted(
             (m for m in memories if isinstance(m, dict)),
             key=lambda m: str(m.get("updatedAt") or m.get("createdAt") or m.get("created_at")),
