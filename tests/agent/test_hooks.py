@@ -1,0 +1,183 @@
+"""The hook scripts never block the agent, keep what the server could not take, and
+store every event exactly once however often it is delivered."""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from tests.agent.conftest import Stack, free_block, run_hook, session_payloads, wait_until
+from workers.hooks import SCRIPTS, _spool
+from workers.hooks._hookcore import Settings, truncate
+from workers.hooks._scrub import scrub_text
+
+SESSION = "9f1c2e7a-4b3d-4e5f-8a9b-0c1d2e3f4a5b"
+HOOK = f"{os.path.realpath(sys.executable)} -S {SCRIPTS['claude-code']}"
+
+
+def _post_tool(i: int, session: str = "spool-session") -> dict[str, Any]:
+    return {
+        "session_id": session,
+        "cwd": "/tmp/spool-project",
+        "hook_event_name": "PostToolUse",
+        "tool_name": "Bash",
+        "tool_input": {"command": f"make step-{i}"},
+        "tool_response": {
+            "stdout": f"step {i} done, api_key=sk-live-{i:04d}abcdefghijklmnopqrstuv"
+        },
+        "tool_use_id": f"toolu_spool_{i}",
+    }
+
+
+def _spooled(st: Stack) -> list[dict[str, Any]]:
+    return _spool.read(Settings(st.hook_env()))
+
+
+def test_hook_with_server_down_exits_zero_fast_and_spools_the_event(stack: Stack) -> None:
+    env = stack.hook_env()  # nothing listens on this port yet
+    times = []
+    for i in range(3):
+        code, seconds = run_hook(HOOK, _post_tool(i), env)
+        assert code == 0
+        times.append(seconds)
+    assert statistics.median(times) < 0.3, times
+    spooled = _spooled(stack)
+    assert [e["body"]["eventId"] for e in spooled] == [
+        "toolu_spool_0",
+        "toolu_spool_1",
+        "toolu_spool_2",
+    ]
+    spool_file = stack.home / "spool" / "hooks.jsonl"
+    assert os.stat(spool_file).st_mode & 0o777 == 0o600
+    assert "sk-live-" not in spool_file.read_text() and "[REDACTED]" in spool_file.read_text()
+
+
+def test_spool_drains_when_server_is_back_and_nothing_is_stored_twice(stack: Stack) -> None:
+    env = stack.hook_env()
+    for i in range(3):
+        assert run_hook(HOOK, _post_tool(i), env)[0] == 0
+    assert len(_spooled(stack)) == 3
+    stack.start()
+    # `start` and the next hook both drain the spool in the background; either may win.
+    assert run_hook(HOOK, _post_tool(3), env)[0] == 0
+    wait_until(lambda: not _spooled(stack), timeout=15, what="spool drained")
+    obs = wait_until(
+        lambda: (
+            len(stack.observations("spool-session")) >= 4 and stack.observations("spool-session")
+        )
+    )
+    assert len(obs) == 4
+    # Replaying the same events (a second drain, a retried hook) stores nothing new.
+    for i in range(4):
+        _spool.append(Settings(env), "POST", "/agentmemory/observe", _observe_body(i))
+    drained = _spool.drain(Settings(env))
+    assert drained == (4, 0)
+    assert run_hook(HOOK, _post_tool(2), env)[0] == 0
+    assert len(stack.observations("spool-session")) == 4
+
+
+def _observe_body(i: int) -> dict[str, Any]:
+    return {
+        "sessionId": "spool-session",
+        "project": "spool-project",
+        "cwd": "/tmp/spool-project",
+        "hookType": "post_tool_use",
+        "timestamp": "2026-11-29T10:00:00.000Z",
+        "data": {
+            "tool_name": "Bash",
+            "tool_input": {"command": f"make step-{i}"},
+            "tool_output": "done",
+        },
+        "eventId": f"toolu_spool_{i}",
+    }
+
+
+def test_replayed_tool_use_id_is_stored_once(stack: Stack) -> None:
+    stack.start()
+    payload = next(
+        p for p in session_payloads(stack.project_dir) if p["hook_event_name"] == "PostToolUse"
+    )
+    for _ in range(3):
+        assert run_hook(HOOK, payload, stack.hook_env())[0] == 0
+    obs = wait_until(lambda: stack.observations(SESSION))
+    assert len(obs) == 1
+
+
+def test_session_start_prints_context_only_when_enabled(stack: Stack) -> None:
+    stack.start()
+    payloads = session_payloads(stack.project_dir)
+    for p in payloads:
+        run_hook(HOOK, p, stack.hook_env())
+    start = payloads[0] | {"session_id": "next-session"}
+
+    def run(env: dict[str, str]) -> str:
+        res = subprocess.run(
+            HOOK, shell=True, input=json.dumps(start), env=env, capture_output=True, text=True
+        )
+        assert res.returncode == 0
+        return res.stdout
+
+    assert run(stack.hook_env()) == ""
+    out = run(
+        {
+            **stack.hook_env(),
+            "AGENTMEMORY_INJECT_CONTEXT": "true",
+            "AGENTMEMORY_CONTEXT_MAX_CHARS": "50000",
+        }
+    )
+    assert len(out) <= 9000
+
+
+def test_spool_is_bounded_in_bytes_and_age(tmp_path: Path) -> None:
+    env = {
+        "HOME": str(tmp_path),
+        "AGENTMEMORY_SPOOL_DIR": str(tmp_path / "spool"),
+        "AGENTMEMORY_SPOOL_MAX_BYTES": "4000",
+    }
+    settings = Settings(env)
+    old = time.time() - 8 * 24 * 3600
+    _spool.append(
+        settings, "POST", "/agentmemory/observe", {"eventId": "expired", "pad": "x" * 100}, at=old
+    )
+    for i in range(40):
+        _spool.append(
+            settings, "POST", "/agentmemory/observe", {"eventId": f"e{i}", "pad": "x" * 100}
+        )
+    kept = _spool.read(settings)
+    assert os.path.getsize(tmp_path / "spool" / "hooks.jsonl") <= 4000
+    ids = [e["body"]["eventId"] for e in kept]
+    assert "expired" not in ids and ids[-1] == "e39" and "e0" not in ids
+
+
+def test_capture_rules_and_output_truncation(tmp_path: Path) -> None:
+    port = free_block()
+    env = {
+        "HOME": str(tmp_path),
+        "PATH": os.environ.get("PATH", ""),
+        "AGENTMEMORY_URL": f"http://127.0.0.1:{port}",
+        "AGENTMEMORY_SPOOL_DIR": str(tmp_path / "spool"),
+        "AGENTMEMORY_CAPTURE_DENY": "*.env,Glob",
+        "AGENTMEMORY_CAPTURE_OUTPUT_MAX": "100",
+    }
+    read_env = _post_tool(1) | {
+        "tool_name": "Read",
+        "tool_input": {"file_path": "/app/.env"},
+        "tool_use_id": "t-env",
+    }
+    glob = _post_tool(2) | {"tool_name": "Glob", "tool_use_id": "t-glob"}
+    big = _post_tool(3) | {"tool_response": "y" * 5000, "tool_use_id": "t-big"}
+    for payload in (read_env, glob, big):
+        assert run_hook(HOOK, payload, env)[0] == 0
+    spooled = _spool.read(Settings(env))
+    assert [e["body"]["eventId"] for e in spooled] == ["t-big"]
+    assert len(spooled[0]["body"]["data"]["tool_output"]) < 150
+    assert (
+        truncate("z" * 10, 5).startswith("zzzzz")
+        and scrub_text("password=hunter22") == "password=[REDACTED]"
+    )
