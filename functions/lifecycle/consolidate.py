@@ -1,0 +1,188 @@
+"""`mem::consolidate`: working -> episodic -> semantic -> procedural, crash-safe and
+idempotent.
+
+A run (1) summarizes closed sessions that have no summary yet, (2) plans the semantic and
+procedural tiers from streaming scans, (3) keeps only records that are new or changed, (4)
+stages them under `stage.<run>.<n>` in the lifecycle bucket, (5) commits by writing the
+run marker, and only then (6) applies them to `mem_memories` and MEM_EVENTS. A crash before
+the commit leaves the tiers untouched (the next run discards the stage); a crash after it
+is rolled forward by the next run. Ids come from cluster keys and unchanged evidence gives
+identical records, so a second run stages nothing.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable
+from datetime import datetime
+from typing import Literal
+
+import msgspec
+import nats.js.errors
+
+from engine import State
+from functions.lifecycle import clock
+from functions.lifecycle.episodes import sweep
+from functions.lifecycle.procedural import ProcedurePlanner
+from functions.lifecycle.scan import scan_kv
+from functions.lifecycle.semantic import SemanticPlanner
+from functions.memory.store import MemoryStore
+from functions.records import (
+    LIFECYCLE_BUCKET,
+    OBSERVATIONS_BUCKET,
+    SUMMARIES_BUCKET,
+    Memory,
+    MemoryAdded,
+    Observation,
+    SessionSummary,
+)
+
+MARKER = "run.consolidate"
+Fault = Callable[[str, int], None]
+"""Test seam: called before each staged and each applied write with (phase, index)."""
+
+
+class RunMarker(msgspec.Struct, kw_only=True):
+    run: str
+    state: Literal["committed", "applied"]
+    count: int
+    at: str
+
+
+class TierCounts(msgspec.Struct, kw_only=True):
+    created: int = 0
+    updated: int = 0
+    unchanged: int = 0
+
+
+class ConsolidateOut(msgspec.Struct, rename="camel", kw_only=True):
+    run: str
+    summarized: int
+    semantic: TierCounts
+    procedural: TierCounts
+    recovered: str = ""
+    """The id of an interrupted, committed run this one finished first."""
+
+
+def _same(a: Memory, b: Memory) -> bool:
+    return (a.content, a.title, a.confidence, a.source_ids, a.steps, a.files, a.concepts) == (
+        b.content,
+        b.title,
+        b.confidence,
+        b.source_ids,
+        b.steps,
+        b.files,
+        b.concepts,
+    )
+
+
+def merge(planned: Memory, old: Memory | None, at: str) -> Memory:
+    """The planned record, keeping what the tier does not own: decay state, pin, birth."""
+    if old is None:
+        return msgspec.structs.replace(planned, created_at=at, updated_at=at, strength_at=at)
+    return msgspec.structs.replace(
+        planned,
+        created_at=old.created_at or at,
+        updated_at=at,
+        strength=old.strength,
+        strength_at=old.strength_at or at,
+        access_count=old.access_count,
+        pinned=old.pinned,
+        version=old.version + 1,
+    )
+
+
+class Consolidator:
+    def __init__(
+        self,
+        store: MemoryStore,
+        *,
+        min_sessions: int = 3,
+        cap: int = 32,
+        fault: Fault | None = None,
+    ) -> None:
+        self.store = store
+        self.min_sessions = min_sessions
+        self.cap = cap
+        self.fault = fault
+
+    async def run(self, now: datetime) -> ConsolidateOut:
+        st = self.store
+        life = await st.client.state(LIFECYCLE_BUCKET)
+        recovered = await self._recover(life)
+        at = clock.iso(now)
+        swept = await sweep(st, now, float("inf"), cap=self.cap)
+
+        semantic = SemanticPlanner(self.min_sessions, self.cap)
+        async for _, obs in scan_kv(st.js, OBSERVATIONS_BUCKET, Observation):
+            semantic.add(obs)
+        procedural = ProcedurePlanner(self.min_sessions, self.cap)
+        async for _, summary in scan_kv(st.js, SUMMARIES_BUCKET, SessionSummary):
+            procedural.add(summary)
+        counts = {"semantic": TierCounts(), "procedural": TierCounts()}
+        changed: list[Memory] = []
+        for planned in [*semantic.facts(), *procedural.procedures()]:
+            tally = counts[planned.type]
+            old = await st.get(st.memories, planned.id, Memory)
+            if old is not None and _same(old, planned):
+                tally.unchanged += 1
+                continue
+            if old is None:
+                tally.created += 1
+            else:
+                tally.updated += 1
+            changed.append(merge(planned, old, at))
+        del semantic, procedural
+
+        run = f"{now.strftime('%Y%m%dT%H%M%S')}{secrets.token_hex(4)}"
+        if changed:
+            for i, m in enumerate(changed):
+                self._fault("stage", i)
+                await life.put(f"stage.{run}.{i}", m)
+            await life.put(MARKER, RunMarker(run=run, state="committed", count=len(changed), at=at))
+            await self._apply(life, run, len(changed))
+        return ConsolidateOut(
+            run=run,
+            summarized=len(swept.summarized),
+            semantic=counts["semantic"],
+            procedural=counts["procedural"],
+            recovered=recovered,
+        )
+
+    def _fault(self, phase: str, i: int) -> None:
+        if self.fault is not None:
+            self.fault(phase, i)
+
+    async def _apply(self, stage: State, run: str, count: int) -> None:
+        st = self.store
+        for i in range(count):
+            m = await self.store.get(stage, f"stage.{run}.{i}", Memory)
+            if m is None:
+                continue
+            self._fault("apply", i)
+            # The msg id makes a rolled-forward apply publish each record once per run.
+            await st.publish(MemoryAdded(memory=m), msg_id=f"consolidate:{run}:{m.id}")
+            await st.memories.put(m.id, m)
+        marker = await self.store.get(stage, MARKER, RunMarker)
+        if marker is not None and marker.run == run:
+            marker.state = "applied"
+            await stage.put(MARKER, marker)
+        await self._purge_stage()
+
+    async def _recover(self, stage: State) -> str:
+        marker = await self.store.get(stage, MARKER, RunMarker)
+        recovered = ""
+        if marker is not None and marker.state == "committed":
+            await self._apply(stage, marker.run, marker.count)
+            recovered = marker.run
+        else:
+            await self._purge_stage()  # an uncommitted run's stage: never visible, drop it
+        return recovered
+
+    async def _purge_stage(self) -> None:
+        try:
+            await self.store.js.purge_stream(
+                f"KV_{LIFECYCLE_BUCKET}", subject=f"$KV.{LIFECYCLE_BUCKET}.stage.>"
+            )
+        except nats.js.errors.NotFoundError:
+            pass

@@ -1,0 +1,99 @@
+"""Session end and the stale-session sweep: write the episodic tier (session summaries).
+
+One KV scan of the observations serves every session being summarized in a run, so the
+sweep costs one pass however many sessions it closes. Nothing is deleted here.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from functions.lifecycle import clock
+from functions.lifecycle.scan import scan_kv
+from functions.lifecycle.summarize import SessionDigest, same_summary
+from functions.memory.store import MemoryStore
+from functions.records import (
+    OBSERVATIONS_BUCKET,
+    SESSIONS_BUCKET,
+    Observation,
+    Session,
+    SessionSummary,
+    SummaryAdded,
+)
+
+
+async def summarize_sessions(
+    store: MemoryStore, session_ids: set[str], now: datetime, *, cap: int = 32
+) -> list[SessionSummary]:
+    """Write (or refresh) the summary of each session; unchanged summaries are not rewritten.
+    Returns the summaries written."""
+    if not session_ids:
+        return []
+    digests = {sid: SessionDigest(sid, cap=cap) for sid in session_ids}
+    async for _, obs in scan_kv(store.js, OBSERVATIONS_BUCKET, Observation):
+        d = digests.get(obs.session_id)
+        if d is not None:
+            d.add(obs)
+    written: list[SessionSummary] = []
+    for sid, digest in digests.items():
+        session = await store.get(store.sessions, sid, Session)
+        if session is None and digest.count == 0:
+            continue
+        summary = digest.summary(session, clock.iso(now))
+        old = await store.get(store.summaries, sid, SessionSummary)
+        if old is not None and same_summary(old, summary):
+            continue
+        # msg id = session + content: a retried write does not index the summary twice.
+        await store.publish(SummaryAdded(summary=summary), msg_id=f"summary:{sid}:{digest.count}")
+        await store.summaries.put(sid, summary)
+        written.append(summary)
+    return written
+
+
+class SweepResult:
+    __slots__ = ("abandoned", "summarized")
+
+    def __init__(self, abandoned: list[str], summarized: list[str]) -> None:
+        self.abandoned = abandoned
+        self.summarized = summarized
+
+
+async def sweep(
+    store: MemoryStore, now: datetime, stale_hours: float, *, cap: int = 32
+) -> SweepResult:
+    """Abandon sessions idle past `stale_hours`, then summarize every closed session that has
+    no summary yet (abandoned now, or ended while summarizing failed)."""
+    cutoff = now - timedelta(hours=stale_hours)
+    stale: list[str] = []
+    closed_unsummarized: set[str] = set()
+    async for sid, s in scan_kv(store.js, SESSIONS_BUCKET, Session):
+        if s.status == "active" and clock.parse(s.last_seen or s.started_at) < cutoff:
+            stale.append(sid)
+        elif s.status in ("ended", "abandoned"):
+            closed_unsummarized.add(sid)
+    if closed_unsummarized:
+        have = {
+            sid
+            for sid in closed_unsummarized
+            if await store.presence(store.summaries, sid) == "present"
+        }
+        closed_unsummarized -= have
+    abandoned: list[str] = []
+    for sid in stale:
+
+        def abandon(cur: Session | None) -> Session | None:
+            # Re-check under compare-and-set: the agent may have come back meanwhile.
+            if cur is None or cur.status != "active":
+                return None
+            if clock.parse(cur.last_seen or cur.started_at) >= cutoff:
+                return None
+            cur.status = "abandoned"
+            cur.ended_at = clock.iso(now)
+            return cur
+
+        after = await store.sessions.update(sid, abandon, type=Session)
+        if after is not None and after.status == "abandoned" and after.ended_at == clock.iso(now):
+            abandoned.append(sid)
+    todo = closed_unsummarized | set(abandoned)
+    written = await summarize_sessions(store, todo, now, cap=cap)
+    return SweepResult(abandoned, [s.session_id for s in written])
