@@ -42,7 +42,7 @@ class DecayConfig:
 class ForgetConfig:
     low_value_days: float = 30.0
     """Observations older than this with importance <= `low_value_importance` are dropped."""
-    low_value_importance: int = 2
+    low_value_importance: int = 3
     superseded_grace_days: float = 7.0
     """A superseded memory is kept this long for its version chain, then removed."""
     batch: int = 256

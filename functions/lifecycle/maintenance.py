@@ -1,0 +1,145 @@
+"""The cron jobs that keep stores bounded: decay, auto-forget, audit retention.
+
+Each streams its bucket in pages (see scan.py) and writes with compare-and-set, so a job
+never holds a whole scope and never overwrites a concurrent change.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import msgspec
+import nats.js.errors
+
+from functions.lifecycle.config import LifecycleConfig
+from functions.lifecycle.decay import decay_lesson, decay_memory, reinforce_memory, tier
+from functions.lifecycle.forgetting import ForgetPlan, MemoryRules, low_value
+from functions.lifecycle.scan import scan_kv
+from functions.memory.forget import forget
+from functions.memory.store import MemoryStore
+from functions.memory.wire import ForgetIn
+from functions.records import (
+    AUDIT_BUCKET,
+    LESSONS_BUCKET,
+    MEMORIES_BUCKET,
+    OBSERVATIONS_BUCKET,
+    Lesson,
+    Memory,
+    Observation,
+)
+
+PREVIEW = 1000
+"""Ids listed per reason in a dry run (counts are always complete)."""
+
+
+class DecayOut(msgspec.Struct, rename="camel", kw_only=True):
+    memories: int
+    lessons: int
+    tiers: dict[str, int]
+
+
+class ForgetOut(msgspec.Struct, rename="camel", kw_only=True):
+    dry_run: bool
+    removed: dict[str, int]
+    ids: dict[str, list[str]]
+
+
+async def run_decay(store: MemoryStore, cfg: LifecycleConfig, now: datetime) -> DecayOut:
+    tiers: dict[str, int] = {"hot": 0, "warm": 0, "cold": 0, "fading": 0}
+    changed = 0
+    async for key, m in scan_kv(store.js, MEMORIES_BUCKET, Memory):
+        if m.superseded_by:
+            continue
+        if decay_memory(msgspec.structs.replace(m), now, cfg.decay) is not None:
+            new = await store.memories.update(
+                key, lambda cur: decay_memory(cur, now, cfg.decay) if cur else None, type=Memory
+            )
+            changed += 1
+            m = new if new is not None else m
+        tiers[tier(m.strength)] += 1
+    lessons = await store.client.state(LESSONS_BUCKET)
+    n_lessons = 0
+    if cfg.decay.lesson_decay:
+        async for key, lesson in scan_kv(store.js, LESSONS_BUCKET, Lesson):
+            if decay_lesson(msgspec.structs.replace(lesson), now, cfg.decay) is None:
+                continue
+            await lessons.update(
+                key, lambda cur: decay_lesson(cur, now, cfg.decay) if cur else None, type=Lesson
+            )
+            n_lessons += 1
+    return DecayOut(memories=changed, lessons=n_lessons, tiers=tiers)
+
+
+async def reinforce(
+    store: MemoryStore, cfg: LifecycleConfig, ids: list[str], now: datetime
+) -> list[Memory]:
+    out: list[Memory] = []
+    for mid in dict.fromkeys(ids):
+        m = await store.memories.update(
+            mid, lambda cur: reinforce_memory(cur, now, cfg.decay) if cur else None, type=Memory
+        )
+        if m is not None:
+            out.append(m)
+    return out
+
+
+async def auto_forget(
+    store: MemoryStore, cfg: LifecycleConfig, now: datetime, *, dry_run: bool = False
+) -> ForgetOut:
+    plan = ForgetPlan()
+    rules = MemoryRules(cfg.forget, cfg.decay, now, plan)
+    async for _, m in scan_kv(store.js, MEMORIES_BUCKET, Memory):
+        rules.add(m)
+    removed: dict[str, int] = {}
+    ids: dict[str, list[str]] = {}
+    for reason, mids in plan.memories.items():
+        mids = list(dict.fromkeys(mids))
+        removed[reason] = len(mids)
+        ids[reason] = mids[:PREVIEW]
+        if not dry_run:
+            for i in range(0, len(mids), cfg.forget.batch):
+                await _remove(store, ForgetIn(memory_ids=mids[i : i + cfg.forget.batch]), reason)
+    # Observations are removed batch by batch while scanning: the candidate list is never
+    # held whole, however many there are.
+    batch: list[str] = []
+    count = 0
+    preview: list[str] = []
+    async for _, o in scan_kv(store.js, OBSERVATIONS_BUCKET, Observation):
+        if not low_value(o, cfg.forget, now):
+            continue
+        count += 1
+        if len(preview) < PREVIEW:
+            preview.append(o.id)
+        if dry_run:
+            continue
+        batch.append(o.id)
+        if len(batch) >= cfg.forget.batch:
+            await _remove(store, ForgetIn(observation_ids=batch), "low-value")
+            batch = []
+    if batch:
+        await _remove(store, ForgetIn(observation_ids=batch), "low-value")
+    if count:
+        removed["low-value"] = count
+        ids["low-value"] = preview
+    return ForgetOut(dry_run=dry_run, removed=removed, ids=ids)
+
+
+async def _remove(store: MemoryStore, req: ForgetIn, reason: str) -> None:
+    req.reason = f"auto-forget: {reason}"
+    await forget(store, req, action="auto-forget")
+
+
+async def purge_audit(store: MemoryStore, months: int, now: datetime) -> int:
+    """Drop audit months older than `months` (audit keys start with yyyymm): one subject
+    purge per month, looking back ten years. Returns how many entries went."""
+    stream = f"KV_{AUDIT_BUCKET}"
+    try:
+        before = (await store.js.stream_info(stream)).state.messages
+    except nats.js.errors.NotFoundError:
+        return 0
+    y, m = now.year, now.month
+    for back in range(months, months + 120):
+        yy, mm = y + (m - 1 - back) // 12, (m - 1 - back) % 12 + 1
+        await store.js.purge_stream(stream, subject=f"$KV.{AUDIT_BUCKET}.{yy:04d}{mm:02d}.>")
+    after = (await store.js.stream_info(stream)).state.messages
+    return int(before - after)
