@@ -121,7 +121,7 @@ class MemoryService:
         return {"memories": to_wire(ms[req.offset : req.offset + req.limit])}
 
     async def audit(self, req: ListIn) -> dict[str, Any]:
-        keys = sorted(await self.store.audit_log.keys(), reverse=True)
+        keys = sorted(await self.store.keys(self.store.audit_log), reverse=True)
         picked = keys[req.offset : req.offset + req.limit]
         got = await asyncio.gather(
             *(self.store.get(self.store.audit_log, k, AuditEntry) for k in picked)

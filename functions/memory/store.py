@@ -140,8 +140,21 @@ class MemoryStore:
         except nats.js.errors.KeyDeletedError:
             return None
 
+    async def keys(self, state: State, prefix: str = "") -> list[str]:
+        """Keys of a bucket (tombstoned ones included: reading them gives None).
+
+        Read from the stream's per-subject state rather than a KV watcher: nats-py's
+        `keys()` watcher can report "no keys" when its first messages race the consumer
+        info it checks, and a list that is silently empty would make a replace-import or
+        a forget skip records.
+        """
+        pre = f"$KV.{state.bucket}."
+        info = await self.js.stream_info(f"KV_{state.bucket}", subjects_filter=f"{pre}>")
+        subjects = info.state.subjects or {}
+        return sorted(k for k in (s[len(pre) :] for s in subjects) if k.startswith(prefix))
+
     async def load_all(self, state: State, type_: type[T], prefix: str = "") -> list[T]:
-        keys = await state.keys(prefix)
+        keys = await self.keys(state, prefix)
         out: list[T] = []
         for chunk in range(0, len(keys), 256):
             got = await asyncio.gather(

@@ -28,7 +28,11 @@ def memory_worker(spawn: Any, tmp_path: Path) -> Callable[..., Any]:
     """Start `python -m workers.memory` with its inbox under the test's tmp dir."""
 
     def start(**env: str) -> Any:
-        e = {"AGENTMEMORY_INBOX_DIR": str(tmp_path / "inbox"), "HOME": str(tmp_path / "home")}
+        e = {
+            "AGENTMEMORY_INBOX_DIR": str(tmp_path / "inbox"),
+            "HOME": str(tmp_path / "home"),
+            "AGENTMEMORY_SEARCH": "off",
+        }
         e.update(env)
         return spawn("workers.memory", env=e)
 
@@ -73,3 +77,19 @@ async def rest(memory_worker: Any, http_trigger: Any) -> AsyncIterator[httpx.Asy
     c = await rest_client(http_trigger())
     yield c
     await c.aclose()
+
+
+async def live_keys(client: Any, bucket: str) -> list[str]:
+    """Keys holding a value now (the KV watcher behind State.keys can race; see store.py)."""
+    pre = f"$KV.{bucket}."
+    info = await client.nc.jetstream().stream_info(f"KV_{bucket}", subjects_filter=f"{pre}>")
+    st = await client.state(bucket)
+    out = []
+    for subject in sorted(info.state.subjects or {}):
+        key = subject[len(pre) :]
+        try:
+            if await st.get(key) is not None:
+                out.append(key)
+        except Exception:  # a tombstone
+            continue
+    return out

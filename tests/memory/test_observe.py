@@ -9,6 +9,7 @@ import pytest
 from engine import Client, FunctionError
 from functions.memory.wire import ObserveOut
 from functions.records import OBSERVATIONS_BUCKET, Observation
+from tests.memory.conftest import live_keys
 
 
 def payload(**over: Any) -> dict[str, Any]:
@@ -57,8 +58,7 @@ async def test_duplicate_event_id_is_stored_once(client: Client, memory_worker: 
     again = await observe(client, payload(eventId="toolu_dup", timestamp="2026-11-29T11:00:00Z"))
     assert (first.status, again.status) == ("accepted", "duplicate")
     assert first.observation_id == again.observation_id
-    kv = await client.state(OBSERVATIONS_BUCKET)
-    assert await kv.keys() == [first.observation_id]
+    assert await live_keys(client, OBSERVATIONS_BUCKET) == [first.observation_id]
 
 
 async def test_replay_without_event_id_is_a_duplicate_by_content_hash(
@@ -83,8 +83,7 @@ async def test_concurrent_replays_of_one_event_store_one_observation(
     )
     assert len({o.observation_id for o in outs}) == 1
     assert any(o.status == "accepted" for o in outs)
-    kv = await client.state(OBSERVATIONS_BUCKET)
-    assert len(await kv.keys()) == 1
+    assert len(await live_keys(client, OBSERVATIONS_BUCKET)) == 1
 
 
 async def test_claimed_but_unstored_event_is_completed_on_resend(

@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import logging
+import os
 
 from engine import Worker
 from functions.memory import register
@@ -15,6 +16,10 @@ register(worker)
 
 
 def _add_search() -> None:
+    # AGENTMEMORY_SEARCH=off runs the write path alone (tests of the write path, or a
+    # deployment that hosts retrieval in another worker).
+    if os.environ.get("AGENTMEMORY_SEARCH", "on").lower() in ("0", "off", "false", "no"):
+        return
     if importlib.util.find_spec("functions.search") is None:
         return
     search = importlib.import_module("functions.search")
