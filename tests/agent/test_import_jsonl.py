@@ -1,0 +1,69 @@
+"""`agentmemory import-jsonl`: Claude Code transcripts in, searchable sessions out, once."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from tests.agent.conftest import Stack
+from workers.cli.transcripts import parse
+
+TOPICS = {
+    "a1b2c3d4-0000-4000-8000-000000000001": ("orders-api", "Why is the orders export CSV missing the VAT column?", "Edit", {"file_path": "src/export/csv.py"}, "Added vat_amount column to the CSV exporter", False),
+    "a1b2c3d4-0000-4000-8000-000000000002": ("orders-api", "Run the migrations for the invoices table", "Bash", {"command": "alembic upgrade head"}, "sqlalchemy.exc.OperationalError: relation invoices_tmp already exists", True),
+    "a1b2c3d4-0000-4000-8000-000000000003": ("mobile-app", "Fix the crash when the camera permission is denied", "Edit", {"file_path": "lib/camera/permission.dart"}, "Guarded PermissionStatus.denied before opening the camera preview", False),
+}  # fmt: skip
+
+
+def _transcript(
+    sid: str, cwd: str, prompt: str, tool: str, tool_input: Any, result: str, failed: bool
+) -> list[dict[str, Any]]:
+    base = {"sessionId": sid, "cwd": cwd, "version": "2.0.14", "gitBranch": "main"}
+    tid = f"toolu_{sid[-4:]}_1"
+    return [
+        {**base, "type": "summary", "summary": "imported"},
+        {**base, "type": "user", "uuid": f"{sid}-u1", "parentUuid": None, "timestamp": "2026-11-20T09:00:00.000Z", "message": {"role": "user", "content": prompt}},
+        {**base, "type": "assistant", "uuid": f"{sid}-a1", "parentUuid": f"{sid}-u1", "timestamp": "2026-11-20T09:00:05.000Z", "message": {"role": "assistant", "content": [{"type": "text", "text": "Let me look."}, {"type": "tool_use", "id": tid, "name": tool, "input": tool_input}]}},
+        {**base, "type": "user", "uuid": f"{sid}-u2", "parentUuid": f"{sid}-a1", "timestamp": "2026-11-20T09:00:09.000Z", "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": tid, "content": result, "is_error": failed}]}},
+        {**base, "type": "user", "uuid": f"{sid}-u3", "isMeta": True, "timestamp": "2026-11-20T09:00:10.000Z", "message": {"role": "user", "content": "<command-name>/clear</command-name>"}},
+    ]  # fmt: skip
+
+
+def _write_projects(home: Path) -> Path:
+    root = home / ".claude" / "projects"
+    for sid, (project, prompt, tool, tool_input, result, failed) in TOPICS.items():
+        cwd = f"/home/dev/{project}"
+        folder = root / cwd.replace("/", "-")
+        folder.mkdir(parents=True, exist_ok=True)
+        lines = _transcript(sid, cwd, prompt, tool, tool_input, result, failed)
+        (folder / f"{sid}.jsonl").write_text("\n".join(json.dumps(r) for r in lines) + "\n{torn")
+    return root
+
+
+def test_transcript_parser_pairs_tool_use_with_its_result(tmp_path: Path) -> None:
+    root = _write_projects(tmp_path)
+    sid = "a1b2c3d4-0000-4000-8000-000000000002"
+    (session,) = parse(next(root.rglob(f"{sid}.jsonl")))
+    hooks = [e["hookType"] for e in session.events]
+    assert hooks == ["prompt_submit", "post_tool_failure"]
+    failure = session.events[1]
+    assert failure["eventId"] == "toolu_0002_1" and "already exists" in failure["data"]["error"]
+    assert session.cwd == "/home/dev/orders-api"
+
+
+def test_import_jsonl_is_idempotent_and_sessions_are_searchable(stack: Stack) -> None:
+    stack.start()
+    _write_projects(stack.home)
+    first = stack.cli("import-jsonl")
+    assert "imported 3 session(s), 6 event(s)" in first.stdout
+    counts = {sid: len(stack.observations(sid)) for sid in TOPICS}
+    assert counts == dict.fromkeys(TOPICS, 2)
+
+    stack.cli("import-jsonl", str(stack.home / ".claude" / "projects"))
+    assert {sid: len(stack.observations(sid)) for sid in TOPICS} == counts
+    projects = {o["project"] for sid in TOPICS for o in stack.observations(sid)}
+    assert projects == {"orders-api", "mobile-app"}
+
+    found = json.loads(stack.cli("search", "camera permission denied crash", "--json").stdout)
+    assert "a1b2c3d4-0000-4000-8000-000000000003" in json.dumps(found)

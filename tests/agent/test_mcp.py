@@ -1,0 +1,108 @@
+"""`agentmemory mcp` as an agent runs it: a subprocess on stdio, driven by the SDK client."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+from tests.agent.conftest import CLI, Stack
+from workers.mcp.gateway import Gateway, RestGateway
+from workers.mcp.server import build_app
+from workers.mcp.shim import call_document, tools_document
+
+TOOLS = {
+    "memory_save",
+    "memory_recall",
+    "memory_smart_search",
+    "memory_sessions",
+    "memory_timeline",
+    "memory_profile",
+    "memory_file_history",
+    "memory_forget",
+    "memory_export",
+    "memory_consolidate",
+    "memory_audit",
+}
+
+
+def _params(stack: Stack, **env: str) -> StdioServerParameters:
+    return StdioServerParameters(
+        command=CLI[0],
+        args=[*CLI[1:], "mcp"],
+        env={**stack.env, "AGENTMEMORY_URL": stack.url, **env},
+    )
+
+
+def _text(result: Any) -> str:
+    return " ".join(getattr(c, "text", "") for c in result.content)
+
+
+async def test_mcp_server_over_stdio_saves_recalls_reads_and_prompts(stack: Stack) -> None:
+    stack.start()
+    async with stdio_client(_params(stack)) as (read, write), ClientSession(read, write) as s:
+        await s.initialize()
+        tools = {t.name: t for t in (await s.list_tools()).tools}
+        assert TOOLS <= set(tools)
+        assert tools["memory_save"].input_schema["required"] == ["content"]
+
+        saved = await s.call_tool(
+            "memory_save",
+            {
+                "content": "Payments use idempotency keys on every Stripe call",
+                "type": "decision",
+                "concepts": ["stripe"],
+            },
+        )
+        assert not saved.is_error, _text(saved)
+        assert saved.structured_content is not None
+
+        sessions = await s.call_tool("memory_sessions", {"limit": 5})
+        assert not sessions.is_error and "sessions" in (sessions.structured_content or {})
+
+        status = await s.read_resource("agentmemory://status")
+        assert json.loads(status.contents[0].text)["status"] == "ok"  # type: ignore[union-attr]
+        latest = await s.read_resource("agentmemory://memories/latest")
+        assert "idempotency keys" in latest.contents[0].text  # type: ignore[union-attr]
+
+        prompt = await s.get_prompt("recall_context", {"task": "add a Stripe refund endpoint"})
+        assert "add a Stripe refund endpoint" in prompt.messages[0].content.text  # type: ignore[union-attr]
+
+        bad = await s.call_tool("memory_recall", {"query": "x", "limit": "lots"})
+        assert bad.is_error and "limit" in _text(bad)
+        empty = await s.call_tool("memory_save", {"content": "   "})
+        assert empty.is_error and "content" in _text(empty)
+
+        recalled = await s.call_tool(
+            "memory_recall", {"query": "stripe idempotency keys", "limit": 5}
+        )
+        assert not recalled.is_error, _text(recalled)
+        assert "idempotency" in json.dumps(recalled.structured_content)
+
+
+async def test_mcp_tool_reports_a_down_server_as_a_tool_error(stack: Stack) -> None:
+    async with stdio_client(_params(stack)) as (read, write), ClientSession(read, write) as s:
+        await s.initialize()
+        result = await s.call_tool("memory_smart_search", {"query": "anything"})
+        assert result.is_error
+        assert "not reachable" in _text(result) and "agentmemory start" in _text(result)
+
+
+async def test_shim_documents_answer_the_upstream_routes(stack: Stack) -> None:
+    stack.start()
+    gateway = RestGateway(stack.url, stack.secret())
+
+    async def provider() -> Gateway:
+        return gateway
+
+    app = build_app(provider)
+    doc = await tools_document(app)
+    assert TOOLS <= {t["name"] for t in doc["tools"]}
+    assert all("inputSchema" in t for t in doc["tools"])
+    ok = await call_document(app, "memory_save", {"content": "shim saved this"})
+    assert ok.get("isError") is not True and ok["content"][0]["type"] == "text"
+    bad = await call_document(app, "memory_audit", {"limit": 0})
+    assert bad["isError"] is True and "limit" in bad["content"][0]["text"]
+    await gateway.close()
