@@ -140,7 +140,7 @@ def request(
     settings: Settings, method: str, path: str, body: Any, timeout: float | None = None
 ) -> Reply | None:
     """One HTTP exchange; None when the server is unreachable or too slow."""
-    data = json.dumps(body, ensure_ascii=False).encode()
+    data = b"" if body is None else json.dumps(body, ensure_ascii=False).encode()
     headers = {"Content-Type": "application/json", "Content-Length": str(len(data))}
     if settings.secret:
         headers["Authorization"] = "Bearer " + settings.secret
