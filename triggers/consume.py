@@ -22,6 +22,7 @@ from nats.js.client import JetStreamContext
 log = logging.getLogger("triggers.consume")
 
 MsgHandler = Callable[[Msg], Awaitable[None]]
+ACK_WAIT = 6.0
 
 
 async def ensure_consumer(
@@ -31,7 +32,7 @@ async def ensure_consumer(
     *,
     filter_subject: str | None = None,
     max_ack_pending: int = 1,
-    ack_wait: float = 30.0,
+    ack_wait: float = ACK_WAIT,
     deliver_policy: DeliverPolicy = DeliverPolicy.ALL,
 ) -> None:
     cfg = ConsumerConfig(
@@ -63,7 +64,9 @@ class ConsumerLoop:
         handler: MsgHandler,
         *,
         concurrency: int = 1,
+        ack_wait: float = ACK_WAIT,
     ) -> None:
+        self.ack_wait = ack_wait
         self.js = js
         self.stream = stream
         self.durable = durable
@@ -72,6 +75,7 @@ class ConsumerLoop:
         self._task: asyncio.Task[None] | None = None
         self._inflight: set[asyncio.Task[None]] = set()
         self._slot = asyncio.Condition()
+        self._stopping = False
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name=f"consume {self.stream}/{self.durable}")
@@ -79,7 +83,7 @@ class ConsumerLoop:
     async def _run(self) -> None:
         psub = await self.js.pull_subscribe_bind(self.durable, stream=self.stream)
         try:
-            while True:
+            while not self._stopping:
                 async with self._slot:
                     await self._slot.wait_for(lambda: len(self._inflight) < self.concurrency)
                     free = self.concurrency - len(self._inflight)
@@ -114,19 +118,36 @@ class ConsumerLoop:
         asyncio.get_running_loop().create_task(wake())
 
     async def _handle(self, msg: Msg) -> None:
+        # A short ack_wait kept alive by progress pings: a slow call keeps its message,
+        # while the message of a killed process is redelivered within seconds.
+        beat = asyncio.create_task(_keep_alive(msg, self.ack_wait / 3))
         try:
             await self.handler(msg)
         except Exception:
             # Unacknowledged: JetStream redelivers it after ack_wait.
             log.exception("handling %s from %s failed", msg.subject, self.stream)
+        finally:
+            beat.cancel()
 
     async def stop(self, timeout: float = 10.0) -> None:
+        """Stop fetching and let handlers in flight finish (an abandoned message would stay
+        unacknowledged until ack_wait, blocking an ordered consumer that long)."""
+        self._stopping = True
         if self._task is not None:
-            self._task.cancel()
+            done, _ = await asyncio.wait({self._task}, timeout=timeout)
+            if not done:
+                self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._task
         if self._inflight:
             await asyncio.wait(set(self._inflight), timeout=timeout)
+
+
+async def _keep_alive(msg: Msg, every: float) -> None:
+    with contextlib.suppress(Exception):
+        while True:
+            await asyncio.sleep(every)
+            await msg.in_progress()
 
 
 def backoff_delay(attempt: int, initial: float, maximum: float) -> float:

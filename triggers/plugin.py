@@ -43,6 +43,7 @@ class SpecWatcher:
         self.plugin = plugin
         self.ready = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self._applied: dict[str, bytes] = {}
 
     async def start(self) -> None:
         store = await self.client.state(TRIGGERS_BUCKET, history=5)
@@ -57,6 +58,7 @@ class SpecWatcher:
     async def _follow(self, store: State) -> None:
         async for change in store.watch(f"{self.plugin.kind}.>", include_existing=True):
             if change.op == "delete" or change.value is None:
+                self._applied.pop(change.key, None)
                 await self.plugin.remove(change.key)
                 continue
             try:
@@ -67,6 +69,12 @@ class SpecWatcher:
             await self._apply(spec)
 
     async def _apply(self, spec: TriggerSpec) -> None:
+        # The snapshot and the watch both deliver existing specs: apply each version once,
+        # so a running consumer is not torn down and rebuilt for nothing.
+        seen = msgspec.json.encode(spec)
+        if self._applied.get(spec.key) == seen:
+            return
+        self._applied[spec.key] = seen
         try:
             await self.plugin.apply(spec)
         except Exception as exc:

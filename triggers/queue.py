@@ -154,9 +154,7 @@ class QueueTrigger:
         assert self._client is not None
         js = self._client.nc.jetstream()
         stream = await ensure_queue_stream(js, cfg.queue)
-        await ensure_consumer(
-            js, stream, DURABLE, max_ack_pending=cfg.concurrency, ack_wait=cfg.timeout + 10
-        )
+        await ensure_consumer(js, stream, DURABLE, max_ack_pending=cfg.concurrency)
         loop = ConsumerLoop(
             js,
             stream,

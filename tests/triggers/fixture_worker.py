@@ -170,7 +170,64 @@ def declare_cron() -> None:
     )
 
 
-GROUPS = {"http": declare_http, "queue": declare_queue, "cron": declare_cron}
+class Item(msgspec.Struct):
+    n: int
+    sleep: float = 0.0
+
+
+@worker.function("t::fan-a")
+async def fan_a(req: Item, ctx: Context) -> None:
+    await _bump(ctx, f"fan.a.{req.n}")
+
+
+@worker.function("t::fan-b")
+async def fan_b(req: Item, ctx: Context) -> None:
+    await _bump(ctx, f"fan.b.{req.n}")
+
+
+@worker.function("t::consume")
+async def consume(req: Item, ctx: Context) -> None:
+    """Idempotent stream consumer that also checks it sees messages in order."""
+    await asyncio.sleep(req.sleep)
+    st = await ctx.state("fixtures")
+    if await st.create(f"seen.{req.n}", ctx.headers.get("Stream-Seq", "")) is None:
+        await _bump(ctx, "consume.dup")
+        return
+    last = await st.get("consume.last")
+    if last is not None and req.n <= last:
+        await _bump(ctx, "consume.disorder")
+    await st.put("consume.last", req.n)
+    await _bump(ctx, "consume.count")
+
+
+@worker.function("t::watch")
+async def watch(req: dict[str, object], ctx: Context) -> None:
+    line = f"{req['op']}:{req['key']}:{req.get('old')}:{req.get('new')}"
+    st = await ctx.state("fixtures")
+    await st.update("state.log", lambda cur: [*(cur or []), line])
+
+
+def declare_pubsub() -> None:
+    worker.trigger("subscribe", "t::fan-a", topic="news")
+    worker.trigger("subscribe", "t::fan-b", topic="news")
+
+
+def declare_stream() -> None:
+    worker.trigger("stream", "t::consume", stream="EVENTS", subject="events.>")
+
+
+def declare_state() -> None:
+    worker.trigger("state", "t::watch", bucket="things")
+
+
+GROUPS = {
+    "http": declare_http,
+    "queue": declare_queue,
+    "cron": declare_cron,
+    "subscribe": declare_pubsub,
+    "stream": declare_stream,
+    "state": declare_state,
+}
 
 if __name__ == "__main__":
     for group in sys.argv[1:] or os.environ.get("FIXTURE_GROUPS", "").split():

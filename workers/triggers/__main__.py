@@ -23,6 +23,18 @@ def make_plugin(kind: str) -> Plugin:
         from triggers.cron import CronTrigger
 
         return CronTrigger()
+    if kind == "subscribe":
+        from triggers.pubsub import SubscribeTrigger
+
+        return SubscribeTrigger()
+    if kind == "stream":
+        from triggers.stream import StreamTrigger
+
+        return StreamTrigger()
+    if kind == "state":
+        from triggers.state import StateTrigger
+
+        return StateTrigger()
     if kind == "queue":
         from triggers.queue import QueueTrigger
 

@@ -1,0 +1,145 @@
+"""The `stream` trigger: a function per message of a JetStream stream, via a durable consumer.
+
+Config keys of a `stream` trigger:
+
+- `stream` (required): the JetStream stream name (e.g. `MEM_EVENTS`).
+- `subject`: filter subject within the stream, default all.
+- `deliver`: where a new consumer starts, "all" (default) or "new". Once the consumer
+  exists, a restart resumes at its first unacknowledged message whatever this says.
+- `concurrency`: messages in flight, default 1 (strict stream order).
+- `max_attempts` / `backoff` / `timeout`: a failing message is retried with doubling
+  backoff (default 5 attempts from 1 s, 30 s per call), then skipped with a warning.
+
+At-least-once: a message is acknowledged after the function succeeded, so a crash replays
+it; the call carries `Idempotency-Key: <stream>:<seq>` plus `Stream-Seq` and
+`Stream-Subject` headers, and the function receives the message data as its payload.
+A stream that does not exist yet is waited for.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import Any, Literal
+
+import msgspec
+import nats.js.errors
+from nats.aio.msg import Msg
+from nats.js.api import DeliverPolicy
+
+from engine import Client, FunctionError, TriggerSpec, Worker
+from triggers.consume import ConsumerLoop, backoff_delay, ensure_consumer
+from triggers.plugin import SpecWatcher
+
+log = logging.getLogger("triggers.stream")
+
+
+class StreamConfig(msgspec.Struct, kw_only=True):
+    stream: str
+    subject: str = ""
+    deliver: Literal["all", "new"] = "all"
+    concurrency: int = 1
+    max_attempts: int = 5
+    backoff: float = 1.0
+    timeout: float = 30.0
+
+
+class StreamTrigger:
+    kind = "stream"
+
+    def __init__(self) -> None:
+        self._client: Client | None = None
+        self._loops: dict[str, ConsumerLoop] = {}
+        self._pending: dict[str, asyncio.Task[None]] = {}
+        self._watcher: SpecWatcher | None = None
+
+    def install(self, worker: Worker) -> None:
+        pass
+
+    async def start(self, client: Client) -> None:
+        self._client = client
+        self._watcher = SpecWatcher(client, self)
+        await self._watcher.start()
+
+    async def apply(self, spec: TriggerSpec) -> None:
+        cfg = msgspec.convert(spec.config, StreamConfig)
+        await self.remove(spec.key)
+        self._pending[spec.key] = asyncio.create_task(self._bind(spec, cfg))
+
+    async def _bind(self, spec: TriggerSpec, cfg: StreamConfig) -> None:
+        assert self._client is not None
+        js = self._client.nc.jetstream()
+        durable = f"trigger-{spec.id}"
+        while True:
+            try:
+                await ensure_consumer(
+                    js,
+                    cfg.stream,
+                    durable,
+                    filter_subject=cfg.subject or None,
+                    max_ack_pending=cfg.concurrency,
+                    deliver_policy=DeliverPolicy.NEW if cfg.deliver == "new" else DeliverPolicy.ALL,
+                )
+                break
+            except nats.js.errors.NotFoundError:
+                await asyncio.sleep(1.0)  # the stream's owner has not created it yet
+        loop = ConsumerLoop(
+            js,
+            cfg.stream,
+            durable,
+            self._handler(spec.function_id, cfg),
+            concurrency=cfg.concurrency,
+        )
+        loop.start()
+        self._loops[spec.key] = loop
+        log.info(
+            "stream %s%s -> %s",
+            cfg.stream,
+            f" ({cfg.subject})" if cfg.subject else "",
+            spec.function_id,
+        )
+
+    def _handler(self, function_id: str, cfg: StreamConfig) -> Any:
+        client = self._client
+        assert client is not None
+
+        async def handle(msg: Msg) -> None:
+            md = msg.metadata
+            seq = md.sequence.stream
+            attempt = md.num_delivered or 1
+            headers = {
+                "Idempotency-Key": f"{cfg.stream}:{seq}",
+                "Stream-Seq": str(seq),
+                "Stream-Subject": msg.subject,
+            }
+            try:
+                await client.call(function_id, msg.data, timeout=cfg.timeout, headers=headers)
+            except FunctionError as err:
+                if attempt < cfg.max_attempts:
+                    await msg.nak(delay=backoff_delay(attempt, cfg.backoff, 300))
+                    return
+                log.warning(
+                    "stream %s seq %d skipped after %d attempts: %r", cfg.stream, seq, attempt, err
+                )
+                await msg.term()
+                return
+            await msg.ack()
+
+        return handle
+
+    async def remove(self, key: str) -> None:
+        task = self._pending.pop(key, None)
+        if task is not None and not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        loop = self._loops.pop(key, None)
+        if loop is not None:
+            await loop.stop()
+
+    async def stop(self) -> None:
+        if self._watcher is not None:
+            await self._watcher.stop()
+        for key in list(self._loops) + list(self._pending):
+            await self.remove(key)
