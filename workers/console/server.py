@@ -1,0 +1,91 @@
+"""The console's lifetime inside its worker process: tails of spans and logs, and uvicorn."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Iterator
+
+import httpx
+import uvicorn
+
+from engine import Client
+from engine._logs import LOGS_STREAM, LOGS_SUBJECT
+from engine._tracing import TRACES_STREAM, TRACES_SUBJECT
+from workers.console.app import build_app
+from workers.console.follow import Follower
+from workers.console.hub import Hub
+from workers.console.inventory import Inventory
+from workers.console.logs import LogStore
+from workers.console.settings import ConsoleSettings
+from workers.console.traces import TraceStore
+
+log = logging.getLogger("console")
+
+
+class _Server(uvicorn.Server):
+    # The worker runtime owns SIGTERM/SIGINT and stops us in order.
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+class ConsoleServer:
+    def __init__(self, settings: ConsoleSettings | None = None) -> None:
+        self.settings = settings
+        self.hub: Hub | None = None
+        self._followers: list[Follower] = []
+        self._server: _Server | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self, client: Client) -> None:
+        settings = self.settings = self.settings or ConsoleSettings.from_env()
+        hub = self.hub = Hub(
+            client=client,
+            settings=settings,
+            inventory=Inventory(client),
+            traces=TraceStore(settings.max_spans),
+            logs=LogStore(settings.max_logs),
+            http=httpx.AsyncClient(timeout=30.0),
+        )
+        js = client.nc.jetstream()
+        self._followers = [
+            Follower(
+                js, TRACES_STREAM, f"{TRACES_SUBJECT}.>", settings.max_spans, hub.traces.add_raw
+            ),
+            Follower(js, LOGS_STREAM, f"{LOGS_SUBJECT}.>", settings.max_logs, hub.logs.add_raw),
+        ]
+        for f in self._followers:
+            f.start()
+        config = uvicorn.Config(
+            build_app(hub),
+            host=settings.host,
+            port=settings.port,
+            loop="none",
+            http="httptools",
+            lifespan="off",
+            access_log=False,
+            log_level="warning",
+            server_header=False,
+            timeout_graceful_shutdown=2,
+        )
+        self._server = _Server(config)
+        self._task = asyncio.create_task(self._server.serve())
+        while not self._server.started:
+            if self._task.done():
+                self._task.result()
+                raise RuntimeError(f"console could not listen on {settings.host}:{settings.port}")
+            await asyncio.sleep(0.01)
+        log.info("console on http://%s:%d", settings.host, settings.port)
+
+    async def stop(self) -> None:
+        if self._server is not None and self._task is not None:
+            self._server.should_exit = True
+            # Live tails never end by themselves: let uvicorn cut them after its grace.
+            with contextlib.suppress(Exception):
+                await self._task
+        for f in self._followers:
+            await f.stop()
+        if self.hub is not None:
+            await self.hub.http.aclose()

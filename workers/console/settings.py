@@ -1,0 +1,37 @@
+"""Console settings, read from the console worker's environment."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from engine._paths import Ports
+from triggers.http.secret import load_secret
+
+
+@dataclass(frozen=True)
+class ConsoleSettings:
+    port: int = 3114
+    """`AGENTMEMORY_CONSOLE_PORT`, else the instance's console port."""
+    rest_port: int = 3111
+    """`AGENTMEMORY_REST_PORT`: where "send a test HTTP request" is proxied."""
+    secret: str = ""
+    """The REST bearer secret (`AGENTMEMORY_SECRET`, else `~/.agentmemory/secret`)."""
+    max_spans: int = 20000
+    """`CONSOLE_MAX_SPANS`: spans kept in memory for trace search (the newest win)."""
+    max_logs: int = 5000
+    """`CONSOLE_MAX_LOGS`: log records kept in memory for the logs page."""
+    host: str = "127.0.0.1"
+    """Always loopback: the console can invoke any function and edit any state."""
+
+    @classmethod
+    def from_env(cls) -> ConsoleSettings:
+        env = os.environ
+        ports = Ports.for_instance()
+        return cls(
+            port=int(env.get("AGENTMEMORY_CONSOLE_PORT") or ports.console),
+            rest_port=int(env.get("AGENTMEMORY_REST_PORT") or ports.rest),
+            secret=load_secret(),
+            max_spans=int(env.get("CONSOLE_MAX_SPANS") or 20000),
+            max_logs=int(env.get("CONSOLE_MAX_LOGS") or 5000),
+        )
