@@ -1,0 +1,69 @@
+"""Synthetic records for lifecycle tests, written straight into the real buckets."""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import UTC, datetime, timedelta
+
+from functions.lifecycle.clock import iso
+from functions.memory.store import MemoryStore
+from functions.records import Memory, MemoryAdded, Observation, ObservationAdded, Session
+
+T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
+
+
+def at(**delta: float) -> datetime:
+    return T0 + timedelta(**delta)
+
+
+def obs(
+    session: str,
+    n: int,
+    *,
+    type: str = "file_edit",
+    files: list[str] | None = None,
+    title: str = "",
+    concepts: list[str] | None = None,
+    when: datetime = T0,
+    importance: int = 6,
+    project: str = "proj",
+) -> Observation:
+    oid = "obs_" + hashlib.sha256(f"{session}/{n}".encode()).hexdigest()[:24]
+    return Observation(
+        id=oid,
+        session_id=session,
+        project=project,
+        hook_type="post_tool_use",
+        timestamp=iso(when + timedelta(seconds=n)),
+        type=type,
+        title=title or (f"Edited {files[0]}" if files else "x"),
+        files=files or [],
+        concepts=concepts or [],
+        importance=importance,
+    )
+
+
+async def put_obs(store: MemoryStore, *items: Observation) -> None:
+    for o in items:
+        await store.publish(ObservationAdded(observation=o), msg_id=o.id)
+        await store.observations.put(o.id, o)
+
+
+async def put_session(
+    store: MemoryStore, sid: str, last_seen: datetime, status: str = "active"
+) -> None:
+    await store.sessions.put(
+        sid,
+        Session(
+            id=sid,
+            project="proj",
+            started_at=iso(last_seen - timedelta(hours=1)),
+            last_seen=iso(last_seen),
+            status=status,  # type: ignore[arg-type]
+        ),
+    )
+
+
+async def put_memory(store: MemoryStore, m: Memory) -> None:
+    await store.publish(MemoryAdded(memory=m), msg_id=m.id)
+    await store.memories.put(m.id, m)
