@@ -1,6 +1,6 @@
 """Host trigger plug-ins in one process: `python -m workers.triggers [kind ...]`.
 
-With no kinds, every plug-in runs. Replicas are safe for all kinds but `http` (one port
+With no kinds, every plug-in runs; `ws` is the WebSocket gateway (port 3112). Replicas are safe for all kinds but `http` (one port
 per process): cron ticks, queue and stream messages go through shared durable consumers.
 """
 
@@ -11,7 +11,7 @@ import sys
 from engine import Client, Worker
 from triggers.plugin import Plugin
 
-ALL = ("http", "cron", "queue", "subscribe", "stream", "state")
+ALL = ("http", "cron", "queue", "subscribe", "stream", "state", "ws")
 
 
 def make_plugin(kind: str) -> Plugin:
@@ -35,6 +35,10 @@ def make_plugin(kind: str) -> Plugin:
         from triggers.state import StateTrigger
 
         return StateTrigger()
+    if kind == "ws":
+        from triggers.gateway import StreamGateway
+
+        return StreamGateway()
     if kind == "queue":
         from triggers.queue import QueueTrigger
 
