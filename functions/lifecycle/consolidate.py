@@ -111,7 +111,7 @@ class Consolidator:
         life = await st.client.state(LIFECYCLE_BUCKET)
         recovered = await self._recover(life)
         at = clock.iso(now)
-        swept = await sweep(st, now, float("inf"), cap=self.cap)
+        swept = await sweep(st, now, None, cap=self.cap)
 
         semantic = SemanticPlanner(self.min_sessions, self.cap)
         async for _, obs in scan_kv(st.js, OBSERVATIONS_BUCKET, Observation):

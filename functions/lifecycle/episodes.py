@@ -59,11 +59,12 @@ class SweepResult:
 
 
 async def sweep(
-    store: MemoryStore, now: datetime, stale_hours: float, *, cap: int = 32
+    store: MemoryStore, now: datetime, stale_hours: float | None, *, cap: int = 32
 ) -> SweepResult:
-    """Abandon sessions idle past `stale_hours`, then summarize every closed session that has
-    no summary yet (abandoned now, or ended while summarizing failed)."""
-    cutoff = now - timedelta(hours=stale_hours)
+    """Abandon sessions idle past `stale_hours` (None: abandon none), then summarize every
+    closed session that has no summary yet (abandoned now, or ended while summarizing
+    failed)."""
+    cutoff = now - timedelta(hours=stale_hours) if stale_hours is not None else clock.EPOCH
     stale: list[str] = []
     closed_unsummarized: set[str] = set()
     async for sid, s in scan_kv(store.js, SESSIONS_BUCKET, Session):
