@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import Any, Literal
 
@@ -16,6 +17,8 @@ from engine._protocol import validate_function_id
 from engine._tracing import SpanKind
 from workers.console.hub import hub
 from workers.console.web import json_response, read_json
+
+log = logging.getLogger("console.invoke")
 
 
 class InvokeIn(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -99,6 +102,8 @@ async def traced_call(
             trace_id=_trace_id(span),
         )
     except FunctionError as err:
+        # Logged inside the span: the logs page finds it by the trace id.
+        log.warning("console invoke %s failed: %s: %s", function_id, err.code, err.message)
         _tracing.fail(
             span,
             err.code,

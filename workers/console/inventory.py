@@ -138,18 +138,27 @@ class Inventory:
         self.last_seen: dict[str, float] = {}
 
     async def _services(self, verb: str) -> list[ServiceReply]:
-        replies = _decode_all(await discover(self.client.nc, verb))
-        now = time.time()
-        for r in replies:
-            self.last_seen[(r.metadata or {}).get("worker", r.name)] = now
-        return replies
+        return _decode_all(await discover(self.client.nc, verb))
 
     async def workers(self) -> list[WorkerView]:
-        infos, status = await asyncio.gather(self._services("PING"), self._status())
+        infos, status = await asyncio.gather(self._services("INFO"), self._status())
+        # A service belongs to a supervised worker by its declared name or, for processes
+        # that name themselves differently (the trigger host), by serving the same functions.
+        owner: dict[str, str] = {}
+        for w in status:
+            owner[str(w["name"])] = str(w["name"])
+            if w.get("functions"):
+                owner[",".join(sorted(w["functions"]))] = str(w["name"])
         counts: dict[str, int] = {}
+        served: dict[str, set[str]] = {}
+        now = time.time()
         for s in infos:
-            name = (s.metadata or {}).get("worker", s.name)
+            own = (s.metadata or {}).get("worker", s.name)
+            fns = ",".join(sorted((e.metadata or {}).get("function_id", "") for e in s.endpoints))
+            name = owner.get(own) or owner.get(fns) or own
             counts[name] = counts.get(name, 0) + 1
+            served.setdefault(name, set()).update(f for f in fns.split(",") if f)
+            self.last_seen[name] = now
         views: list[WorkerView] = []
         for w in status:
             name = str(w["name"])
@@ -172,7 +181,8 @@ class Inventory:
         for name, n in sorted(counts.items()):
             if name in known:
                 continue
-            # On the bus but not spawned by this engine: another host, or a dev's shell.
+            # On the bus but not spawned by this engine: the supervisor itself, another
+            # host, or a developer's shell.
             views.append(
                 WorkerView(
                     name=name,
@@ -180,7 +190,7 @@ class Inventory:
                     state="running",
                     pid=None,
                     restarts=0,
-                    functions=[],
+                    functions=sorted(served.get(name, ())),
                     started_at=None,
                     last_exit=None,
                     last_seen=self.last_seen.get(name),

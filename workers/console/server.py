@@ -40,6 +40,8 @@ class ConsoleServer:
         self._task: asyncio.Task[None] | None = None
 
     async def start(self, client: Client) -> None:
+        # httpx logs every proxied test request at INFO: noise in the logs page.
+        logging.getLogger("httpx").setLevel(logging.WARNING)
         settings = self.settings = self.settings or ConsoleSettings.from_env()
         hub = self.hub = Hub(
             client=client,
