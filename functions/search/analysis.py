@@ -106,7 +106,7 @@ def _code_token(raw: str, out: list[str]) -> None:
 @functools.cache
 def _jieba_cut() -> Callable[[str], Iterable[str]] | None:
     try:
-        import jieba  # type: ignore[import-untyped]
+        import jieba
     except ImportError:
         return None
     jieba.setLogLevel(60)

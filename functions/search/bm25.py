@@ -82,7 +82,11 @@ class BM25Index:
         return len(self.doc_len)
 
     def lengths(self) -> F32:
-        return np.frombuffer(self.doc_len, dtype=np.float32) if self.doc_len else np.zeros(0, np.float32)
+        return (
+            np.frombuffer(self.doc_len, dtype=np.float32)
+            if self.doc_len
+            else np.zeros(0, np.float32)
+        )
 
     def scope(self, mask: Mask) -> Scope:
         n = int(mask.sum())

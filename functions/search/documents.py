@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass
 
 from functions.records import Memory, Observation, SessionSummary
@@ -50,11 +49,11 @@ def summary_id(session_id: str) -> str:
     return f"summary:{session_id}"
 
 
-def _weigh(tf: Counter[str], tokens: list[str], w: float) -> float:
+def _weigh(tf: dict[str, float], tokens: list[str], w: float) -> float:
     if w <= 0 or not tokens:
         return 0.0
     for t in tokens:
-        tf[t] += w
+        tf[t] = tf.get(t, 0.0) + w
     return w * len(tokens)
 
 
@@ -68,7 +67,7 @@ def _fields(
     files: list[str],
     tool: str,
 ) -> tuple[dict[str, float], float]:
-    tf: Counter[str] = Counter()
+    tf: dict[str, float] = {}
     length = 0.0
     length += _weigh(tf, tokenize(title), weights.title)
     length += _weigh(tf, tokenize(narrative), weights.narrative)
@@ -93,7 +92,9 @@ def document(record: Record, weights: FieldWeights) -> Document:
             record.files,
             record.tool_name,
         )
-        text = "\n".join(x for x in (record.title, record.narrative or record.raw, *record.facts) if x)
+        text = "\n".join(
+            x for x in (record.title, record.narrative or record.raw, *record.facts) if x
+        )
         ents = [*(f.lower() for f in record.files), *(c.lower() for c in record.concepts)]
         ents += entities(f"{record.title}\n{record.narrative}")
         return Document(

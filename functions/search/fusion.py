@@ -4,8 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 RRF_K = 60
+
+
+class SessionLookup(Protocol):
+    def __getitem__(self, doc: int, /) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -50,7 +55,7 @@ def rrf(
 
 def diversify(
     ranked: Sequence[tuple[int, float]],
-    session_of: Mapping[int, str] | Sequence[str],
+    session_of: SessionLookup,
     per_session: int,
 ) -> list[tuple[int, float]]:
     """Keep at most `per_session` results of one session ahead of the rest; the surplus is

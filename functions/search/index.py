@@ -44,8 +44,8 @@ from functions.search.vectors import VectorIndex
 
 @dataclass(frozen=True)
 class SearchConfig:
-    fields: FieldWeights = FieldWeights()
-    fusion: FusionWeights = FusionWeights()
+    fields: FieldWeights = field(default_factory=FieldWeights)
+    fusion: FusionWeights = field(default_factory=FusionWeights)
     per_session: int = 3
     depth: int = 100
     """Candidates each stream contributes to fusion."""
@@ -120,10 +120,12 @@ class SearchIndex:
         self.agents = _Codes()
         self.sessions = _Codes()
         self.pending_text: dict[int, str] = {}
+        self.texts: dict[int, str] = {}
+        """Texts of live documents, kept only while vectors are on (to re-embed)."""
         """Documents waiting for an embedding (doc -> text)."""
         self._version = 0
         self._scopes: dict[tuple[object, ...], tuple[int, Scope, Scope, np.ndarray]] = {}
-        self._sess_len = np.zeros(0)
+        self._sess_len: np.ndarray = np.zeros(0)
 
     # ---- writes ------------------------------------------------------------------
     def add(self, record: Record) -> None:
@@ -150,6 +152,7 @@ class SearchIndex:
         self.graph.add(n, d.entities)
         if self.vectors is not None and self.vectors.enabled and d.text:
             self.pending_text[n] = d.text
+            self.texts[n] = d.text
         self._version += 1
 
     def remove(self, ids: Iterable[str]) -> int:
@@ -161,6 +164,7 @@ class SearchIndex:
             self.alive[n] = 0
             self.meta[n] = None
             self.pending_text.pop(n, None)
+            self.texts.pop(n, None)
             if self.vectors is not None:
                 self.vectors.remove([n])
             removed += 1
@@ -189,9 +193,7 @@ class SearchIndex:
         n = self.doc_of.get(record_id)
         return self.meta[n] if n is not None else None
 
-    def mask(
-        self, project: str | None, agent_id: str | None, kinds: Iterable[str] | None
-    ) -> Mask:
+    def mask(self, project: str | None, agent_id: str | None, kinds: Iterable[str] | None) -> Mask:
         m = np.frombuffer(self.alive, dtype=np.int8).astype(bool)
         if project is not None:
             p = self.projects.of.get(project, -1)
@@ -221,10 +223,14 @@ class SearchIndex:
         docs = self.bm25.scope(m)
         sess = np.frombuffer(self.session, dtype=np.int32)
         n_sess = len(self.sessions.names)
-        lens = np.bincount(sess[m], weights=self.bm25.lengths()[: len(m)][m], minlength=n_sess)
+        lens: np.ndarray = np.bincount(
+            sess[m], weights=self.bm25.lengths()[: len(m)][m], minlength=n_sess
+        )
         present = np.bincount(sess[m], minlength=n_sess) > 0
         self._sess_len = lens
-        sscope = Scope(present, int(present.sum()), float(lens[present].mean()) if present.any() else 1.0)
+        sscope = Scope(
+            present, int(present.sum()), float(lens[present].mean()) if present.any() else 1.0
+        )
         if len(self._scopes) > 64:
             self._scopes.clear()
         self._scopes[key] = (self._version, docs, sscope, lens)
@@ -318,7 +324,9 @@ class SearchIndex:
         order = np.lexsort((-own, -rank[sess[cand]]))
         return [int(x) for x in cand[order][:depth]]
 
-    def _time_stream(self, query: str, scope: Scope, doc_scores: np.ndarray, depth: int) -> list[int]:
+    def _time_stream(
+        self, query: str, scope: Scope, doc_scores: np.ndarray, depth: int
+    ) -> list[int]:
         # Records dated inside a range the query names, best text match first.
         ranges = query_ranges(query)
         if not ranges:

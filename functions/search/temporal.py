@@ -17,7 +17,9 @@ _MONTHS = {
     for name in (calendar.month_name[i], calendar.month_abbr[i])
 }
 _M = r"(jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
-_DAY_MONTH_YEAR = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_M}\.?,?\s+(\d{{4}})\b", re.I)
+_DAY_MONTH_YEAR = re.compile(
+    rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_M}\.?,?\s+(\d{{4}})\b", re.I
+)
 _MONTH_DAY_YEAR = re.compile(rf"\b{_M}\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4}})\b", re.I)
 _MONTH_YEAR = re.compile(rf"\b{_M}\.?,?\s+(?:of\s+)?(\d{{4}})\b", re.I)
 _ISO = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")

@@ -45,7 +45,8 @@ def chunks(text: str, size: int = CHUNK_WORDS, overlap: int = CHUNK_OVERLAP) -> 
 def _normalise(v: F32) -> F32:
     norms = np.linalg.norm(v, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
-    return (v / norms).astype(np.float32)
+    out: F32 = (v / norms).astype(np.float32)
+    return out
 
 
 class LocalEmbedder:
@@ -65,10 +66,9 @@ class LocalEmbedder:
         self.batch_size = batch_size
 
     def embed(self, texts: Sequence[str]) -> F32:
-        out = self.model.encode(
-            list(texts), batch_size=self.batch_size, normalize_embeddings=True
-        )
-        return np.asarray(out, dtype=np.float32)
+        out = self.model.encode(list(texts), batch_size=self.batch_size, normalize_embeddings=True)
+        arr: F32 = np.asarray(out, dtype=np.float32)
+        return arr
 
 
 class OpenAIEmbedder:
@@ -162,7 +162,10 @@ class VectorIndex:
         allowed = np.flatnonzero(inside & mask[np.minimum(cd, len(mask) - 1)])
         if not len(allowed):
             return []
-        params = faiss.SearchParameters(sel=faiss.IDSelectorBatch(allowed.astype(np.int64)))
+        params = faiss.SearchParameters(
+            # type: ignore[call-arg]
+            sel=faiss.IDSelectorBatch(allowed.astype(np.int64))
+        )
         q = np.ascontiguousarray(query.reshape(1, -1), dtype=np.float32)
         _dist, ids = self._index.search(q, min(k * 4, len(allowed)), params=params)
         out: list[int] = []

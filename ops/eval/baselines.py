@@ -40,7 +40,10 @@ def tantivy_ranker(texts: list[str]) -> Ranker:
 def bm25s_ranker(texts: list[str]) -> Ranker:
     stemmer = Stemmer.Stemmer("english")
     retriever = bm25s.BM25()
-    retriever.index(bm25s.tokenize(texts, stopwords="en", stemmer=stemmer, show_progress=False), show_progress=False)
+    retriever.index(
+        bm25s.tokenize(texts, stopwords="en", stemmer=stemmer, show_progress=False),
+        show_progress=False,
+    )
 
     def rank(query: str, k: int) -> list[int]:
         toks = bm25s.tokenize([query], stopwords="en", stemmer=stemmer, show_progress=False)

@@ -19,13 +19,22 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from functions.records import Observation  # noqa: E402
-from functions.search.index import SearchIndex  # noqa: E402
-from functions.search.vectors import LocalEmbedder, VectorIndex  # noqa: E402
-from ops.eval.baselines import run_baseline  # noqa: E402
-from ops.eval.locomo_data import DEFAULT_DATA, Conversation, Scores, load, session_of  # noqa: E402
+from functions.records import Observation
+from functions.search.index import SearchIndex
+from functions.search.vectors import LocalEmbedder, VectorIndex
+from ops.eval.baselines import run_baseline
+from ops.eval.locomo_data import DEFAULT_DATA, Conversation, Scores, load, session_of
 
-KEYS = ("session_r5", "session_r10", "session_all5", "session_mrr", "turn_r5", "turn_r10", "turn_all5", "turn_mrr")
+KEYS = (
+    "session_r5",
+    "session_r10",
+    "session_all5",
+    "session_mrr",
+    "turn_r5",
+    "turn_r10",
+    "turn_all5",
+    "turn_mrr",
+)
 
 
 def observation(conv: Conversation, i: int) -> Observation:
@@ -74,13 +83,21 @@ def table(results: dict[str, Scores]) -> str:
     for name, sc in results.items():
         m = sc.mean()
         lines.append(f"| {name} | " + " | ".join(f"{m.get(k, 0):.3f}" for k in KEYS) + " |")
-    cats = sorted(k for k in next(iter(results.values())).rows if k.startswith("cat") or k == "no_cat5")
-    lines += ["", "| system | group | n | session_r5 | turn_r5 | turn_mrr |", "|---|---|---|---|---|---|"]
+    cats = sorted(
+        k for k in next(iter(results.values())).rows if k.startswith("cat") or k == "no_cat5"
+    )
+    lines += [
+        "",
+        "| system | group | n | session_r5 | turn_r5 | turn_mrr |",
+        "|---|---|---|---|---|---|",
+    ]
     for name, sc in results.items():
         for c in cats:
             m = sc.mean(c)
             n = len(sc.rows[c])
-            lines.append(f"| {name} | {c} | {n} | {m['session_r5']:.3f} | {m.get('turn_r5', 0):.3f} | {m.get('turn_mrr', 0):.3f} |")
+            lines.append(
+                f"| {name} | {c} | {n} | {m['session_r5']:.3f} | {m.get('turn_r5', 0):.3f} | {m.get('turn_mrr', 0):.3f} |"
+            )
     return "\n".join(lines)
 
 
@@ -113,7 +130,11 @@ def main() -> None:
     }
     if "ours (local)" in results:
         h = results["ours (local)"].mean()
-        out |= {"hybrid_session_r5": h["session_r5"], "hybrid_turn_r5": h["turn_r5"], "hybrid_turn_mrr": h["turn_mrr"]}
+        out |= {
+            "hybrid_session_r5": h["session_r5"],
+            "hybrid_turn_r5": h["turn_r5"],
+            "hybrid_turn_mrr": h["turn_mrr"],
+        }
     for name in ("tantivy", "bm25s"):
         if name in results:
             m = results[name].mean()

@@ -121,7 +121,10 @@ class Scores:
     def mean(self, group: str = "all") -> dict[str, float]:
         rows = self.rows.get(group, [])
         keys = sorted({k for r in rows for k in r})
-        return {k: round(sum(r[k] for r in rows if k in r) / max(sum(1 for r in rows if k in r), 1), 4) for k in keys}
+        return {
+            k: round(sum(r[k] for r in rows if k in r) / max(sum(1 for r in rows if k in r), 1), 4)
+            for k in keys
+        }
 
 
 def _mrr(ranked: Sequence[object], gold: set[object] | set[int] | set[str], cut: int) -> float:

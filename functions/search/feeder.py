@@ -1,0 +1,195 @@
+"""The read model of one replica: restore the last snapshot, follow MEM_EVENTS from there,
+snapshot periodically, embed in the background.
+
+Each replica keeps its own index (an ordered consumer, no durable state on the server).
+Snapshots go to the JetStream object store `mem_search_snapshots` under one name per
+index configuration; the stream sequence they cover travels inside, so boot is "load,
+then replay the tail" and a crash between two snapshots loses nothing but replay time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import time
+from typing import Any
+
+import msgspec
+import nats.js.errors
+from nats.js.api import ConsumerConfig, DeliverPolicy
+
+from engine import Client
+from functions.records import EVENTS_STREAM, EVENTS_SUBJECT, MemEvent
+from functions.search import snapshot
+from functions.search.embedding import ensure_model, store_batch, take_batch
+from functions.search.index import SearchIndex
+from functions.search.vectors import Embedder, VectorIndex, provider_from_env
+
+log = logging.getLogger("functions.search")
+SNAPSHOT_BUCKET = "mem_search_snapshots"
+_decoder = msgspec.json.Decoder(MemEvent)
+
+
+class IndexHolder:
+    def __init__(
+        self,
+        index: SearchIndex | None = None,
+        embedder: Embedder | None = None,
+        *,
+        snapshot_every: float = float(os.environ.get("SEARCH_SNAPSHOT_SECONDS", "60")),
+        snapshot_name: str = "index",
+        load_embedder: bool = True,
+    ) -> None:
+        if embedder is None and load_embedder:
+            embedder = provider_from_env()
+        self.embedder = embedder
+        self.index = index or SearchIndex(vectors=VectorIndex() if embedder else None)
+        self.snapshot_every = snapshot_every
+        self.snapshot_name = snapshot_name + (f".{embedder.name}" if embedder else "")
+        self.snapshot_at = 0.0
+        self.snapshot_seq = 0
+        self.stream_last_seq = 0
+        self._client: Client | None = None
+        self._sub: Any = None
+        self._tasks: list[asyncio.Task[None]] = []
+        self._applied = asyncio.Event()
+
+    # ---- lifecycle (worker hooks) --------------------------------------------------
+    async def start(self, client: Client) -> None:
+        self._client = client
+        self.js = client.nc.jetstream()
+        self.store = await self._object_store()
+        await self.restore()
+        if self.embedder is not None:
+            ensure_model(self.index, self.embedder)
+        await self._ensure_stream()
+        self._sub = await self.js.subscribe(
+            f"{EVENTS_SUBJECT}.>",
+            ordered_consumer=True,
+            config=ConsumerConfig(
+                deliver_policy=DeliverPolicy.BY_START_SEQUENCE,
+                opt_start_seq=self.index.seq + 1,
+            ),
+            cb=self._on_event,
+        )
+        self._tasks.append(asyncio.create_task(self._snapshot_loop()))
+        if self.embedder is not None:
+            self._tasks.append(asyncio.create_task(self._embed_loop()))
+
+    async def stop(self, client: Client) -> None:
+        for t in self._tasks:
+            t.cancel()
+        for t in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await t
+        if self._sub is not None:
+            with contextlib.suppress(Exception):
+                await self._sub.unsubscribe()
+        with contextlib.suppress(Exception):
+            await self.save()
+
+    async def _ensure_stream(self) -> None:
+        from nats.js.api import StreamConfig
+
+        try:
+            await self.js.stream_info(EVENTS_STREAM)
+        except nats.js.errors.NotFoundError:
+            with contextlib.suppress(nats.js.errors.BadRequestError):
+                await self.js.add_stream(
+                    StreamConfig(name=EVENTS_STREAM, subjects=[f"{EVENTS_SUBJECT}.>"])
+                )
+
+    async def _object_store(self) -> Any:
+        try:
+            return await self.js.object_store(SNAPSHOT_BUCKET)
+        except nats.js.errors.BucketNotFoundError:
+            return await self.js.create_object_store(SNAPSHOT_BUCKET)
+
+    # ---- events ----------------------------------------------------------------------
+    async def _on_event(self, msg: Any) -> None:
+        try:
+            event = _decoder.decode(msg.data)
+        except msgspec.DecodeError:
+            log.warning("skipping an undecodable MEM_EVENTS message on %s", msg.subject)
+            return
+        meta = msg.metadata
+        self.index.apply(event, seq=int(meta.sequence.stream))
+        self.stream_last_seq = max(
+            self.stream_last_seq, int(meta.sequence.stream) + int(meta.num_pending)
+        )
+        self._applied.set()
+
+    async def caught_up(self, timeout: float = 5.0) -> bool:
+        """Wait until every event in the stream right now has been applied."""
+        info = await self.js.stream_info(EVENTS_STREAM)
+        target = int(info.state.last_seq)
+        deadline = time.monotonic() + timeout
+        while self.index.seq < target:
+            self._applied.clear()
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._applied.wait(), min(left, 0.05))
+        return True
+
+    # ---- snapshots -------------------------------------------------------------------
+    async def save(self) -> int:
+        seq = self.index.seq
+        if seq == self.snapshot_seq:
+            return seq
+        blob = snapshot.dump(self.index)
+        await self.store.put(self.snapshot_name, blob)
+        self.snapshot_at = time.time()
+        self.snapshot_seq = seq
+        return seq
+
+    async def restore(self) -> bool:
+        try:
+            res = await self.store.get(self.snapshot_name)
+        except nats.js.errors.ObjectNotFoundError:
+            return False
+        fresh = SearchIndex(self.index.config, VectorIndex() if self.embedder else None)
+        self.index = snapshot.load(res.data, fresh)
+        self.snapshot_seq = self.index.seq
+        self.snapshot_at = time.time()
+        return True
+
+    async def _snapshot_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.snapshot_every)
+            try:
+                await self.save()
+            except Exception:
+                log.exception("index snapshot failed; the next one will retry")
+
+    async def _embed_loop(self) -> None:
+        assert self.embedder is not None
+        while True:
+            if self.index.pending_text:
+                # Batches are cut and stored on the loop; only the model runs in a thread.
+                docs, pieces, owners = take_batch(self.index, 64)
+                try:
+                    if pieces:
+                        vecs = await asyncio.to_thread(self.embedder.embed, pieces)
+                        store_batch(self.index, owners, vecs)
+                except Exception:
+                    log.exception("embedding failed; the batch goes back to the queue")
+                    for d in docs:
+                        if d in self.index.texts:
+                            self.index.pending_text[d] = self.index.texts[d]
+                    await asyncio.sleep(5)
+                continue
+            await asyncio.sleep(0.2)
+
+    def status(self) -> dict[str, Any]:
+        st = self.index.status()
+        st["lag"] = max(self.stream_last_seq - self.index.seq, 0)
+        st["snapshotSeq"] = self.snapshot_seq
+        st["snapshotAgeSeconds"] = (
+            round(time.time() - self.snapshot_at, 1) if self.snapshot_at else None
+        )
+        st["embedder"] = self.embedder.name if self.embedder else "none"
+        return st

@@ -1,0 +1,259 @@
+"""What the search functions do, over an `IndexHolder` and the records in KV."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from typing import Any
+
+import msgspec
+import numpy as np
+
+from engine import Client, FunctionError
+from functions.records import MEMORIES_BUCKET, OBSERVATIONS_BUCKET, SUMMARIES_BUCKET
+from functions.search.documents import KIND_MEMORY, KIND_OBSERVATION, KIND_SUMMARY, KINDS
+from functions.search.feeder import IndexHolder
+from functions.search.index import Hit, Meta
+from functions.search.wire import (
+    CompactHit,
+    ContextIn,
+    ContextOut,
+    EnrichIn,
+    EnrichOut,
+    ProfileIn,
+    ProfileOut,
+    SearchIn,
+    SearchOut,
+    SmartSearchIn,
+    SmartSearchOut,
+    TimelineIn,
+    TimelineOut,
+)
+
+_BUCKET = {
+    KIND_OBSERVATION: OBSERVATIONS_BUCKET,
+    KIND_MEMORY: MEMORIES_BUCKET,
+    KIND_SUMMARY: SUMMARIES_BUCKET,
+}
+
+
+def tokens_of(text: str) -> int:
+    """~4 characters per token: the estimate upstream's budgets are written against."""
+    return (len(text) + 3) // 4
+
+
+def _kinds(kinds: list[str] | None) -> list[str] | None:
+    if kinds is None:
+        return None
+    bad = [k for k in kinds if k not in KINDS]
+    if bad:
+        raise FunctionError(
+            "BAD_REQUEST", f"unknown kinds {bad}; expected {list(KINDS)}", field="kinds"
+        )
+    return kinds
+
+
+class SearchService:
+    def __init__(self, holder: IndexHolder) -> None:
+        self.holder = holder
+        self.client: Client | None = None
+
+    async def start(self, client: Client) -> None:
+        self.client = client
+        await self.holder.start(client)
+
+    async def stop(self, client: Client) -> None:
+        await self.holder.stop(client)
+
+    # ---- enrichment ------------------------------------------------------------------
+    async def record(self, kind: str, record_id: str) -> dict[str, Any] | None:
+        if self.client is None:
+            return None
+        st = await self.client.state(_BUCKET[kind])
+        key = record_id.removeprefix("summary:") if kind == KIND_SUMMARY else record_id
+        try:
+            value: dict[str, Any] | None = await st.get(key, dict[str, Any])
+        except Exception:
+            return None
+        if value is None:
+            return None
+        return value
+
+    async def _full(self, hits: list[Hit]) -> list[dict[str, Any]]:
+        records = await asyncio.gather(*(self.record(h.kind, h.id) for h in hits))
+        out: list[dict[str, Any]] = []
+        for h, r in zip(hits, records, strict=True):
+            item = msgspec.to_builtins(h)
+            if r is not None:
+                item["record"] = r
+            out.append(item)
+        return out
+
+    def _search(self, query: str, project: str | None, agent_id: str | None,
+                kinds: list[str] | None, limit: int) -> list[Hit]:  # fmt: skip
+        h = self.holder
+        qv = None
+        if h.embedder is not None and h.index.vectors is not None and h.index.vectors.count():
+            qv = h.embedder.embed([query])[0]
+        return h.index.search(
+            query, project=project, agent_id=agent_id, kinds=_kinds(kinds), limit=limit,
+            query_vector=qv,
+        )  # fmt: skip
+
+    # ---- functions -------------------------------------------------------------------
+    async def search(self, req: SearchIn) -> SearchOut:
+        hits = self._search(req.query, req.project, req.agent_id, req.kinds, req.limit)
+        full = await self._full(hits)
+        if req.token_budget:
+            full = _fit([(msgspec.json.encode(x).decode(), x) for x in full], req.token_budget)
+        return SearchOut(results=full, total=len(full))
+
+    async def smart_search(self, req: SmartSearchIn) -> SmartSearchOut:
+        if req.expand_ids:
+            metas = [(i, self.holder.index.get(i)) for i in req.expand_ids[:100]]
+            found = await asyncio.gather(
+                *(self.record(m.kind if m else KIND_OBSERVATION, i) for i, m in metas)
+            )
+            return SmartSearchOut(mode="expanded", results=[r for r in found if r is not None])
+        if not req.query.strip():
+            raise FunctionError("BAD_REQUEST", "query must not be empty", field="query")
+        hits = self._search(req.query, req.project, req.agent_id, req.kinds, req.limit)
+        return SmartSearchOut(
+            mode="compact",
+            results=[
+                CompactHit(obs_id=h.id, session_id=h.session_id, title=h.title, type=h.type,
+                           score=h.score, timestamp=h.timestamp, kind=h.kind)
+                for h in hits
+            ],
+        )  # fmt: skip
+
+    def _metas(self, project: str | None, agent_id: str | None, kinds: list[str]) -> list[Meta]:
+        idx = self.holder.index
+        mask = idx.mask(project or None, agent_id, kinds)
+        return [m for n in np.flatnonzero(mask).tolist() if (m := idx.meta[n]) is not None]
+
+    async def context(self, req: ContextIn) -> ContextOut:
+        project = req.project or None
+        blocks: list[tuple[str, str]] = []
+        memories = sorted(self._metas(project, req.agent_id, [KIND_MEMORY]),
+                          key=lambda m: (-m.importance, m.timestamp), reverse=False)  # fmt: skip
+        for m in memories[:20]:
+            label = "pinned" if m.importance >= 8 else "memory"
+            blocks.append((label, f"- [{m.type}] {m.title}"))
+        prof = self.profile(ProfileIn(project=req.project, agent_id=req.agent_id))
+        if prof.observations:
+            blocks.append(("profile", f"Project {prof.project}: {prof.sessions} sessions, "
+                           f"{prof.observations} observations; files: {', '.join(prof.top_files[:8])}; "
+                           f"concepts: {', '.join(prof.top_concepts[:8])}"))  # fmt: skip
+        summaries = sorted(self._metas(project, req.agent_id, [KIND_SUMMARY]),
+                           key=lambda m: m.timestamp, reverse=True)  # fmt: skip
+        for m in summaries[:5]:
+            blocks.append(("summary", f"- {m.timestamp[:10]} {m.title}"))
+        if req.query.strip():
+            hits = self._search(req.query, project, req.agent_id, [KIND_OBSERVATION], 10)
+            important: list[Meta | None] = [self.holder.index.get(h.id) for h in hits]
+        else:
+            obs = self._metas(project, req.agent_id, [KIND_OBSERVATION])
+            obs = [m for m in obs if m.session_id != req.session_id or not req.session_id]
+            ranked = sorted(obs, key=lambda m: (m.importance, m.timestamp), reverse=True)
+            important = list(ranked[:30])
+        for om in important:
+            if om is not None:
+                blocks.append(("observation", f"- {om.timestamp[:16]} [{om.type}] {om.title}"))
+        return _pack(blocks, req.budget)
+
+    async def enrich(self, req: EnrichIn) -> EnrichOut:
+        terms = [*req.files, *req.terms]
+        if not terms:
+            raise FunctionError("BAD_REQUEST", "give files or terms to enrich", field="files")
+        hits = self._search(" ".join(terms), req.project, req.agent_id, None, 15)
+        lines = [f"- [{h.type}] {h.title} ({h.timestamp[:10]})" for h in hits]
+        text, used = "", 0
+        truncated = False
+        for line in lines:
+            t = tokens_of(line) + 1
+            if used + t > req.budget:
+                truncated = True
+                break
+            text += line + "\n"
+            used += t
+        return EnrichOut(context=text.rstrip("\n"), truncated=truncated)
+
+    async def timeline(self, req: TimelineIn) -> TimelineOut:
+        metas = self._metas(req.project, req.agent_id, list(KINDS))
+        if req.session_id:
+            metas = [m for m in metas if m.session_id == req.session_id]
+        if req.after:
+            metas = [m for m in metas if m.timestamp >= req.after]
+        if req.before:
+            metas = [m for m in metas if m.timestamp < req.before]
+        metas.sort(key=lambda m: m.timestamp, reverse=True)
+        return TimelineOut(entries=[
+            {"id": m.id, "kind": m.kind, "sessionId": m.session_id, "timestamp": m.timestamp,
+             "type": m.type, "title": m.title, "importance": m.importance}
+            for m in metas[: req.limit]
+        ])  # fmt: skip
+
+    def profile(self, req: ProfileIn) -> ProfileOut:
+        idx = self.holder.index
+        mask = idx.mask(req.project or None, req.agent_id, None)
+        docs = np.flatnonzero(mask).tolist()
+        types: Counter[str] = Counter()
+        ents: Counter[str] = Counter()
+        sessions: set[str] = set()
+        memories = 0
+        last = ""
+        for n in docs:
+            m = idx.meta[n]
+            if m is None:
+                continue
+            if m.kind == KIND_MEMORY:
+                memories += 1
+            else:
+                types[m.type] += 1
+            if m.session_id:
+                sessions.add(m.session_id)
+            last = max(last, m.timestamp)
+            for e in idx.graph.ents_of.get(n, ()):
+                ents[idx.graph.names[e]] += 1
+        files = [e for e, _ in ents.most_common(200) if "/" in e or "." in e][:10]
+        concepts = [e for e, _ in ents.most_common(200) if "/" not in e and "." not in e][:10]
+        return ProfileOut(
+            project=req.project, observations=sum(types.values()), memories=memories,
+            sessions=len(sessions), top_files=files, top_concepts=concepts, types=dict(types),
+            last_activity=last,
+        )  # fmt: skip
+
+
+def _fit(items: list[tuple[str, dict[str, Any]]], budget: int) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    used = 0
+    for text, item in items:
+        t = tokens_of(text)
+        if used + t > budget and out:
+            break
+        out.append(item)
+        used += t
+    return out
+
+
+def _pack(blocks: list[tuple[str, str]], budget: int) -> ContextOut:
+    """Greedy packing in priority order: a block that does not fit is skipped, and smaller
+    ones after it may still fill the budget."""
+    header = "<agentmemory-context>"
+    footer = "</agentmemory-context>"
+    used = tokens_of(header) + tokens_of(footer) + 2
+    chosen: list[tuple[str, str]] = []
+    for kind, text in blocks:
+        t = tokens_of(text) + 1
+        if used + t > budget:
+            continue
+        chosen.append((kind, text))
+        used += t
+    body = "\n".join(text for _, text in chosen)
+    context = f"{header}\n{body}\n{footer}" if chosen else ""
+    return ContextOut(
+        context=context,
+        blocks=[{"type": k, "content": t, "tokens": tokens_of(t)} for k, t in chosen],
+        tokens=tokens_of(context),
+    )

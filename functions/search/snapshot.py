@@ -1,0 +1,123 @@
+"""A `SearchIndex` as bytes and back, with the MEM_EVENTS sequence it covers.
+
+Restoring a snapshot and replaying the events after its sequence gives the same index as
+applying every event from the start (tests/search/test_snapshot.py proves it).
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from functions.search.index import Meta, SearchIndex
+
+FORMAT = 1
+
+
+class _Meta(msgspec.Struct, array_like=True):
+    id: str
+    kind: str
+    project: str
+    agent_id: str
+    session_id: str
+    timestamp: str
+    title: str
+    type: str
+    importance: int
+
+
+class IndexSnapshot(msgspec.Struct, kw_only=True):
+    format: int = FORMAT
+    seq: int
+    meta: list[_Meta | None]
+    alive: bytes
+    project: bytes
+    agent: bytes
+    kind: bytes
+    session: bytes
+    day: bytes
+    projects: list[str]
+    agents: list[str]
+    sessions: list[str]
+    doc_len: bytes
+    postings: dict[str, tuple[bytes, bytes]]
+    graph_names: list[str]
+    graph_docs: list[bytes]
+    graph_ents: dict[int, list[int]]
+    vector_model: str = ""
+    vector_dim: int = 0
+    vector_chunks: list[int] = msgspec.field(default_factory=list)
+    vector_blob: bytes = b""
+    texts: dict[int, str] = msgspec.field(default_factory=dict)
+    pending: list[int] = msgspec.field(default_factory=list)
+
+
+def dump(index: SearchIndex) -> bytes:
+    vec = index.vectors
+    snap = IndexSnapshot(
+        seq=index.seq,
+        meta=[None if m is None else _Meta(**m.__dict__) for m in index.meta],
+        alive=index.alive.tobytes(),
+        project=index.project.tobytes(),
+        agent=index.agent.tobytes(),
+        kind=index.kind.tobytes(),
+        session=index.session.tobytes(),
+        day=index.day.tobytes(),
+        projects=index.projects.names,
+        agents=index.agents.names,
+        sessions=index.sessions.names,
+        doc_len=index.bm25.doc_len.tobytes(),
+        postings=index.bm25.dump(),
+        graph_names=index.graph.names,
+        graph_docs=[a.tobytes() for a in index.graph.docs_of],
+        graph_ents={k: list(v) for k, v in index.graph.ents_of.items()},
+        vector_model=vec.model if vec else "",
+        vector_dim=vec.dim if vec else 0,
+        vector_chunks=vec.chunk_doc if vec else [],
+        vector_blob=vec.dump() if vec else b"",
+        texts=index.texts,
+        pending=sorted(index.pending_text),
+    )
+    return msgspec.msgpack.encode(snap)
+
+
+def load(blob: bytes, index: SearchIndex) -> SearchIndex:
+    """Fill an empty `index` (built with the wanted config and vector setting) from `blob`."""
+    from array import array
+
+    snap = msgspec.msgpack.decode(blob, type=IndexSnapshot)
+    if snap.format != FORMAT:
+        raise ValueError(f"snapshot format {snap.format} is not {FORMAT}")
+    index.seq = snap.seq
+    index.meta = [None if m is None else Meta(*msgspec.structs.astuple(m)) for m in snap.meta]
+    index.doc_of = {m.id: i for i, m in enumerate(index.meta) if m is not None}
+    for name, code in (("alive", "b"), ("project", "i"), ("agent", "i"), ("kind", "b"),
+                       ("session", "i"), ("day", "i")):  # fmt: skip
+        a = array(code)
+        a.frombytes(getattr(snap, name))
+        setattr(index, name, a)
+    for codes, names in ((index.projects, snap.projects), (index.agents, snap.agents),
+                         (index.sessions, snap.sessions)):  # fmt: skip
+        codes.names = list(names)
+        codes.of = {n: i for i, n in enumerate(names)}
+    index.bm25.load(snap.postings, snap.doc_len)
+    g = index.graph
+    g.names = list(snap.graph_names)
+    g.nodes = {n: i for i, n in enumerate(g.names)}
+    g.docs_of = []
+    for b in snap.graph_docs:
+        a = array("i")
+        a.frombytes(b)
+        g.docs_of.append(a)
+    g.ents_of = {int(k): tuple(v) for k, v in snap.graph_ents.items()}
+    if index.vectors is not None:
+        index.texts = dict(snap.texts)
+        if snap.vector_model:
+            index.vectors.load(
+                snap.vector_model, snap.vector_dim, snap.vector_chunks, snap.vector_blob
+            )
+            index.pending_text = {d: index.texts[d] for d in snap.pending if d in index.texts}
+        else:
+            index.pending_text = dict(index.texts)
+    index._version += 1
+    index._scopes.clear()
+    return index

@@ -1,0 +1,109 @@
+"""Requests and responses of the search functions (camelCase on the wire, as upstream)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import msgspec
+
+Limit = Annotated[int, msgspec.Meta(ge=1, le=500)]
+Query = Annotated[str, msgspec.Meta(max_length=10_000)]
+
+
+class SearchIn(msgspec.Struct, rename="camel", kw_only=True):
+    query: Query
+    limit: Limit = 10
+    project: str | None = None
+    agent_id: str | None = None
+    kinds: list[str] | None = None
+    format: str = "json"
+    token_budget: int | None = None
+
+
+class SmartSearchIn(msgspec.Struct, rename="camel", kw_only=True):
+    query: Query = ""
+    limit: Limit = 10
+    project: str | None = None
+    agent_id: str | None = None
+    kinds: list[str] | None = None
+    expand_ids: list[str] = msgspec.field(default_factory=list)
+    format: str = "compact"
+    token_budget: int | None = None
+
+
+class CompactHit(msgspec.Struct, rename="camel", kw_only=True):
+    obs_id: str
+    session_id: str
+    title: str
+    type: str
+    score: float
+    timestamp: str
+    kind: str = "observation"
+
+
+class SmartSearchOut(msgspec.Struct, kw_only=True):
+    mode: str
+    results: list[Any]
+
+
+class SearchOut(msgspec.Struct, kw_only=True):
+    results: list[dict[str, Any]]
+    total: int
+
+
+class ContextIn(msgspec.Struct, rename="camel", kw_only=True):
+    session_id: str = ""
+    project: str = ""
+    agent_id: str | None = None
+    budget: Annotated[int, msgspec.Meta(ge=50, le=100_000)] = 2000
+    query: str = ""
+
+
+class ContextOut(msgspec.Struct, kw_only=True):
+    context: str
+    blocks: list[dict[str, Any]]
+    tokens: int
+
+
+class EnrichIn(msgspec.Struct, rename="camel", kw_only=True):
+    session_id: str = ""
+    files: list[str] = msgspec.field(default_factory=list)
+    terms: list[str] = msgspec.field(default_factory=list)
+    tool_name: str = ""
+    project: str | None = None
+    agent_id: str | None = None
+    budget: Annotated[int, msgspec.Meta(ge=50, le=100_000)] = 800
+
+
+class EnrichOut(msgspec.Struct, kw_only=True):
+    context: str
+    truncated: bool
+
+
+class TimelineIn(msgspec.Struct, rename="camel", kw_only=True):
+    project: str | None = None
+    session_id: str = ""
+    agent_id: str | None = None
+    limit: Limit = 50
+    before: str = ""
+    after: str = ""
+
+
+class TimelineOut(msgspec.Struct, kw_only=True):
+    entries: list[dict[str, Any]]
+
+
+class ProfileIn(msgspec.Struct, rename="camel", kw_only=True):
+    project: str = ""
+    agent_id: str | None = None
+
+
+class ProfileOut(msgspec.Struct, rename="camel", kw_only=True):
+    project: str
+    observations: int
+    memories: int
+    sessions: int
+    top_files: list[str]
+    top_concepts: list[str]
+    types: dict[str, int]
+    last_activity: str
