@@ -1,0 +1,168 @@
+"""The console pages in real headless Chromium (the Debian binary, driven by Playwright).
+One screenshot per page goes to artifacts/console/ (git-ignored)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.conftest import ROOT
+from tests.console.conftest import Console
+
+CHROMIUM = Path("/usr/bin/chromium")
+ARTIFACTS = ROOT / "artifacts" / "console"
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+pytestmark = pytest.mark.skipif(
+    not CHROMIUM.exists(), reason="/usr/bin/chromium missing (apt-get install chromium)"
+)
+
+playwright_sync = pytest.importorskip("playwright.sync_api")
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    with playwright_sync.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser: object, console: Console) -> Iterator[object]:
+    ctx = browser.new_context(viewport={"width": 1400, "height": 900})  # type: ignore[attr-defined]
+    pg = ctx.new_page()
+    pg.set_default_timeout(15000)
+    # The token once; the console answers with its cookie and drops the token from the URL.
+    pg.goto(f"{console.url}/?token={console.secret}#/workers")
+    assert "token" not in pg.url
+    yield pg
+    ctx.close()
+
+
+def shot(pg: object, name: str) -> None:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    pg.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)  # type: ignore[attr-defined]
+
+
+def test_workers_page_lists_the_running_workers(page: object, console: Console) -> None:
+    pg: object = page
+    row = pg.locator('tr[data-worker="example"]')  # type: ignore[attr-defined]
+    row.wait_for()
+    cells = row.locator("td").all_text_contents()
+    assert cells[0] == "example" and cells[2] == "running"
+    assert cells[3].isdigit()  # pid
+    for name in ("triggers", "console"):
+        pg.locator(f'tr[data-worker="{name}"]').wait_for()  # type: ignore[attr-defined]
+    shot(pg, "workers")
+
+
+def test_invoking_a_function_from_the_page_shows_its_result_and_trace(
+    page: object, console: Console
+) -> None:
+    pg: object = page
+    pg.goto(f"{console.url}/#/functions/example::relay")  # type: ignore[attr-defined]
+    pg.locator("#invoke-payload").fill('{"text": "from the browser"}')  # type: ignore[attr-defined]
+    pg.locator("#invoke-btn").click()  # type: ignore[attr-defined]
+    result = pg.locator("#invoke-result")  # type: ignore[attr-defined]
+    result.wait_for()
+    assert '"relayed:from the browser"' in result.text_content()
+    assert pg.locator("#invoke-status").text_content() == "ok"  # type: ignore[attr-defined]
+    shot(pg, "functions")
+
+    pg.locator("#invoke-trace").click()  # type: ignore[attr-defined]
+    rows = pg.locator("#waterfall .span-row")  # type: ignore[attr-defined]
+    rows.nth(4).wait_for()
+    names = [n.strip() for n in pg.locator("#waterfall .span-name").all_text_contents()]  # type: ignore[attr-defined]
+    assert names[0].startswith("console invoke example::relay")
+    assert any(n.startswith("example::echo") for n in names)
+    # Bars are laid out on the trace's time axis: the root spans (nearly) all of it.
+    root_width = rows.nth(0).locator(".span-bar").evaluate("e => e.style.width")
+    assert float(root_width.rstrip("%")) > 90
+    nested = rows.nth(4).locator(".span-name").evaluate("e => e.style.paddingLeft")
+    assert nested != "0em"
+    rows.nth(2).click()
+    assert '"service": "example"' in pg.locator("#span-detail").text_content()  # type: ignore[attr-defined]
+    shot(pg, "trace-waterfall")
+
+
+def test_traces_page_searches_by_function_and_status(page: object, console: Console) -> None:
+    with console.api() as c:
+        c.post("/api/invoke", json={"function_id": "example::fail", "payload": {}})
+    pg: object = page
+    pg.goto(f"{console.url}/#/traces")  # type: ignore[attr-defined]
+    pg.locator("#trace-function").fill("example::fail")  # type: ignore[attr-defined]
+    pg.locator("#trace-status").select_option("ERROR")  # type: ignore[attr-defined]
+
+    def found() -> bool:
+        pg.locator("#trace-search").click()  # type: ignore[attr-defined]
+        pg.wait_for_timeout(300)  # type: ignore[attr-defined]
+        return pg.locator("#traces-table tbody tr").count() > 0  # type: ignore[attr-defined, no-any-return]
+
+    from tests.helpers import wait_until
+
+    wait_until(found, timeout=15, what="an error trace of example::fail")
+    statuses = pg.locator("#traces-table tbody tr td:last-child").all_text_contents()  # type: ignore[attr-defined]
+    assert set(statuses) == {"ERROR"}
+    shot(pg, "traces")
+
+
+def test_kv_streams_queues_triggers_and_logs_pages_render(page: object, console: Console) -> None:
+    with console.api() as c:
+        c.post("/api/invoke", json={"function_id": "example::count", "payload": {"key": "ui"}})
+    pg: object = page
+    go = pg.goto  # type: ignore[attr-defined]
+    loc = pg.locator  # type: ignore[attr-defined]
+
+    go(f"{console.url}/#/triggers")
+    loc('tr[data-trigger="yearly-count"]').wait_for()
+    assert loc('tr[data-trigger="echo-route"] td').first.text_content() == "http"
+    shot(pg, "triggers")
+
+    go(f"{console.url}/#/kv/example/ui")
+    loc("#kv-value").wait_for()
+    assert loc("#kv-value").input_value().strip() == "1"
+    assert re.match(r"revision \d+", loc("#kv-revision").text_content())
+    shot(pg, "kv")
+
+    go(f"{console.url}/#/streams/KV_example")
+    loc('tr[data-stream="ENGINE_TRACES"]').wait_for()
+    loc("#tail .tail-line").first.wait_for()
+    shot(pg, "streams")
+
+    go(f"{console.url}/#/queues")
+    loc('tr[data-queue="failing"]').wait_for()
+    shot(pg, "queues")
+
+    go(f"{console.url}/#/logs")
+    loc("#logs-table").wait_for()
+    shot(pg, "logs")
+
+
+def test_login_form_lets_the_secret_holder_in(browser: object, console: Console) -> None:
+    ctx = browser.new_context()  # type: ignore[attr-defined]
+    pg = ctx.new_page()
+    pg.goto(f"{console.url}/")
+    assert pg.url.endswith("/login")
+    pg.locator("#secret").fill("wrong")
+    pg.locator("button[type=submit]").click()
+    assert "wrong secret" in pg.locator("#login-error").text_content()
+    shot(pg, "login")
+    pg.locator("#secret").fill(console.secret)
+    pg.locator("button[type=submit]").click()
+    pg.locator('tr[data-worker="example"]').wait_for(timeout=15000)
+    cookies = {c["name"]: c for c in ctx.cookies()}
+    assert cookies["am_console"]["httpOnly"] and cookies["am_console"]["sameSite"] == "Strict"
+    ctx.close()
+    assert httpx.get(f"{console.url}/healthz").status_code == 200
