@@ -1,0 +1,295 @@
+"""Ingest throughput: `POST /agentmemory/observe` through the real stack (http trigger →
+NATS → memory worker → JetStream) versus a bare starlette/uvicorn endpoint that parses the
+same JSON and returns 201. Both driven by wrk at 32 connections with realistic hook
+payloads (1–8 KB, tool outputs, a distinct eventId per request).
+
+    python ops/bench/ingest.py [--quick] [--duration S] [--connections C]
+
+Last line: JSON with observe_rps, bare_rps, ratio, observe_p99_ms (targets: ratio >= 0.3,
+observe_p99_ms <= 50 on the 2-core machine).
+"""
+
+# ruff: noqa: E402
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+# ops/bench holds an http.py: keep this script's folder from shadowing the stdlib.
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).parent.resolve()]
+
+import argparse
+import json
+import os
+import random
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+SECRET = "bench-secret"
+TEMPLATES = 24
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+# ---- the peer: a bare endpoint ---------------------------------------------------------
+def serve_bare(port: int) -> None:
+    import msgspec
+    import uvicorn
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import Response
+    from starlette.routing import Route
+
+    decoder = msgspec.json.Decoder()
+
+    async def observe(request: Request) -> Response:
+        body = decoder.decode(await request.body())
+        out = msgspec.json.encode(
+            {"observationId": str(body.get("eventId", "")), "status": "accepted"}
+        )
+        return Response(out, status_code=201, media_type="application/json")
+
+    app = Starlette(routes=[Route("/agentmemory/observe", observe, methods=["POST"])])
+    uvicorn.run(
+        app, host="127.0.0.1", port=port, log_level="warning", loop="uvloop", http="httptools"
+    )
+
+
+# ---- payloads and wrk ----------------------------------------------------------------
+def payload_template(k: int, rng: random.Random) -> dict[str, Any]:
+    size = rng.randint(1024, 8 * 1024)
+    lines = []
+    while sum(len(x) for x in lines) < size - 600:
+        n = rng.randint(1, 400)
+        lines.append(
+            rng.choice(
+                [
+                    f"tests/test_module_{n}.py::test_case_{n} PASSED\n",
+                    f"src/app/handlers_{n}.py:{n}: def handle_{n}(request): return Response({n})\n",
+                    f'  File "src/core/engine_{n}.py", line {n}, in run\n',
+                    f"INFO worker-{n} processed batch {n} in {n / 7:.2f} ms\n",
+                ]
+            )
+        )
+    tool = rng.choice(["Bash", "Read", "Edit", "Grep"])
+    tool_input: dict[str, Any] = (
+        {"command": f"pytest -q tests/test_module_{k}.py"}
+        if tool == "Bash"
+        else {"file_path": f"src/app/module_{k}.py", "pattern": f"handle_{k}"}
+    )
+    return {
+        "hookType": "post_tool_use",
+        "sessionId": f"bench-session-{k % 8}",
+        "project": "bench",
+        "cwd": "/work/bench",
+        "timestamp": "2026-11-29T10:00:00.000Z",
+        "eventId": "__EID__",
+        "data": {"tool_name": tool, "tool_input": tool_input, "tool_output": "".join(lines)},
+    }
+
+
+def lua_script(path: Path, run_tag: str) -> None:
+    rng = random.Random(11)
+    parts = []
+    for k in range(TEMPLATES):
+        text = json.dumps(payload_template(k, rng))
+        pre, post = text.split("__EID__")
+        parts.append((pre, post))
+
+    def lua_str(s: str) -> str:
+        return "[==[" + s + "]==]"
+
+    pre_list = ",\n".join(lua_str(p) for p, _ in parts)
+    post_list = ",\n".join(lua_str(p) for _, p in parts)
+    path.write_text(
+        f"""
+local pre = {{{pre_list}}}
+local post = {{{post_list}}}
+local n = 0
+local tid = 0
+local headers = {{}}
+headers["Content-Type"] = "application/json"
+headers["Authorization"] = "Bearer {SECRET}"
+function setup(thread)
+  tid = tid + 1
+  thread:set("tid", tid)
+end
+function request()
+  n = n + 1
+  local k = (n % {TEMPLATES}) + 1
+  local body = pre[k] .. "{run_tag}-" .. tostring(tid) .. "-" .. tostring(n) .. post[k]
+  return wrk.format("POST", "/agentmemory/observe", headers, body)
+end
+"""
+    )
+
+
+def run_wrk(url: str, script: Path, seconds: int, connections: int) -> dict[str, float]:
+    out = subprocess.run(
+        ["wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "--latency", "-s", str(script), url],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))  # type: ignore[union-attr]
+    p99 = _ms(re.search(r"99%\s+([\d.]+\w+)", out).group(1))  # type: ignore[union-attr]
+    p50 = _ms(re.search(r"50%\s+([\d.]+\w+)", out).group(1))  # type: ignore[union-attr]
+    m = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", out)
+    errs = re.search(r"Socket errors:.*", out)
+    return {
+        "rps": rps,
+        "p50_ms": p50,
+        "p99_ms": p99,
+        "non_2xx": float(m.group(1)) if m else 0.0,
+        "socket_errors": 1.0 if errs else 0.0,
+    }
+
+
+def _ms(text: str) -> float:
+    m = re.match(r"([\d.]+)(us|ms|s)", text)
+    assert m, text
+    v = float(m.group(1))
+    return {"us": v / 1000, "ms": v, "s": v * 1000}[m.group(2)]
+
+
+# ---- processes -------------------------------------------------------------------------
+def spawn(args: list[str], env: dict[str, str], ready: bytes | None) -> subprocess.Popen[bytes]:
+    p = subprocess.Popen(args, env=env, cwd=ROOT, stderr=subprocess.PIPE)
+    assert p.stderr is not None
+    if ready is not None:
+        for raw in p.stderr:
+            if ready in raw:
+                break
+        else:
+            raise RuntimeError(f"{args} exited before it was ready")
+    threading.Thread(target=lambda: [None for _ in p.stderr or []], daemon=True).start()
+    return p
+
+
+def wait_http(url: str, body: bytes, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        req = urllib.request.Request(
+            url,
+            data=body,
+            headers={"Content-Type": "application/json", "Authorization": f"Bearer {SECRET}"},
+        )
+        try:
+            with urllib.request.urlopen(req, timeout=2) as r:
+                if r.status < 300:
+                    return
+        except (urllib.error.URLError, ConnectionError, OSError):
+            pass
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{url} never answered")
+        time.sleep(0.1)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--duration", type=int, default=0)
+    ap.add_argument("--connections", type=int, default=32)
+    ap.add_argument("--serve-bare", type=int, default=0, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.serve_bare:
+        serve_bare(args.serve_bare)
+        return
+    if shutil.which("wrk") is None:
+        sys.exit("wrk is not installed (apt-get install -y wrk)")
+    seconds = args.duration or (6 if args.quick else 20)
+
+    from engine._nats_server import NatsServer
+
+    tmp = Path(tempfile.mkdtemp(prefix="ingest-bench-"))
+    srv = NatsServer(store_dir=tmp / "js").start()
+    procs: list[subprocess.Popen[bytes]] = []
+    try:
+        env = dict(
+            os.environ,
+            ENGINE_NATS_URL=srv.url,
+            PYTHONPATH=str(ROOT),
+            AGENTMEMORY_INBOX_DIR=str(tmp / "inbox"),
+            AGENTMEMORY_SEARCH="off",
+            AGENTMEMORY_SECRET=SECRET,
+            HOME=str(tmp / "home"),
+            ENGINE_LOG_LEVEL="WARNING",
+        )
+        rest_port, bare_port = free_port(), free_port()
+        procs.append(spawn([sys.executable, "-m", "workers.memory"], env, b"ENGINE_WORKER_READY"))
+        procs.append(
+            spawn(
+                [sys.executable, "-m", "workers.triggers", "http"],
+                {**env, "AGENTMEMORY_REST_PORT": str(rest_port)},
+                b"ENGINE_WORKER_READY",
+            )
+        )
+        procs.append(spawn([sys.executable, __file__, "--serve-bare", str(bare_port)], env, None))
+        probe = json.dumps(payload_template(0, random.Random(1))).replace("__EID__", "probe")
+        observe_url = f"http://127.0.0.1:{rest_port}/agentmemory/observe"
+        bare_url = f"http://127.0.0.1:{bare_port}/agentmemory/observe"
+        wait_http(observe_url, probe.encode())
+        wait_http(bare_url, probe.encode())
+        script = tmp / "post.lua"
+        lua_script(script, f"run{int(time.time())}")
+        run_wrk(bare_url, script, 1, args.connections)  # warm-up
+        bare = run_wrk(bare_url, script, seconds, args.connections)
+        run_wrk(observe_url, script, 1, args.connections)
+        observe = run_wrk(observe_url, script, seconds, args.connections)
+        ratio = observe["rps"] / bare["rps"] if bare["rps"] else 0.0
+        print(
+            f"bare    {bare['rps']:8.0f} req/s  p50 {bare['p50_ms']:.2f} ms  p99 {bare['p99_ms']:.2f} ms",
+            file=sys.stderr,
+        )
+        print(
+            f"observe {observe['rps']:8.0f} req/s  p50 {observe['p50_ms']:.2f} ms  "
+            f"p99 {observe['p99_ms']:.2f} ms  non-2xx {observe['non_2xx']:.0f}",
+            file=sys.stderr,
+        )
+        print(
+            json.dumps(
+                {
+                    "bench": "ingest",
+                    "connections": args.connections,
+                    "seconds": seconds,
+                    "observe_rps": round(observe["rps"], 1),
+                    "bare_rps": round(bare["rps"], 1),
+                    "ratio": round(ratio, 3),
+                    "observe_p50_ms": observe["p50_ms"],
+                    "observe_p99_ms": observe["p99_ms"],
+                    "bare_p99_ms": bare["p99_ms"],
+                    "observe_non_2xx": observe["non_2xx"],
+                }
+            )
+        )
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+        for p in procs:
+            try:
+                p.wait(15)
+            except subprocess.TimeoutExpired:
+                p.kill()
+        srv.kill()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
