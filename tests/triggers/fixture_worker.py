@@ -207,6 +207,10 @@ async def watch(req: dict[str, object], ctx: Context) -> None:
     await st.update("state.log", lambda cur: [*(cur or []), line])
 
 
+def declare_cron_skip() -> None:
+    worker.trigger("cron", "t::tick", schedule="*/3 * * * * *", catch_up="skip", grace=0.5)
+
+
 def declare_pubsub() -> None:
     worker.trigger("subscribe", "t::fan-a", topic="news")
     worker.trigger("subscribe", "t::fan-b", topic="news")
@@ -224,6 +228,7 @@ GROUPS = {
     "http": declare_http,
     "queue": declare_queue,
     "cron": declare_cron,
+    "cron-skip": declare_cron_skip,
     "subscribe": declare_pubsub,
     "stream": declare_stream,
     "state": declare_state,

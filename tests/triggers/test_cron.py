@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import time
 from typing import Any
 
@@ -9,7 +10,7 @@ import pytest
 
 from engine import Client, FunctionError
 from tests.triggers._wait import eventually
-from triggers.cron import SCHED, STREAM, server_schedule
+from triggers.cron import DURABLE, SCHED, STREAM, TICK, server_schedule
 
 
 async def _get(client: Client, key: str) -> Any:
@@ -80,3 +81,71 @@ def test_schedule_forms_are_converted_or_refused() -> None:
     assert server_schedule("@every 30s") == "@every 30s"
     with pytest.raises(ValueError, match="5 or 6 fields"):
         server_schedule("* * *")
+
+
+async def _tick_trigger_id(client: Client) -> str:
+    store = await client.state("engine_triggers", history=5)
+    for k in await store.keys("cron."):
+        if (await store.get(k))["function_id"] == "t::tick":
+            return k.partition(".")[2]
+    raise AssertionError("no cron trigger for t::tick")
+
+
+async def test_ticks_missed_during_downtime_fire_once_with_catch_up_once(client, spawn) -> None:
+    cron = spawn("workers.triggers", "cron")
+    spawn("tests.triggers.fixture_worker", "cron")
+    await eventually(lambda: _get(client, "ticks"), what="a first tick")
+    cron.send_signal(signal.SIGKILL)
+    cron.wait()
+    js = client.nc.jetstream()
+    last = (await js.stream_info(STREAM)).state.last_seq
+
+    async def three_missed() -> bool:
+        return (await js.stream_info(STREAM)).state.last_seq >= last + 3
+
+    await eventually(three_missed, what="three ticks stored while no cron worker ran")
+    info = await js.consumer_info(STREAM, DURABLE)
+    assert info.num_pending <= 1  # the missed ticks collapsed into one
+    before = int(await _get(client, "ticks"))
+    spawn("workers.triggers", "cron")
+
+    async def fired_again() -> bool:
+        return int(await _get(client, "ticks")) > before
+
+    await eventually(fired_again, what="the catch-up firing")
+    assert await _get(client, "ticks.dup") is None
+
+
+async def test_a_stale_tick_is_dropped_with_catch_up_skip(client, spawn) -> None:
+    spawn("tests.triggers.fixture_worker", "cron-skip")
+    cron = spawn("workers.triggers", "cron")
+    tid = await _tick_trigger_id(client)
+    cron.send_signal(signal.SIGKILL)
+    cron.wait()
+    js = client.nc.jetstream()
+    killed_at = (await js.stream_info(STREAM)).state.last_seq
+
+    async def stale_tick() -> Any:
+        msg = await js.get_last_msg(STREAM, TICK + tid)
+        fresh_since_kill = msg.seq > killed_at
+        return msg if fresh_since_kill and time.time() - _stored_at(msg) > 0.8 else None
+
+    stale = await eventually(stale_tick, what="a tick older than the grace period")
+    spawn("workers.triggers", "cron")
+
+    async def next_fired() -> bool:
+        keys = await (await client.state("fixtures")).keys("tick.")
+        return any(int(k.rsplit("_", 1)[1]) > stale.seq for k in keys)
+
+    await eventually(next_fired, what="the next tick after the restart")
+    assert await _get(client, f"tick.cron_{tid}_{stale.seq}") is None  # skipped
+
+
+def _stored_at(msg: Any) -> float:
+    import datetime as dt
+
+    return (
+        dt.datetime.fromisoformat(msg.time.replace("Z", "+00:00")).timestamp()
+        if isinstance(msg.time, str)
+        else msg.time.timestamp()
+    )
