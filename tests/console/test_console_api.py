@@ -113,6 +113,8 @@ def test_workers_lists_each_running_worker_with_pid_and_functions(console: Conso
     # The trigger host names its service differently; it is still matched to its worker.
     assert workers["triggers"]["instances"] == 1
     assert "engine::cron-fire" in workers["triggers"]["functions"]
+    # The supervisor is on the bus too, with its own pid.
+    assert workers["engine"]["state"] == "supervisor" and workers["engine"]["pid"] > 0
 
 
 def test_functions_show_schemas_and_call_counts(console: Console) -> None:

@@ -71,6 +71,8 @@ class FunctionView(msgspec.Struct, kw_only=True):
 
 class _Status(msgspec.Struct):
     workers: list[dict[str, Any]]
+    pid: int | None = None
+    started_at: float | None = None
 
 
 @contextlib.contextmanager
@@ -141,7 +143,8 @@ class Inventory:
         return _decode_all(await discover(self.client.nc, verb))
 
     async def workers(self) -> list[WorkerView]:
-        infos, status = await asyncio.gather(self._services("INFO"), self._status())
+        infos, engine = await asyncio.gather(self._services("INFO"), self._status())
+        status = engine.workers
         # A service belongs to a supervised worker by its declared name or, for processes
         # that name themselves differently (the trigger host), by serving the same functions.
         owner: dict[str, str] = {}
@@ -183,15 +186,16 @@ class Inventory:
                 continue
             # On the bus but not spawned by this engine: the supervisor itself, another
             # host, or a developer's shell.
+            is_sup = name == "engine" and engine.pid is not None
             views.append(
                 WorkerView(
                     name=name,
                     replica=None,
-                    state="running",
-                    pid=None,
+                    state="supervisor" if is_sup else "running",
+                    pid=engine.pid if is_sup else None,
                     restarts=0,
                     functions=sorted(served.get(name, ())),
-                    started_at=None,
+                    started_at=engine.started_at if is_sup else None,
                     last_exit=None,
                     last_seen=self.last_seen.get(name),
                     instances=n,
@@ -200,13 +204,15 @@ class Inventory:
             )
         return views
 
-    async def _status(self) -> list[dict[str, Any]]:
+    async def _status(self) -> _Status:
         try:
             with untraced():
-                st = await self.client.call("engine::status", None, response=_Status, timeout=2)
+                st: _Status = await self.client.call(
+                    "engine::status", None, response=_Status, timeout=2
+                )
         except FunctionError:
-            return []  # no supervisor (a bare nats-server): discovery alone
-        return st.workers
+            return _Status(workers=[])  # no supervisor (a bare nats-server): discovery alone
+        return st
 
     async def functions(self) -> list[FunctionView]:
         infos, stats = await asyncio.gather(self._services("INFO"), self._services("STATS"))

@@ -78,8 +78,8 @@ function workersPage() {
       const { workers } = await api("/api/workers");
       body.replaceChildren(...workers.map((w) => h("tr", { "data-worker": w.name },
         h("td", { text: w.name }), h("td", { text: w.replica ?? "—" }),
-        h("td", { class: w.state === "running" ? "ok" : "warn", text: w.state +
-          (w.supervised ? "" : " (not supervised)") }),
+        h("td", { class: ["running", "supervisor"].includes(w.state) ? "ok" : "warn",
+          text: w.state + (w.supervised || w.state === "supervisor" ? "" : " (not spawned here)") }),
         h("td", { text: w.pid ?? "—" }), h("td", { text: w.restarts }),
         h("td", {}, w.functions.map((f) => h("a", { href: `#/functions/${f}`, text: f + " " }))),
         h("td", { text: when(w.started_at) }), h("td", { text: w.last_exit ?? "—" }),
