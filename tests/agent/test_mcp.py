@@ -106,3 +106,24 @@ async def test_shim_documents_answer_the_upstream_routes(stack: Stack) -> None:
     bad = await call_document(app, "memory_audit", {"limit": 0})
     assert bad["isError"] is True and "limit" in bad["content"][0]["text"]
     await gateway.close()
+
+
+async def test_mcp_reaches_the_local_engine_over_the_bus_without_a_url(stack: Stack) -> None:
+    stack.start()
+    # A wrong secret: REST would answer 401, so success proves the bus path was taken.
+    env = {
+        **stack.env,
+        "AGENTMEMORY_DATA_DIR": str(stack.data_dir),
+        "AGENTMEMORY_PORT": str(stack.port),
+    }
+    env["AGENTMEMORY_SECRET"] = "not-the-secret"
+    params = StdioServerParameters(command=CLI[0], args=[*CLI[1:], "mcp"], env=env)
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as s:
+        await s.initialize()
+        saved = await s.call_tool("memory_save", {"content": "saved over NATS", "type": "note"})
+        assert not saved.is_error, _text(saved)
+        sessions = await s.call_tool("memory_sessions", {"limit": 3})
+        assert not sessions.is_error, _text(sessions)
+    with stack.rest() as c:
+        memories = c.get("/agentmemory/memories").json()["memories"]
+    assert any(m["content"] == "saved over NATS" for m in memories)

@@ -93,7 +93,7 @@ class RestGateway:
 
 class _Reply(msgspec.Struct):
     status: int = 200
-    body: msgspec.Raw | None = None
+    body: Any = None
     content_type: str = "application/json"
 
 
@@ -142,7 +142,7 @@ class BusGateway:
             reply = await self.client.call(function_id, req, response=_Reply, timeout=self.timeout)
         except FunctionError as err:
             raise GatewayError(err.status, err.message, err.field) from None
-        data = msgspec.json.decode(reply.body) if reply.body is not None else None
+        data = reply.body
         if reply.status >= 400:
             raise _error_of(reply.status, data)
         return data
