@@ -73,6 +73,10 @@ def test_token_in_url_sets_a_strict_httponly_cookie_that_is_not_the_secret(
     assert r.status_code == 200
     bad = httpx.get(f"{console.url}/?token=wrong", follow_redirects=False)
     assert bad.status_code == 401
+    sneaky = httpx.get(
+        f"{console.url}//evil.example/x?token={console.secret}", follow_redirects=False
+    )
+    assert sneaky.status_code == 303 and sneaky.headers["location"] == "/"
 
 
 def test_login_form_accepts_only_the_secret(console: Console) -> None:

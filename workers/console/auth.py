@@ -110,7 +110,9 @@ class ConsoleAuth:
             if not hmac.compare_digest(query["token"].encode(), self.secret.encode()):
                 return login_page("that token is not the secret", 401)
             rest = urlencode([(k, v) for k, v in query.items() if k != "token"])
-            resp = RedirectResponse(path + (f"?{rest}" if rest else ""), status_code=303)
+            # "//host" would be read by the browser as another site: never redirect there.
+            target = path if not path.startswith("//") else "/"
+            resp = RedirectResponse(target + (f"?{rest}" if rest else ""), status_code=303)
             resp.headers["set-cookie"] = _cookie_header(self.token, 7 * 86400)
             return resp
         if bearer_matches(headers.get("authorization"), self.secret):
