@@ -182,14 +182,14 @@ def _concepts(tool: str, files: list[str], texts: list[str]) -> list[str]:
         ext = f.rsplit(".", 1)[-1].lower() if "." in f.rsplit("/", 1)[-1] else ""
         if ext in _EXT_LANG:
             add(_EXT_LANG[ext])
-    joined = "\n".join(t[:4000] for t in texts)
+    # A bounded sample is enough for a few concepts, and keeps ingest cost flat for 8 KB
+    # tool outputs.
+    joined = "\n".join(t[:1500] for t in texts)[:4000]
     for m in _ERROR_NAME.finditer(joined):
         add(m.group(1))
     if tool:
         add(tool)
-    counts = Counter(
-        w.lower() for w in _WORD.findall(joined) if w.lower() not in _STOP and not w.isupper()
-    )
+    counts = Counter(w for w in _WORD.findall(joined.lower()) if w not in _STOP)
     for w, _n in counts.most_common(8):
         if len(out) >= 12:
             break

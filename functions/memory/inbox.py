@@ -60,7 +60,7 @@ class Inbox:
         root: Path | None = None,
         *,
         max_entries: int | None = None,
-        max_attempts: int = 8,
+        max_attempts: int | None = None,
         base_delay: float = 0.5,
         max_delay: float = 60.0,
     ) -> None:
@@ -68,7 +68,7 @@ class Inbox:
         self.pending_dir = self.root / "pending"
         self.dead_dir = self.root / "dead"
         self.max_entries = max_entries or int(os.environ.get("AGENTMEMORY_INBOX_MAX", "10000"))
-        self.max_attempts = max_attempts
+        self.max_attempts = max_attempts or int(os.environ.get("AGENTMEMORY_INBOX_ATTEMPTS", "8"))
         self.base_delay = base_delay
         self.max_delay = max_delay
         self._wake = asyncio.Event()

@@ -63,7 +63,7 @@ _HINTS: dict[str, tuple[str, ...]] = {
     "bearer": ("bearer",),
     "anthropic_key": ("sk-ant-",),
     "openai_key": ("sk-",),
-    "github_token": ("gh", "github_pat_"),
+    "github_token": ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
     "aws_access_key": ("akia", "asia"),
     "google_api_key": ("aiza",),
     "slack_token": ("xox",),
@@ -87,7 +87,7 @@ _IGNORECASE = {
 }
 
 _PLAN = [(kind, p, g, _HINTS[kind]) for kind, p, g in _RULES]
-_ANY_HINT = re.compile("|".join(re.escape(h) for hs in _HINTS.values() for h in hs))
+_NEEDLES = tuple(dict.fromkeys(h for hs in _HINTS.values() for h in hs))
 _SHORTEST = 8  # `pwd=abcd`: nothing shorter can hold a secret we recognise
 
 _ALREADY = re.compile(r"^\[REDACTED:[a-z_]+\]$")
@@ -102,7 +102,7 @@ def scrub(text: str) -> str:
     if len(text) < _SHORTEST:
         return text
     hints = text.lower()
-    if _ANY_HINT.search(hints) is None:  # the common case: one pass, nothing to do
+    if not any(h in hints for h in _NEEDLES):  # the common case: nothing to do
         return text
     for kind, pattern, group, needles in _PLAN:
         if not any(h in hints for h in needles):

@@ -1,0 +1,102 @@
+"""When JetStream refuses writes: 202 from the durable inbox, retries, dead letters,
+capture listing, capture/retry — and 503 once the inbox is full."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+from nats.js.api import DiscardPolicy, StreamConfig
+
+from engine import Client
+from functions.records import EVENTS_STREAM, EVENTS_SUBJECT
+from tests.helpers import eventually
+from tests.memory.conftest import rest_client
+from tests.memory.test_observe import payload
+
+
+async def _block_events(client: Client) -> None:
+    """A full MEM_EVENTS stream that discards new messages: every publish fails."""
+    js = client.nc.jetstream()
+    await js.add_stream(
+        StreamConfig(
+            name=EVENTS_STREAM,
+            subjects=[f"{EVENTS_SUBJECT}.>"],
+            max_msgs=1,
+            discard=DiscardPolicy.NEW,
+            duplicate_window=600,
+        )
+    )
+    await js.publish(f"{EVENTS_SUBJECT}.filler", b"{}")
+
+
+async def _unblock_events(client: Client) -> None:
+    js = client.nc.jetstream()
+    info = await js.stream_info(EVENTS_STREAM)
+    cfg = info.config
+    cfg.max_msgs = -1
+    await js.update_stream(cfg)
+
+
+async def test_refused_write_is_accepted_202_dead_lettered_then_replayed(
+    client: Client, memory_worker: Any, http_trigger: Any
+) -> None:
+    await _block_events(client)
+    memory_worker(AGENTMEMORY_INBOX_ATTEMPTS="2")
+    rest = await rest_client(http_trigger())
+    try:
+        r = await rest.post("/agentmemory/observe", json=payload(eventId="toolu_blocked"))
+        assert r.status_code == 202, r.text
+        body = r.json()
+        assert body["status"] == "retrying" and body["durableAfterMs"] > 0
+        oid = body["observationId"]
+
+        async def dead() -> list[Any]:
+            cap = (await rest.get("/agentmemory/capture")).json()
+            return [d for d in cap["deadLetters"] if d["observationId"] == oid]
+
+        letters = await eventually(dead, timeout=15, what="dead letter")
+        assert letters[0]["attempts"] == 2 and letters[0]["lastError"]
+        st = (await rest.get("/agentmemory/status")).json()
+        assert not {c["name"]: c for c in st["checks"]}["dead_letters"]["ok"]
+
+        await _unblock_events(client)
+        retry = (await rest.post("/agentmemory/capture/retry", json={})).json()
+        assert retry["stored"] == 1 and retry["redriven"] == 1
+        got = await rest.get(f"/agentmemory/observations/{oid}")
+        assert got.status_code == 200
+        cap = (await rest.get("/agentmemory/capture")).json()
+        assert cap["inbox"] == [] and cap["deadLetters"] == []
+    finally:
+        await rest.aclose()
+
+
+async def test_inbox_retry_loop_stores_once_the_store_recovers(
+    client: Client, memory_worker: Any
+) -> None:
+    await _block_events(client)
+    memory_worker()
+    out = await client.call("mem::observe", payload(eventId="toolu_later"), timeout=10)
+    assert out["status"] == "retrying"
+    await _unblock_events(client)
+
+    async def stored() -> bool:
+        got = await client.call("mem::observation", {"id": out["observationId"]}, timeout=5)
+        return bool(got["observation"])
+
+    await eventually(stored, timeout=15, what="retried observation stored")
+
+
+async def test_full_inbox_answers_503_retryable(
+    client: Client, memory_worker: Any, http_trigger: Any
+) -> None:
+    await _block_events(client)
+    memory_worker(AGENTMEMORY_INBOX_MAX="1")
+    rest: httpx.AsyncClient = await rest_client(http_trigger())
+    try:
+        first = await rest.post("/agentmemory/observe", json=payload(eventId="a1"))
+        second = await rest.post("/agentmemory/observe", json=payload(eventId="a2"))
+        assert (first.status_code, second.status_code) == (202, 503)
+        assert second.json()["error"]["retryable"] is True
+    finally:
+        await rest.aclose()
