@@ -341,3 +341,20 @@ def test_logs_are_filtered_by_trace_id(console: Console) -> None:
         assert any(r["service"] == "example" and "example::fail" in r["message"] for r in found)
         other = c.get("/api/logs", params={"trace_id": "0" * 32}).json()["logs"]
         assert other == []
+
+
+# Last in this module: it restarts the example worker under the shared engine.
+def test_workers_page_data_shows_a_restart_after_a_crash(console: Console) -> None:
+    import signal
+
+    with console.api() as c:
+        before = {w["name"]: w for w in c.get("/api/workers").json()["workers"]}["example"]
+        os.kill(before["pid"], signal.SIGKILL)
+
+        def restarted() -> dict[str, Any] | None:
+            w = {w["name"]: w for w in c.get("/api/workers").json()["workers"]}["example"]
+            ok = w["restarts"] == before["restarts"] + 1 and w["state"] == "running"
+            return w if ok and w["pid"] not in (None, before["pid"]) else None
+
+        after = wait_until(restarted, timeout=15, what="the example worker back, counted")
+        assert after["last_exit"] == -signal.SIGKILL
