@@ -83,12 +83,12 @@ class MemoryService:
     async def remember(self, req: RememberIn) -> dict[str, Any]:
         return await remember_mod.remember(self.store, req)
 
-    async def forget(self, req: ForgetIn, agent_id: str = "") -> dict[str, Any]:
-        return await forget_mod.forget(self.store, req, agent_id=agent_id)
+    async def forget(self, req: ForgetIn) -> dict[str, Any]:
+        return await forget_mod.forget(self.store, req, agent_id=req.agent_id)
 
-    async def governance_delete(self, req: ForgetIn, agent_id: str = "") -> dict[str, Any]:
+    async def governance_delete(self, req: ForgetIn) -> dict[str, Any]:
         return await forget_mod.forget(
-            self.store, req, agent_id=agent_id, action="governance-delete"
+            self.store, req, agent_id=req.agent_id, action="governance-delete"
         )
 
     async def sessions(self, req: ListIn) -> dict[str, Any]:

@@ -119,6 +119,7 @@ class ForgetIn(msgspec.Struct, rename="camel", kw_only=True):
     observation_ids: list[str] = msgspec.field(default_factory=list)
     session_id: str | None = None
     reason: str = ""
+    agent_id: str = ""
 
 
 class ListIn(msgspec.Struct, rename="camel", kw_only=True):
