@@ -32,7 +32,7 @@ class InvokeOut(msgspec.Struct, kw_only=True):
     function_id: str
     duration_ms: float
     trace_id: str
-    """Empty when tracing is off in the console process."""
+    """Empty when this call's trace is not recorded (tracing off, or not sampled)."""
     result: Any = None
     error: dict[str, Any] | None = None
 
@@ -57,8 +57,10 @@ class FireIn(msgspec.Struct, kw_only=True):
 
 
 def _trace_id(span: Any) -> str:
+    # Empty when the trace is not recorded (tracing off, or ENGINE_TRACE_SAMPLING left this
+    # one out): the page then offers no link to a waterfall that will never fill.
     ctx = span.get_span_context()
-    return f"{ctx.trace_id:032x}" if ctx.is_valid else ""
+    return f"{ctx.trace_id:032x}" if ctx.is_valid and span.is_recording() else ""
 
 
 async def workers(request: Request) -> Response:
