@@ -129,32 +129,44 @@ def tokenize(text: str, *, use_jieba: bool = True) -> list[str]:
     """Analysed tokens of `text`, in order (duplicates kept: term frequency matters)."""
     if not text:
         return []
-    text = unicodedata.normalize("NFKC", text)
+    if not text.isascii():
+        text = unicodedata.normalize("NFKC", text)
+        has_cjk = _CJK.search(text) is not None
+    else:
+        has_cjk = False
     out: list[str] = []
-    for m in _WORD.finditer(text):
-        raw = m.group()
-        if _CJK.search(raw):
-            pos = 0
-            for c in _CJK.finditer(raw):
-                if c.start() > pos:
-                    out.extend(tokenize(raw[pos : c.start()], use_jieba=use_jieba))
-                _cjk(c.group(), out, use_jieba)
-                pos = c.end()
-            if pos < len(raw):
-                out.extend(tokenize(raw[pos:], use_jieba=use_jieba))
+    for raw in _WORD.findall(text):
+        if raw.isalpha() and raw.islower() and raw.isascii():
+            # the common case, plain lower-case prose, skips every code check
+            if len(raw) > 1 and raw not in STOPWORDS:
+                out.append(stem(raw))
+            continue
+        if has_cjk and _CJK.search(raw):
+            _mixed(raw, out, use_jieba)
             continue
         raw = raw.rstrip(".:-")
         if not raw:
             continue
-        if _ERROR_CODE.match(raw):
+        if raw[0].isupper() and _ERROR_CODE.match(raw):
             out.append(raw.lower())
-        elif _is_sha(raw):
+        elif 7 <= len(raw) <= 40 and _is_sha(raw):
             out.append(raw)
         elif _SEPARATORS.search(raw) or (raw[1:] != raw[1:].lower() and raw != raw.upper()):
             _code_token(raw, out)
         else:
             _prose(raw.lower(), out)
     return out
+
+
+def _mixed(raw: str, out: list[str], use_jieba: bool) -> None:
+    pos = 0
+    for c in _CJK.finditer(raw):
+        if c.start() > pos:
+            out.extend(tokenize(raw[pos : c.start()], use_jieba=use_jieba))
+        _cjk(c.group(), out, use_jieba)
+        pos = c.end()
+    if pos < len(raw):
+        out.extend(tokenize(raw[pos:], use_jieba=use_jieba))
 
 
 @functools.cache
@@ -175,8 +187,10 @@ def synonyms(token: str) -> tuple[str, ...]:
 def entities(text: str) -> list[str]:
     """Code-like entities a text names: paths, files, identifiers, error codes, SHAs."""
     found: list[str] = []
-    for m in _WORD.finditer(text):
-        raw = m.group().rstrip(".:-")
+    for w in _WORD.findall(text):
+        if w.isalpha() and w.islower():
+            continue
+        raw = w.rstrip(".:-")
         if len(raw) < 3:
             continue
         if _ERROR_CODE.match(raw):
