@@ -66,6 +66,7 @@ class HttpTrigger:
             access_log=False,
             log_level="warning",
             server_header=False,
+            proxy_headers=False,  # loopback service: no proxy to trust, no per-request parsing
             date_header=False,
             timeout_graceful_shutdown=5,
         )
