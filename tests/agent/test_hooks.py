@@ -181,3 +181,30 @@ def test_capture_rules_and_output_truncation(tmp_path: Path) -> None:
         truncate("z" * 10, 5).startswith("zzzzz")
         and scrub_text("password=hunter22") == "password=[REDACTED]"
     )
+
+
+def test_codex_post_tool_use_is_stored_with_its_tool_use_id(stack: Stack) -> None:
+    stack.start()
+    codex = f"{os.path.realpath(sys.executable)} -S {SCRIPTS['codex']}"
+    payload = {
+        "session_id": "codex-session-1",
+        "turn_id": "turn-3",
+        "transcript_path": None,
+        "cwd": str(stack.project_dir),
+        "hook_event_name": "PostToolUse",
+        "model": "gpt-5-codex",
+        "permission_mode": "on-request",
+        "tool_name": "shell",
+        "tool_input": {"command": ["cargo", "test", "--package", "ledger"]},
+        "tool_response": "test result: ok. 42 passed; 0 failed",
+        "tool_use_id": "call_codex_42",
+    }
+    for _ in range(2):
+        assert run_hook(codex, payload, stack.hook_env())[0] == 0
+    (obs,) = stack.observations("codex-session-1")
+    assert obs["project"] == "payments-svc"
+    assert "42 passed" in json.dumps(obs)
+    # Claude-only events are ignored by the Codex script.
+    subagent = payload | {"hook_event_name": "SubagentStart", "agent_id": "a"}
+    assert run_hook(codex, subagent, stack.hook_env())[0] == 0
+    assert len(stack.observations("codex-session-1")) == 1

@@ -158,5 +158,10 @@ def drain_spool(target: Target) -> None:
 
 
 def embedding_mode() -> str:
-    mode = os.environ.get("AGENTMEMORY_EMBEDDINGS") or os.environ.get("EMBEDDING_PROVIDER")
-    return mode or "off (keyless BM25 + graph)"
+    """As the search workers read it (`EMBEDDING_PROVIDER`, process env or ~/.agentmemory/.env)."""
+    mode = (os.environ.get("EMBEDDING_PROVIDER") or "none").strip().lower()
+    if mode == "none":
+        return "none (keyless: BM25 + graph)"
+    if mode == "openai":
+        return f"openai-compatible ({os.environ.get('EMBEDDING_MODEL', 'text-embedding-3-small')})"
+    return mode
