@@ -1,0 +1,120 @@
+"""The search functions in a real memory worker process, fed by the real write path."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+
+from engine import Client, FunctionError
+
+ENV = {"SEARCH_SNAPSHOT_SECONDS": "0.5", "EMBEDDING_PROVIDER": "none"}
+
+
+async def eventually(fn: Callable[[], Awaitable[Any]], timeout: float = 15.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            out = await fn()
+            if out:
+                return out
+        except (AssertionError, FunctionError):
+            if time.monotonic() > deadline:
+                raise
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met in time")
+        await asyncio.sleep(0.05)
+
+
+async def observe(client: Client, session: str, project: str, prompt: str) -> str:
+    out = await client.call("mem::observe", {
+        "hookType": "prompt_submit", "sessionId": session, "project": project,
+        "timestamp": "2026-02-03T10:00:00Z", "data": {"prompt": prompt},
+    })  # fmt: skip
+    return str(out["observationId"])
+
+
+async def found(client: Client, query: str, project: str, obs_id: str) -> bool:
+    out = await client.call("mem::smart-search", {"query": query, "project": project, "limit": 50})
+    return any(r["obsId"] == obs_id for r in out["results"])
+
+
+async def test_observed_records_are_found_by_smart_search_in_their_project_only(
+    client: Client, spawn: Any
+) -> None:
+    spawn("workers.memory", env=ENV)
+    mine = await observe(
+        client, "s1", "alpha", "Fix the flaky parseConfigFile test in src/app/config.py"
+    )
+    other = await observe(client, "s2", "beta", "Fix the flaky parseConfigFile test elsewhere")
+    await eventually(lambda: found(client, "flaky parse config", "alpha", mine))
+    out = await client.call(
+        "mem::smart-search", {"query": "flaky parse config", "project": "alpha"}
+    )
+    assert out["mode"] == "compact"
+    assert {r["obsId"] for r in out["results"]} == {mine}
+    assert set(out["results"][0]) >= {"obsId", "sessionId", "title", "type", "score", "timestamp"}
+    full = await client.call("mem::smart-search", {"expandIds": [other]})
+    assert full["mode"] == "expanded" and full["results"][0]["id"] == other
+    res = await client.call("mem::search", {"query": "parseConfigFile", "project": "beta"})
+    assert [r["id"] for r in res["results"]] == [other]
+    assert res["results"][0]["record"]["project"] == "beta"
+
+
+async def test_context_is_packed_within_the_token_budget(client: Client, spawn: Any) -> None:
+    spawn("workers.memory", env=ENV)
+    ids = [
+        await observe(client, f"s{i}", "gamma", f"step {i}: " + "investigate the cache " * 20)
+        for i in range(30)
+    ]
+    await eventually(lambda: found(client, "investigate cache", "gamma", ids[-1]), timeout=20)
+    out = await client.call("mem::context", {"sessionId": "new", "project": "gamma", "budget": 300})
+    assert 0 < out["tokens"] <= 300
+    assert out["blocks"] and out["context"].startswith("<agentmemory-context>")
+
+
+async def test_bad_search_input_is_rejected_with_the_field_named(
+    client: Client, spawn: Any
+) -> None:
+    spawn("workers.memory", env=ENV)
+    with pytest.raises(FunctionError) as err:
+        await client.call("mem::smart-search", {"query": "x", "limit": 0})
+    assert err.value.code == "BAD_REQUEST" and err.value.field == "limit"
+    with pytest.raises(FunctionError) as err:
+        await client.call("mem::search", {"query": "x", "kinds": ["nope"]})
+    assert err.value.code == "BAD_REQUEST" and err.value.field == "kinds"
+
+
+async def test_a_restarted_worker_restores_its_snapshot_and_replays_the_tail(
+    client: Client, spawn: Any
+) -> None:
+    proc = spawn("workers.memory", env=ENV)
+    first = await observe(client, "s1", "delta", "rotate the signing keys for the webhook relay")
+    await eventually(lambda: found(client, "signing keys webhook", "delta", first))
+    st = await eventually(lambda: _snapshotted(client))
+    assert st["snapshotSeq"] >= 1
+    proc.kill()
+    proc.wait()
+    # written while no search replica runs: only the stream holds it
+    import msgspec
+
+    from functions.records import EVENTS_SUBJECT, Observation, ObservationAdded
+
+    late = Observation(id="late-1", session_id="s9", project="delta", hook_type="prompt_submit",
+                       timestamp="2026-02-04T00:00:00Z", narrative="webhook relay retries exhausted")  # fmt: skip
+    await client.nc.jetstream().publish(
+        f"{EVENTS_SUBJECT}.observation", msgspec.json.encode(ObservationAdded(observation=late))
+    )
+    spawn("workers.memory", env=ENV)
+    await eventually(lambda: found(client, "signing keys webhook", "delta", first))
+    await eventually(lambda: found(client, "webhook relay retries", "delta", "late-1"))
+    status = await client.call("mem::search-status", {})
+    assert status["documents"] >= 2 and status["lag"] == 0
+
+
+async def _snapshotted(client: Client) -> dict[str, Any] | None:
+    st: dict[str, Any] = await client.call("mem::search-status", {})
+    return st if st.get("snapshotSeq") else None
