@@ -12,10 +12,11 @@ identical records, so a second run stages nothing.
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 from collections.abc import Callable
 from datetime import datetime
-from typing import Literal
+from typing import Literal, TypeVar
 
 import msgspec
 import nats.js.errors
@@ -38,6 +39,9 @@ from functions.records import (
 )
 
 MARKER = "run.consolidate"
+CONCURRENCY = 64
+"""KV reads and writes in flight at once (round trips, not CPU, bound a run)."""
+T = TypeVar("T")
 Fault = Callable[[str, int], None]
 """Test seam: called before each staged and each applied write with (phase, index)."""
 
@@ -121,24 +125,30 @@ class Consolidator:
             procedural.add(summary)
         counts = {"semantic": TierCounts(), "procedural": TierCounts()}
         changed: list[Memory] = []
-        for planned in [*semantic.facts(), *procedural.procedures()]:
-            tally = counts[planned.type]
-            old = await st.get(st.memories, planned.id, Memory)
-            if old is not None and _same(old, planned):
-                tally.unchanged += 1
-                continue
-            if old is None:
-                tally.created += 1
-            else:
-                tally.updated += 1
-            changed.append(merge(planned, old, at))
+        planned_all = [*semantic.facts(), *procedural.procedures()]
+        for chunk in _chunks(planned_all, CONCURRENCY):
+            olds = await asyncio.gather(*(st.get(st.memories, p.id, Memory) for p in chunk))
+            for planned, old in zip(chunk, olds, strict=True):
+                tally = counts[planned.type]
+                if old is not None and _same(old, planned):
+                    tally.unchanged += 1
+                    continue
+                if old is None:
+                    tally.created += 1
+                else:
+                    tally.updated += 1
+                changed.append(merge(planned, old, at))
         del semantic, procedural
 
         run = f"{now.strftime('%Y%m%dT%H%M%S')}{secrets.token_hex(4)}"
         if changed:
-            for i, m in enumerate(changed):
-                self._fault("stage", i)
-                await life.put(f"stage.{run}.{i}", m)
+            for start in range(0, len(changed), CONCURRENCY):
+                chunk = changed[start : start + CONCURRENCY]
+                for i in range(start, start + len(chunk)):
+                    self._fault("stage", i)
+                await asyncio.gather(
+                    *(life.put(f"stage.{run}.{start + j}", m) for j, m in enumerate(chunk))
+                )
             await life.put(MARKER, RunMarker(run=run, state="committed", count=len(changed), at=at))
             await self._apply(life, run, len(changed))
         return ConsolidateOut(
@@ -154,20 +164,24 @@ class Consolidator:
             self.fault(phase, i)
 
     async def _apply(self, stage: State, run: str, count: int) -> None:
-        st = self.store
-        for i in range(count):
-            m = await self.store.get(stage, f"stage.{run}.{i}", Memory)
-            if m is None:
-                continue
-            self._fault("apply", i)
-            # The msg id makes a rolled-forward apply publish each record once per run.
-            await st.publish(MemoryAdded(memory=m), msg_id=f"consolidate:{run}:{m.id}")
-            await st.memories.put(m.id, m)
+        for start in range(0, count, CONCURRENCY):
+            idx = range(start, min(count, start + CONCURRENCY))
+            staged = await asyncio.gather(
+                *(self.store.get(stage, f"stage.{run}.{i}", Memory) for i in idx)
+            )
+            for i in idx:
+                self._fault("apply", i)
+            await asyncio.gather(*(self._write(run, m) for m in staged if m is not None))
         marker = await self.store.get(stage, MARKER, RunMarker)
         if marker is not None and marker.run == run:
             marker.state = "applied"
             await stage.put(MARKER, marker)
         await self._purge_stage()
+
+    async def _write(self, run: str, m: Memory) -> None:
+        # The msg id makes a rolled-forward apply publish each record once per run.
+        await self.store.publish(MemoryAdded(memory=m), msg_id=f"consolidate:{run}:{m.id}")
+        await self.store.memories.put(m.id, m)
 
     async def _recover(self, stage: State) -> str:
         marker = await self.store.get(stage, MARKER, RunMarker)
@@ -186,3 +200,7 @@ class Consolidator:
             )
         except nats.js.errors.NotFoundError:
             pass
+
+
+def _chunks(items: list[T], size: int) -> list[list[T]]:
+    return [items[i : i + size] for i in range(0, len(items), size)]

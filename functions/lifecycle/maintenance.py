@@ -6,6 +6,7 @@ never holds a whole scope and never overwrites a concurrent change.
 
 from __future__ import annotations
 
+import asyncio
 from datetime import datetime
 
 import msgspec
@@ -28,6 +29,7 @@ from functions.records import (
     Observation,
 )
 
+PARALLEL_REMOVALS = 8
 PREVIEW = 1000
 """Ids listed per reason in a dry run (counts are always complete)."""
 
@@ -99,11 +101,23 @@ async def auto_forget(
         if not dry_run:
             for i in range(0, len(mids), cfg.forget.batch):
                 await _remove(store, ForgetIn(memory_ids=mids[i : i + cfg.forget.batch]), reason)
-    # Observations are removed batch by batch while scanning: the candidate list is never
-    # held whole, however many there are.
+    # Observations are removed batch by batch while scanning, a few batches in flight: the
+    # candidate list is never held whole, however many there are.
     batch: list[str] = []
     count = 0
     preview: list[str] = []
+    inflight: set[asyncio.Task[None]] = set()
+
+    async def submit(ids: list[str]) -> None:
+        if len(inflight) >= PARALLEL_REMOVALS:
+            done, _ = await asyncio.wait(inflight, return_when=asyncio.FIRST_COMPLETED)
+            inflight.difference_update(done)
+            for t in done:
+                t.result()  # surface a failed removal
+        inflight.add(
+            asyncio.create_task(_remove(store, ForgetIn(observation_ids=ids), "low-value"))
+        )
+
     async for _, o in scan_kv(store.js, OBSERVATIONS_BUCKET, Observation):
         if not low_value(o, cfg.forget, now):
             continue
@@ -114,10 +128,12 @@ async def auto_forget(
             continue
         batch.append(o.id)
         if len(batch) >= cfg.forget.batch:
-            await _remove(store, ForgetIn(observation_ids=batch), "low-value")
+            await submit(batch)
             batch = []
     if batch:
-        await _remove(store, ForgetIn(observation_ids=batch), "low-value")
+        await submit(batch)
+    if inflight:
+        await asyncio.gather(*inflight)
     if count:
         removed["low-value"] = count
         ids["low-value"] = preview

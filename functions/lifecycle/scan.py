@@ -64,8 +64,15 @@ async def scan_kv(
     """(key, value) for every live key of `bucket`, in pages; unreadable values are skipped
     (one corrupt record must not stop a sweep)."""
     prefix = f"$KV.{bucket}."
+    try:
+        info = await js.stream_info(f"KV_{bucket}")
+    except nats.js.errors.NotFoundError:
+        return
+    # With one value per key (history 1, our default) every stored message is a key's last
+    # value, and delivering all is far cheaper for the server than last-per-subject.
+    single = (info.config.max_msgs_per_subject or 0) == 1
     config = ConsumerConfig(
-        deliver_policy=DeliverPolicy.LAST_PER_SUBJECT,
+        deliver_policy=DeliverPolicy.ALL if single else DeliverPolicy.LAST_PER_SUBJECT,
         ack_policy=AckPolicy.NONE,
         inactive_threshold=30.0,
         mem_storage=True,

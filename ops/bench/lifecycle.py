@@ -23,11 +23,13 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from engine import Client, connect
 from engine._nats_server import NatsServer
 from functions.lifecycle.clock import iso
 from functions.memory.store import MemoryStore
-from functions.records import Observation, Session
+from functions.records import OBSERVATIONS_BUCKET, Observation, Session
 from ops.bench._common import emit, peak_rss_mb, spawn_python
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
@@ -69,9 +71,19 @@ def observation(i: int, rng: random.Random) -> Observation:
 async def seed(client: Client, n: int) -> None:
     store = await MemoryStore(client).open()
     rng = random.Random(n)
-    for start in range(0, n, 1000):
-        batch = [observation(i, rng) for i in range(start, min(n, start + 1000))]
-        await asyncio.gather(*(store.observations.put(o.id, o) for o in batch))
+    # Core publishes to the KV subjects, acks not awaited: the bucket's stream stores them
+    # all; we then wait until it holds every one. Seeding is not what is measured.
+    subject = f"$KV.{OBSERVATIONS_BUCKET}."
+    enc = msgspec.json.Encoder()
+    for i in range(n):
+        o = observation(i, rng)
+        await client.nc.publish(subject + o.id, enc.encode(o))
+        if i % 5000 == 4999:
+            await client.nc.flush()
+    await client.nc.flush()
+    js = client.nc.jetstream()
+    while (await js.stream_info(f"KV_{OBSERVATIONS_BUCKET}")).state.messages < n:
+        await asyncio.sleep(0.05)
     sessions = (n + PER_SESSION - 1) // PER_SESSION
     for start in range(0, sessions, 500):
         await asyncio.gather(
