@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import subprocess
 import time
 
-from tests.agent.conftest import Stack, run_hook, session_payloads, wait_until
+from tests.agent.conftest import CLI, Stack, run_hook, session_payloads, wait_until
 
 SESSION = "9f1c2e7a-4b3d-4e5f-8a9b-0c1d2e3f4a5b"
 
@@ -92,3 +94,26 @@ def _alive(pid: int) -> bool:
         return False
     time.sleep(0)
     return True
+
+
+def test_foreground_start_shows_the_four_ports_and_stops_on_ctrl_c(stack: Stack) -> None:
+    cmd = [*CLI, "start", "--data-dir", str(stack.data_dir), "--port", str(stack.port)]
+    proc = subprocess.Popen(
+        [*cmd, "--config", str(stack.config)],
+        env=stack.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    assert proc.stdout is not None
+    panel = ""
+    for line in proc.stdout:
+        panel += line
+        if "next" in line:
+            break
+    for offset, name in ((0, "REST"), (1, "streams"), (2, "viewer"), (3, "console")):
+        assert name in panel and str(stack.port + offset) in panel
+    wait_until(stack.serving, timeout=30, what="memory routes served")
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=60) == 0
+    assert not (stack.data_dir / "engine.pid").exists()

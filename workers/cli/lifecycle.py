@@ -84,22 +84,22 @@ def _tail(path: Path, offset: int) -> str:
 
 def run_foreground(target: Target, config: Path, on_ready: Any) -> int:
     """Run the supervisor attached to this terminal; `on_ready()` once it serves."""
+    # --quiet: worker logs stay in the data dir's logs/; the terminal gets the engine's
+    # own lines (errors, restarts) and the readiness panel in place of its ready line.
     proc = subprocess.Popen(
-        engine_command(target, config),
+        engine_command(target, config, "--quiet"),
         stdin=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         cwd=ROOT,
         env=_env(),
     )
     assert proc.stderr is not None
-    announced = False
     try:
         for raw in proc.stderr:
             line = raw.decode(errors="replace")
-            if not announced and READY_LINE in line:
-                announced = True
+            if READY_LINE in line:
                 on_ready()
-            elif "error" in line.lower() or not announced:
+            else:
                 sys.stderr.write(line)
         return proc.wait()
     except KeyboardInterrupt:
