@@ -221,3 +221,19 @@ def test_secret_is_generated_once_with_mode_0600(tmp_path: Path, monkeypatch) ->
     assert load_secret(path) == "from-env"
     assert bearer_matches("Bearer from-env", "from-env")
     assert not bearer_matches("Bearer from-en", "from-env")
+
+
+async def test_route_deleted_from_the_trigger_bucket_stops_being_served(http, client) -> None:
+    store = await client.state("engine_triggers", history=5)
+    keys = []
+    for k in await store.keys("http."):
+        if (await store.get(k))["config"].get("path") == "/t/open":
+            keys.append(k)
+    assert (await http.get("/t/open")).status_code == 200
+    for k in keys:
+        await store.delete(k)
+
+    async def gone() -> bool:
+        return (await http.get("/t/open")).status_code == 404
+
+    await eventually(gone, what="the deleted route to disappear")
