@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from engine import FunctionError
-from functions.memory.store import MemoryStore
+from functions.memory.store import MemoryStore, kv_key
 from functions.memory.wire import ForgetIn
 from functions.records import Memory, Observation, RecordsRemoved, Session
 
@@ -28,7 +28,7 @@ async def forget(
         m = await store.get(store.memories, mid, Memory)
         if m is None or not store.visible(m.agent_id, agent_id):
             continue
-        await store.memories.delete(mid)
+        await store.memories.delete(kv_key(mid))
         removed.append(mid)
         project = project or m.project
     obs_ids = list(dict.fromkeys(req.observation_ids))
@@ -42,14 +42,14 @@ async def forget(
         o = await store.get(store.observations, oid, Observation)
         if o is None or not store.visible(o.agent_id, agent_id):
             continue
-        await store.observations.delete(oid)
+        await store.observations.delete(kv_key(oid))
         removed.append(oid)
         project = project or o.project
     if req.session_id:
         s = await store.get(store.sessions, req.session_id, Session)
         if s is not None and store.visible(s.agent_id, agent_id):
-            await store.sessions.delete(req.session_id)
-            await store.summaries.delete(req.session_id)
+            await store.sessions.delete(kv_key(req.session_id))
+            await store.summaries.delete(kv_key(req.session_id))
             removed.append(req.session_id)
             project = project or s.project
     if removed:

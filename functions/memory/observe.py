@@ -23,7 +23,7 @@ from engine import FunctionError
 from functions.memory.compress import as_text, compress
 from functions.memory.inbox import Inbox, Pending
 from functions.memory.scrub import scrub, scrub_value
-from functions.memory.store import STORE_ERRORS, MemoryStore, now_iso
+from functions.memory.store import STORE_ERRORS, MemoryStore, kv_key, now_iso
 from functions.memory.wire import ObserveIn, ObserveOut
 from functions.records import Observation, ObservationAdded, Session
 
@@ -122,7 +122,7 @@ class Observer:
         if claimed is None and await st.presence(st.observations, obs.id) != "absent":
             return "duplicate"
         await st.publish(ObservationAdded(observation=obs), msg_id=obs.id)
-        await st.observations.put(obs.id, obs)
+        await st.observations.put(kv_key(obs.id), obs)
         await self._touch_session(obs)
         return "accepted"
 
@@ -135,7 +135,7 @@ class Observer:
             return
         self._known_sessions.add(obs.session_id)
         await self.store.sessions.create(
-            obs.session_id,
+            kv_key(obs.session_id),
             Session(
                 id=obs.session_id,
                 project=obs.project,

@@ -12,6 +12,7 @@ from typing import Any
 import msgspec
 
 from engine import Context, FunctionError, HttpRequest, HttpResponse, Worker
+from functions.memory.schemas import response_schema
 from functions.memory.service import MemoryService
 from functions.memory.status import status_html
 from functions.memory.wire import (
@@ -166,6 +167,7 @@ def _register_rest(worker: Worker, svc: MemoryService, op: Op) -> None:
     }
     if op.source == "body":
         config["body_schema"] = msgspec.json.schema(op.request)
-    if op.name == "observe":
-        config["response_schema"] = msgspec.json.schema(ObserveOut)
+    schema = response_schema(op.name)
+    if schema is not None:
+        config["response_schema"] = schema
     worker.trigger("http", fid, **config)

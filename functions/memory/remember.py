@@ -10,7 +10,7 @@ from typing import Any
 import msgspec
 
 from functions.memory.scrub import scrub
-from functions.memory.store import MemoryStore, new_id, now_iso
+from functions.memory.store import MemoryStore, kv_key, new_id, now_iso
 from functions.memory.wire import RememberIn, to_wire
 from functions.records import Memory, MemoryAdded, RecordsRemoved
 
@@ -72,7 +72,7 @@ async def remember(store: MemoryStore, req: RememberIn) -> dict[str, Any]:
         scored = scored[1:]
 
     await store.publish(MemoryAdded(memory=memory), msg_id=memory.id)
-    await store.memories.put(memory.id, memory)
+    await store.memories.put(kv_key(memory.id), memory)
     if superseded is not None:
         old_id = superseded.id
 
@@ -82,7 +82,7 @@ async def remember(store: MemoryStore, req: RememberIn) -> dict[str, Any]:
             cur.superseded_by, cur.updated_at = memory.id, now
             return cur
 
-        await store.memories.update(old_id, mark, type=Memory)
+        await store.memories.update(kv_key(old_id), mark, type=Memory)
         await store.publish(RecordsRemoved(ids=[old_id], reason="superseded"))
         await store.audit(
             "supersede",

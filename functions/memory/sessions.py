@@ -9,7 +9,7 @@ from typing import Any
 
 from engine import FunctionError
 from functions.memory.scrub import scrub
-from functions.memory.store import MemoryStore, now_iso
+from functions.memory.store import MemoryStore, kv_key, now_iso
 from functions.memory.wire import ListIn, SessionEndIn, SessionStartIn
 from functions.records import Observation, Session
 
@@ -39,7 +39,7 @@ async def start_session(store: MemoryStore, req: SessionStartIn) -> dict[str, An
             cur.project = scrub(req.project)
         return cur
 
-    session = await store.sessions.update(sid, upsert, type=Session)
+    session = await store.sessions.update(kv_key(sid), upsert, type=Session)
     context = await _context(store, sid, scrub(req.project), agent)
     return {"session": session, "context": context}
 
@@ -76,7 +76,7 @@ async def end_session(
         return cur
 
     try:
-        await store.sessions.update(sid, finish, type=Session)
+        await store.sessions.update(kv_key(sid), finish, type=Session)
     except Exception:
         counts[sid] += added  # keep the delta for the next end
         raise
@@ -94,7 +94,7 @@ async def flush_counts(store: MemoryStore, counts: Counter[str]) -> None:
             cur.observation_count += n
             return cur
 
-        await store.sessions.update(sid, add, type=Session)
+        await store.sessions.update(kv_key(sid), add, type=Session)
         counts.pop(sid, None)
 
 

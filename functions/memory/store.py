@@ -4,7 +4,9 @@ and what a process of the memory worker remembers about itself (boot id, scope).
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import os
+import re
 import secrets
 import time
 from datetime import UTC, datetime
@@ -49,6 +51,17 @@ DUPLICATE_WINDOW = 600.0
 
 _event_encoder = msgspec.json.Encoder()
 Presence = Literal["present", "deleted", "absent"]
+
+
+_KEY_OK = re.compile(r"^[-/_=a-zA-Z0-9]+(?:\.[-/_=a-zA-Z0-9]+)*$")
+
+
+def kv_key(raw: str) -> str:
+    """A KV key for an id from outside (session ids, imported ids): valid keys are kept,
+    anything else (spaces, ':', '..', too long) becomes a stable hash."""
+    if len(raw) <= 200 and _KEY_OK.match(raw):
+        return raw
+    return "_h_" + hashlib.sha256(raw.encode()).hexdigest()[:40]
 
 
 def now_iso() -> str:
@@ -128,7 +141,7 @@ class MemoryStore:
         """Whether a key holds a value, was deleted (tombstone kept), or never existed."""
         kv: KeyValue = state.kv
         try:
-            e = await kv.get(key)
+            e = await kv.get(kv_key(key))
         except nats.js.errors.KeyNotFoundError as err:
             # nats-py reports a tombstone as "not found" carrying the DEL/PURGE operation
             return "deleted" if err.op in ("DEL", "PURGE") else "absent"
@@ -136,7 +149,7 @@ class MemoryStore:
 
     async def get(self, state: State, key: str, type_: type[T]) -> T | None:
         try:
-            return await state.get(key, type_)
+            return await state.get(kv_key(key), type_)
         except nats.js.errors.KeyDeletedError:
             return None
 

@@ -12,7 +12,7 @@ import msgspec
 from engine import FunctionError
 from functions.memory.observe import DedupRecord, dedup_key
 from functions.memory.scrub import scrub_value
-from functions.memory.store import MemoryStore, now_iso
+from functions.memory.store import MemoryStore, kv_key, now_iso
 from functions.memory.wire import ExportIn, ImportIn, from_wire, to_wire
 from functions.records import (
     Memory,
@@ -112,9 +112,9 @@ async def import_(store: MemoryStore, req: ImportIn) -> dict[str, Any]:
 
     async def write(state: Any, key: str, value: Any) -> bool:
         if merge:
-            await state.put(key, value)
+            await state.put(kv_key(key), value)
             return True
-        return await state.create(key, value) is not None
+        return await state.create(kv_key(key), value) is not None
 
     for s in sessions:
         if await write(store.sessions, s.id, s):
@@ -156,11 +156,11 @@ async def _wipe(store: MemoryStore, agent_id: str) -> None:
     for state, type_ in kinds:
         for rec in await store.load_all(state, type_):
             if store.visible(rec.agent_id, agent_id):
-                await state.delete(rec.id)
+                await state.delete(kv_key(rec.id))
                 removed.append(rec.id)
     for sm in await store.load_all(store.summaries, SessionSummary):
         if store.visible(sm.agent_id, agent_id):
-            await store.summaries.delete(sm.session_id)
+            await store.summaries.delete(kv_key(sm.session_id))
     if removed:
         await store.publish(RecordsRemoved(ids=removed, reason="import-replace"))
     await store.audit(

@@ -50,8 +50,17 @@ def from_wire(value: Any, type_: Any) -> Any:
 
 
 def wire_schema(type_: Any) -> dict[str, Any]:
-    """JSON Schema of a snake_case record, with property names as `to_wire` emits them."""
-    return _camel_schema(msgspec.json.schema(type_))  # type: ignore[no-any-return]
+    """JSON Schema of a snake_case record, with property names as `to_wire` emits them.
+
+    Definitions are renamed `Wire<Name>`: the OpenAPI document merges every worker's
+    definitions into one namespace, where another worker may describe the snake_case
+    record under its plain name.
+    """
+    schema: dict[str, Any] = _camel_schema(msgspec.json.schema(type_))
+    text = msgspec.json.encode(schema).decode().replace('"#/$defs/', '"#/$defs/Wire')
+    out: dict[str, Any] = msgspec.json.decode(text)
+    out["$defs"] = {f"Wire{k}": v for k, v in out.get("$defs", {}).items()}
+    return out
 
 
 def _camel_schema(s: Any) -> Any:

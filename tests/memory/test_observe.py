@@ -128,3 +128,18 @@ async def test_missing_field_is_named(client: Client, memory_worker: Any) -> Non
     with pytest.raises(FunctionError) as ei:
         await observe(client, p)
     assert ei.value.field == "sessionId"
+
+
+async def test_session_ids_that_are_not_kv_keys_still_work(
+    client: Client, memory_worker: Any
+) -> None:
+    memory_worker()
+    sid = "conversation: 42 / ..odd"
+    out = await observe(client, payload(sessionId=sid, eventId="odd"))
+    assert out.status == "accepted"
+    await client.call("mem::session-start", {"sessionId": sid, "project": "p"}, timeout=5)
+    await client.call("mem::session-end", {"sessionId": sid}, timeout=5)
+    got = await client.call("mem::observations", {"sessionId": sid}, timeout=5)
+    assert [o["sessionId"] for o in got["observations"]] == [sid]
+    sessions = await client.call("mem::sessions", {}, timeout=5)
+    assert [(s["id"], s["status"]) for s in sessions["sessions"]] == [(sid, "ended")]
