@@ -86,6 +86,8 @@ def declare_http() -> None:
         body_schema=msgspec.json.schema(Note),
         response_schema=msgspec.json.schema(Note),
     )
+    # No schemas declared: the OpenAPI document takes them from the function's own types.
+    worker.trigger("http", "t::note", method="PUT", path="/t/note", mode="body")
 
 
 class Job(msgspec.Struct):

@@ -191,6 +191,9 @@ async def test_openapi_document_lists_routes_and_their_schemas(http) -> None:
     assert "text" in doc["components"]["schemas"]["Note"]["properties"]
     assert doc["paths"]["/t/echo/{name}"]["get"]["parameters"][0]["name"] == "name"
     assert "security" not in doc["paths"]["/t/open"]["get"]
+    put = doc["paths"]["/t/note"]["put"]  # declared without schemas: read from $SRV.INFO
+    assert put["requestBody"]["content"]["application/json"]["schema"]["$ref"].endswith("/Note")
+    assert "content" in put["responses"]["200"]
 
 
 async def test_routes_appear_live_when_a_worker_registers_later(spawn, client: Client) -> None:

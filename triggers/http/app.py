@@ -17,6 +17,7 @@ import msgspec
 from engine import Client, FunctionError, HttpRequest
 from triggers.http.openapi import build_openapi
 from triggers.http.routes import Route, RouteTable
+from triggers.http.schemas import Schemas, function_schemas
 from triggers.http.secret import bearer_matches
 from triggers.http.settings import HttpSettings
 
@@ -99,7 +100,7 @@ class HttpApp:
                 return
         try:
             if method == "GET" and path in self.settings.openapi_paths:
-                await _send(send, 200, self._openapi_doc(), extra)
+                await _send(send, 200, await self._openapi_doc(), extra)
                 return
             route, params, exists = self.table.match(method, path)
             if route is None:
@@ -224,9 +225,17 @@ class HttpApp:
                 self._origins[origin] = ok
         return ok
 
-    def _openapi_doc(self) -> bytes:
+    async def _openapi_doc(self) -> bytes:
         if self._openapi is None or self._openapi[0] != self.table.version:
-            doc = build_openapi(self.table.routes(), self.settings.title)
+            routes = self.table.routes()
+            found: Schemas = {}
+            if any(
+                r.config.mode == "body"
+                and (r.config.body_schema is None or r.config.response_schema is None)
+                for r in routes
+            ):
+                found = await function_schemas(self.client.nc)
+            doc = build_openapi(routes, self.settings.title, found)
             self._openapi = (self.table.version, _encoder.encode(doc))
         return self._openapi[1]
 
