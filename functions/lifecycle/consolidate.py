@@ -30,11 +30,9 @@ from functions.lifecycle.semantic import SemanticPlanner
 from functions.memory.store import MemoryStore
 from functions.records import (
     LIFECYCLE_BUCKET,
-    OBSERVATIONS_BUCKET,
     SUMMARIES_BUCKET,
     Memory,
     MemoryAdded,
-    Observation,
     SessionSummary,
 )
 
@@ -115,11 +113,9 @@ class Consolidator:
         life = await st.client.state(LIFECYCLE_BUCKET)
         recovered = await self._recover(life)
         at = clock.iso(now)
-        swept = await sweep(st, now, None, cap=self.cap)
-
         semantic = SemanticPlanner(self.min_sessions, self.cap)
-        async for _, obs in scan_kv(st.js, OBSERVATIONS_BUCKET, Observation):
-            semantic.add(obs)
+        # One pass over the observations feeds both the summaries and the semantic planner.
+        swept = await sweep(st, now, None, cap=self.cap, visit=semantic.add)
         procedural = ProcedurePlanner(self.min_sessions, self.cap)
         async for _, summary in scan_kv(st.js, SUMMARIES_BUCKET, SessionSummary):
             procedural.add(summary)

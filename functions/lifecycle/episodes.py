@@ -6,6 +6,7 @@ sweep costs one pass however many sessions it closes. Nothing is deleted here.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from functions.lifecycle import clock
@@ -23,14 +24,22 @@ from functions.records import (
 
 
 async def summarize_sessions(
-    store: MemoryStore, session_ids: set[str], now: datetime, *, cap: int = 32
+    store: MemoryStore,
+    session_ids: set[str],
+    now: datetime,
+    *,
+    cap: int = 32,
+    visit: Callable[[Observation], None] | None = None,
 ) -> list[SessionSummary]:
     """Write (or refresh) the summary of each session; unchanged summaries are not rewritten.
-    Returns the summaries written."""
-    if not session_ids:
+    Returns the summaries written. `visit` sees every observation of the scan, so a caller
+    needing its own pass (consolidation) shares this one."""
+    if not session_ids and visit is None:
         return []
     digests = {sid: SessionDigest(sid, cap=cap) for sid in session_ids}
     async for _, obs in scan_kv(store.js, OBSERVATIONS_BUCKET, Observation):
+        if visit is not None:
+            visit(obs)
         d = digests.get(obs.session_id)
         if d is not None:
             d.add(obs)
@@ -59,7 +68,12 @@ class SweepResult:
 
 
 async def sweep(
-    store: MemoryStore, now: datetime, stale_hours: float | None, *, cap: int = 32
+    store: MemoryStore,
+    now: datetime,
+    stale_hours: float | None,
+    *,
+    cap: int = 32,
+    visit: Callable[[Observation], None] | None = None,
 ) -> SweepResult:
     """Abandon sessions idle past `stale_hours` (None: abandon none), then summarize every
     closed session that has no summary yet (abandoned now, or ended while summarizing
@@ -96,5 +110,5 @@ async def sweep(
         if after is not None and after.status == "abandoned" and after.ended_at == clock.iso(now):
             abandoned.append(sid)
     todo = closed_unsummarized | set(abandoned)
-    written = await summarize_sessions(store, todo, now, cap=cap)
+    written = await summarize_sessions(store, todo, now, cap=cap, visit=visit)
     return SweepResult(abandoned, [s.session_id for s in written])
