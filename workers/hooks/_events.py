@@ -5,7 +5,11 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import Any
+
+# `typing` costs ~4 ms of start-up; annotations are strings here, so only mypy needs it.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 try:
     from workers.hooks import _hookcore as core
