@@ -26,8 +26,8 @@ FIXTURES = Path(__file__).parent / "fixtures"
 _SCRIPT = Path(sys.executable).parent / "agentmemory"
 CLI = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "workers.cli"]
 
-# The stack a new user gets: the http trigger and the memory worker. config/engine.yaml is
-# used as soon as it runs the memory worker; until then, the same two workers from here.
+# The stack a new user gets: the http trigger, memory and lifecycle workers. config/engine.yaml is
+# used as soon as it runs the memory worker; until then, the same workers from here.
 _TEST_CONFIG = """
 instance: 0
 stop_timeout: 20
@@ -37,6 +37,9 @@ workers:
   - name: memory
     module: workers.memory
     depends_on: [http]
+  - name: lifecycle
+    module: workers.lifecycle
+    depends_on: [memory]
 """
 
 

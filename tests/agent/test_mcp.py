@@ -127,3 +127,64 @@ async def test_mcp_reaches_the_local_engine_over_the_bus_without_a_url(stack: St
     with stack.rest() as c:
         memories = c.get("/agentmemory/memories").json()["memories"]
     assert any(m["content"] == "saved over NATS" for m in memories)
+
+
+async def test_every_tool_resource_and_prompt_answers_against_the_real_service(
+    stack: Stack,
+) -> None:
+    import mcp
+
+    stack.start()
+    gateway = RestGateway(stack.url, stack.secret())
+
+    async def provider() -> Gateway:
+        return gateway
+
+    app = build_app(provider)
+    project = "payments-svc"
+    async with mcp.Client(app) as c:
+        saved = await c.call_tool(
+            "memory_save",
+            {
+                "content": "Webhook retries are deduplicated by Stripe event id",
+                "project": project,
+                "files": ["app/webhooks/stripe.py"],
+            },
+        )
+        assert not saved.is_error, _text(saved)
+        memory_id = json.dumps(saved.structured_content)
+        calls: dict[str, dict[str, Any]] = {
+            "memory_smart_search": {"query": "stripe webhook retries"},
+            "memory_recall": {"query": "stripe webhook retries", "project": project},
+            "memory_sessions": {},
+            "memory_timeline": {"project": project, "after": "2026-01-01T00:00:00Z"},
+            "memory_profile": {"project": project},
+            "memory_file_history": {"files": ["app/webhooks/stripe.py"]},
+            "memory_export": {},
+            "memory_consolidate": {},
+            "memory_audit": {"limit": 5},
+        }
+        for name, args in calls.items():
+            result = await c.call_tool(name, args)
+            assert not result.is_error, f"{name}: {_text(result)}"
+            assert isinstance(result.structured_content, dict), name
+        hits = await c.call_tool("memory_smart_search", {"query": "stripe webhook retries"})
+        assert (
+            "Stripe event id" in json.dumps(hits.structured_content)
+            or "stripe" in json.dumps(hits.structured_content).lower()
+        )
+
+        ids = [
+            m["id"] for m in (await c.call_tool("memory_export", {})).structured_content["memories"]
+        ]  # type: ignore[index]
+        assert ids and ids[0] in memory_id
+        forgot = await c.call_tool("memory_forget", {"memory_ids": ids, "reason": "test cleanup"})
+        assert not forgot.is_error, _text(forgot)
+        audit = await c.call_tool("memory_audit", {"limit": 5})
+        assert "test cleanup" in json.dumps(audit.structured_content)
+
+        profile = await c.read_resource(f"agentmemory://project/{project}/profile")
+        assert profile.contents and json.loads(profile.contents[0].text) is not None  # type: ignore[union-attr]
+        handoff = await c.get_prompt("session_handoff", {"project": project})
+        assert "handoff" in handoff.messages[0].content.text  # type: ignore[union-attr]
+    await gateway.close()

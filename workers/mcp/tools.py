@@ -106,19 +106,21 @@ def register_tools(app: MCPServer, provider: GatewayProvider) -> None:
 
     @app.tool(
         name="memory_timeline",
-        description="What happened around an anchor (an observation id, or a date/time).",
+        description="Observations in time order, for a session or a project, within a time window.",
     )
     async def memory_timeline(
-        anchor: Annotated[str, Field(min_length=1, description="Observation id or ISO time.")],
-        before: Annotated[int, Field(ge=0, le=50)] = 5,
-        after: Annotated[int, Field(ge=0, le=50)] = 5,
+        session_id: Annotated[str, Field(description="Only this session.")] = "",
         project: Project = None,
+        after: Annotated[str, Field(description="ISO-8601 time: entries after it.")] = "",
+        before: Annotated[str, Field(description="ISO-8601 time: entries before it.")] = "",
+        limit: Limit = 50,
     ) -> dict[str, Any]:
-        body: dict[str, Any] = {"anchor": _nonblank(anchor, "anchor"), "before": before}
-        body["after"] = after
+        body: dict[str, Any] = {"limit": limit, "after": after, "before": before}
+        if session_id:
+            body["sessionId"] = session_id
         if project:
             body["project"] = project
-        return as_dict(await call(provider, "POST", "/agentmemory/timeline", body), "timeline")
+        return as_dict(await call(provider, "POST", "/agentmemory/timeline", body), "entries")
 
     @app.tool(name="memory_profile", description="A project's profile: top files, concepts.")
     async def memory_profile(
@@ -154,9 +156,8 @@ def register_tools(app: MCPServer, provider: GatewayProvider) -> None:
         name="memory_consolidate",
         description="Consolidate observations into lasting memories now.",
     )
-    async def memory_consolidate(project: Project = None) -> dict[str, Any]:
-        body = {"project": project} if project else {}
-        return as_dict(await call(provider, "POST", "/agentmemory/consolidate", body))
+    async def memory_consolidate() -> dict[str, Any]:
+        return as_dict(await call(provider, "POST", "/agentmemory/consolidate", {}))
 
     @app.tool(name="memory_audit", description="The audit log: deletions, imports, merges.")
     async def memory_audit(limit: Limit = 50) -> dict[str, Any]:
