@@ -131,7 +131,7 @@ def test_session_start_prints_context_only_when_enabled(stack: Stack) -> None:
             "AGENTMEMORY_CONTEXT_MAX_CHARS": "50000",
         }
     )
-    assert len(out) <= 9000
+    assert 0 < len(out) <= 9000 and "stripe" in out.lower(), out
 
 
 def test_spool_is_bounded_in_bytes_and_age(tmp_path: Path) -> None:
