@@ -127,7 +127,8 @@ _STOP = frozenset(
     please make sure need want like using used use does done here first last each every
     passed failed redacted""".split()
 )
-_FAILURE_HINT = re.compile(r"(?i)\b(error|failed|failure|traceback|exception|fatal|panic)\b")
+# Matched against lower-cased text: IGNORECASE alternations cost ~20x more in `re`.
+_FAILURE_HINT = re.compile(r"\b(?:error|failed|failure|traceback|exception|fatal|panic)\b")
 
 
 def as_text(value: Any) -> str:
@@ -184,7 +185,7 @@ def _concepts(tool: str, files: list[str], texts: list[str]) -> list[str]:
             add(_EXT_LANG[ext])
     # A bounded sample is enough for a few concepts, and keeps ingest cost flat for 8 KB
     # tool outputs.
-    joined = "\n".join(t[:1500] for t in texts)[:4000]
+    joined = "\n".join(t[:1000] for t in texts)[:2500]
     for m in _ERROR_NAME.finditer(joined):
         add(m.group(1))
     if tool:
@@ -287,7 +288,7 @@ def compress(hook_type: str, data: dict[str, Any]) -> Compressed:
         facts.append("error: " + _first_line(error, 200))
 
     importance = _IMPORTANCE.get(obs_type, 3)
-    if obs_type == "command" and _FAILURE_HINT.search(output[:4000]):
+    if obs_type == "command" and _FAILURE_HINT.search(output[:4000].lower()):
         importance += 2
     if obs_type in ("file_write", "file_edit") and len(files) > 2:
         importance += 1

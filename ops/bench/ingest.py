@@ -161,6 +161,15 @@ def run_wrk(url: str, script: Path, seconds: int, connections: int) -> dict[str,
     }
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process (Linux /proc), to show where the time goes."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _ms(text: str) -> float:
     m = re.match(r"([\d.]+)(us|ms|s)", text)
     assert m, text
@@ -251,7 +260,19 @@ def main() -> None:
         run_wrk(bare_url, script, 1, args.connections)  # warm-up
         bare = run_wrk(bare_url, script, seconds, args.connections)
         run_wrk(observe_url, script, 1, args.connections)
+        assert srv.proc is not None
+        pids = {
+            "memory_worker": procs[0].pid,
+            "http_trigger": procs[1].pid,
+            "nats_server": srv.proc.pid,
+        }
+        before = {k: cpu_seconds(p) for k, p in pids.items()}
         observe = run_wrk(observe_url, script, seconds, args.connections)
+        done = observe["rps"] * seconds
+        cpu_ms = {
+            f"cpu_ms_per_obs_{k}": round((cpu_seconds(p) - before[k]) * 1000 / max(done, 1), 3)
+            for k, p in pids.items()
+        }
         ratio = observe["rps"] / bare["rps"] if bare["rps"] else 0.0
         print(
             f"bare    {bare['rps']:8.0f} req/s  p50 {bare['p50_ms']:.2f} ms  p99 {bare['p99_ms']:.2f} ms",
@@ -275,6 +296,8 @@ def main() -> None:
                     "observe_p99_ms": observe["p99_ms"],
                     "bare_p99_ms": bare["p99_ms"],
                     "observe_non_2xx": observe["non_2xx"],
+                    **cpu_ms,
+                    "load_avg_1m": round(os.getloadavg()[0], 2),
                 }
             )
         )
