@@ -6,6 +6,7 @@ they do not share the CPU, in alternating rounds (best round of each side is kep
 NATS request to a worker process and back.
 
     .venv/bin/python ops/bench/http.py [--quick] [--connections 32] [--seconds 10]
+                                       [--no-tracing]   (ENGINE_TRACE_SAMPLING is passed on)
 
 The last line printed is one JSON object: trigger_rps, bare_rps, ratio, trigger_p99_ms, ...
 """
@@ -233,6 +234,7 @@ def main() -> None:
                 "bench": "http",
                 "connections": a.connections,
                 "tracing": not a.no_tracing,
+                "trace_sampling": os.environ.get("ENGINE_TRACE_SAMPLING", "1.0"),
                 "seconds": seconds,
                 "trigger_rps": round(trig["rps"], 1),
                 "bare_rps": round(bare["rps"], 1),
