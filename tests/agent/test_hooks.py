@@ -208,3 +208,24 @@ def test_codex_post_tool_use_is_stored_with_its_tool_use_id(stack: Stack) -> Non
     subagent = payload | {"hook_event_name": "SubagentStart", "agent_id": "a"}
     assert run_hook(codex, subagent, stack.hook_env())[0] == 0
     assert len(stack.observations("codex-session-1")) == 1
+
+
+def test_drain_with_the_server_still_down_keeps_every_event(tmp_path: Path) -> None:
+    env = {
+        "HOME": str(tmp_path),
+        "AGENTMEMORY_URL": f"http://127.0.0.1:{free_block()}",
+        "AGENTMEMORY_SPOOL_DIR": str(tmp_path / "spool"),
+    }
+    settings = Settings(env)
+    for i in range(3):
+        _spool.append(settings, "POST", "/agentmemory/observe", {"eventId": f"live-{i}"})
+    # What a drain that died half-way leaves behind is picked up too.
+    leftover = tmp_path / "spool" / "hooks.jsonl.draining"
+    leftover.write_text(
+        json.dumps({"at": time.time(), "method": "POST", "path": "/x", "body": {"eventId": "old"}})
+        + "\n"
+    )
+    assert _spool.drain(settings) == (0, 1)
+    ids = sorted(e["body"]["eventId"] for e in _spool.read(settings))
+    assert ids == ["live-0", "live-1", "live-2", "old"]
+    assert not leftover.exists()

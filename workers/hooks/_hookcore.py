@@ -248,10 +248,7 @@ def deliver(
 def drain_in_background(settings: Settings) -> None:
     """The server answered: let a detached child replay what earlier hooks spooled."""
     spool = os.path.join(settings.spool_dir, "hooks.jsonl")
-    try:
-        if os.stat(spool).st_size == 0:
-            return
-    except OSError:
+    if not any(_nonempty(spool + suffix) for suffix in ("", ".draining")):
         return
     if not hasattr(os, "fork"):
         return
@@ -273,6 +270,13 @@ def drain_in_background(settings: Settings) -> None:
         _spool.drain(settings)
     finally:
         os._exit(0)
+
+
+def _nonempty(path: str) -> bool:
+    try:
+        return os.stat(path).st_size > 0
+    except OSError:
+        return False
 
 
 def emit_context(settings: Settings, text: Any) -> None:

@@ -112,20 +112,26 @@ def drain(settings: core.Settings, timeout: float = 3.0) -> tuple[int, int]:
         except OSError:
             return (0, 0)  # another process is draining
         working = target + ".draining"
-        if not os.path.exists(working):
-            try:
-                os.rename(target, working)
-            except FileNotFoundError:
-                return (0, 0)
-        fd = os.open(working, os.O_RDONLY)
-        fcntl.flock(fd, fcntl.LOCK_EX)  # waits for a writer that still holds the old inode
-        with os.fdopen(fd, "rb") as f:
-            lines = f.read().splitlines()
-        delivered, keep = _replay(settings, lines, timeout)
-        for entry in keep:
-            append(settings, entry["method"], entry["path"], entry["body"], entry["at"])
-        os.unlink(working)
-        return delivered, len(keep)
+        delivered = kept = 0
+        # A leftover from a drain that died is replayed first, then the live spool.
+        for _ in range(2):
+            if not os.path.exists(working):
+                try:
+                    os.rename(target, working)
+                except FileNotFoundError:
+                    break
+            fd = os.open(working, os.O_RDONLY)
+            fcntl.flock(fd, fcntl.LOCK_EX)  # waits for a writer still on the old inode
+            with os.fdopen(fd, "rb") as f:
+                lines = f.read().splitlines()
+            done, keep = _replay(settings, lines, timeout)
+            for entry in keep:
+                append(settings, entry["method"], entry["path"], entry["body"], entry["at"])
+            os.unlink(working)
+            delivered, kept = delivered + done, kept + len(keep)
+            if keep:
+                break  # the server is away again: what is left waits for the next drain
+        return delivered, kept
     finally:
         os.close(lock)
 
