@@ -17,13 +17,13 @@ KINDS = (KIND_OBSERVATION, KIND_MEMORY, KIND_SUMMARY)
 
 @dataclass(frozen=True)
 class FieldWeights:
-    title: float = 1.5
+    title: float = 1.0
     facts: float = 1.0
     concepts: float = 1.0
     files: float = 1.0
     narrative: float = 1.0
     raw: float = 1.0
-    """Source text; indexed only where it says more than the narrative."""
+    """Source text (scrubbed); the narrative only adds the words it lacks."""
     tool: float = 0.5
 
 
@@ -70,9 +70,13 @@ def _fields(
     tf: dict[str, float] = {}
     length = 0.0
     length += _weigh(tf, tokenize(title), weights.title)
-    length += _weigh(tf, tokenize(narrative), weights.narrative)
-    if raw and raw.strip() != narrative.strip() and raw not in narrative:
-        length += _weigh(tf, tokenize(raw), weights.raw)
+    # The narrative is usually derived from the source text (often a truncated copy of
+    # it): the source is indexed whole, and the narrative adds only the words it lacks,
+    # so a turn is neither cut at the narrative's cap nor counted twice.
+    body = tokenize(raw)
+    seen = set(body)
+    length += _weigh(tf, body, weights.raw)
+    length += _weigh(tf, [t for t in tokenize(narrative) if t not in seen], weights.narrative)
     length += _weigh(tf, tokenize(" \n".join(facts)), weights.facts)
     length += _weigh(tf, tokenize(" \n".join(concepts)), weights.concepts)
     length += _weigh(tf, tokenize(" \n".join(files)), weights.files)

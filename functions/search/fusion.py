@@ -16,9 +16,9 @@ class SessionLookup(Protocol):
 @dataclass(frozen=True)
 class FusionWeights:
     bm25: float = 1.0
-    session: float = 0.4
+    session: float = 0.5
     vector: float = 0.5
-    graph: float = 0.3
+    graph: float = 0.1
     time: float = 1.0
     agreement: float = 0.0
     """Added per extra stream that ranked a document in its top `agreement_depth`,

@@ -19,6 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from functions.memory.compress import compress
 from functions.records import Observation
 from functions.search.index import SearchIndex
 from functions.search.vectors import LocalEmbedder, VectorIndex
@@ -38,18 +39,23 @@ KEYS = (
 
 
 def observation(conv: Conversation, i: int) -> Observation:
+    """The record the write path makes of a turn sent as a `prompt_submit` observation."""
     t = conv.turns[i]
-    first = t.text.split(". ")[0]
+    c = compress("prompt_submit", {"prompt": t.text})
     return Observation(
         id=f"obs_{conv.sample_id}_{i}",
         session_id=f"{conv.sample_id}-s{t.session}",
         project=conv.sample_id,
         hook_type="prompt_submit",
         timestamp=t.timestamp,
-        type="conversation",
-        title=first[:80],
-        narrative=t.text,
-        raw=t.text,
+        type=c.type,
+        title=c.title,
+        narrative=c.narrative,
+        facts=c.facts,
+        concepts=c.concepts,
+        files=c.files,
+        importance=c.importance,
+        raw=c.raw,
         event_id=t.dia_id,
     )
 
@@ -104,23 +110,33 @@ def table(results: dict[str, Scores]) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
-    ap.add_argument("--inproc", action="store_true", help="feed SearchIndex directly")
+    ap.add_argument(
+        "--inproc", action="store_true", help="feed SearchIndex directly (fast, for tuning)"
+    )
     ap.add_argument("--no-local", action="store_true", help="skip the local-embedding run")
     ap.add_argument("--no-baselines", action="store_true")
     args = ap.parse_args()
     convs = load(args.data)
     results: dict[str, Scores] = {}
     t0 = time.perf_counter()
-    results["ours (keyless)"] = run_inproc(convs, None)
-    if not args.no_local:
-        results["ours (local)"] = run_inproc(convs, LocalEmbedder())
+    mode = "inproc" if args.inproc else "through-engine"
+    if args.inproc:
+        results["ours (keyless)"] = run_inproc(convs, None)
+        if not args.no_local:
+            results["ours (local)"] = run_inproc(convs, LocalEmbedder())
+    else:
+        from ops.eval.through_engine import run_through_engine
+
+        results["ours (keyless)"] = run_through_engine(convs, "none")
+        if not args.no_local:
+            results["ours (local)"] = run_through_engine(convs, "local")
     if not args.no_baselines:
         results["tantivy"] = run_baseline("tantivy", convs)
         results["bm25s"] = run_baseline("bm25s", convs)
     print(table(results))
     ours = results["ours (keyless)"].mean()
     out: dict[str, object] = {
-        "mode": "inproc",
+        "mode": mode,
         "questions": len(results["ours (keyless)"].rows["all"]),
         "session_r5": ours["session_r5"],
         "turn_r5": ours["turn_r5"],
