@@ -30,7 +30,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 from engine import Client, TriggerSpec, Worker
 from engine._paths import Ports
 from triggers.http.secret import bearer_matches
-from triggers.http.server import _Server
+from triggers.http.server import _Server, listen_socket, serve_in_background
 from triggers.http.settings import HttpSettings
 
 log = logging.getLogger("triggers.gateway")
@@ -93,11 +93,7 @@ class StreamGateway:
             ws="websockets",
         )
         self._server = _Server(config)
-        self._task = asyncio.create_task(self._server.serve())
-        while not self._server.started:
-            if self._task.done():
-                raise RuntimeError(f"websocket gateway could not listen on port {port}")
-            await asyncio.sleep(0.01)
+        self._task = await serve_in_background(self._server, listen_socket(settings.host, port))
         log.info("websocket gateway on %s:%d", settings.host, port)
 
     async def stop(self) -> None:

@@ -240,3 +240,17 @@ async def test_route_deleted_from_the_trigger_bucket_stops_being_served(http, cl
         return (await http.get("/t/open")).status_code == 404
 
     await eventually(gone, what="the deleted route to disappear")
+
+
+async def test_two_http_workers_share_the_port_and_one_survives_the_other(spawn) -> None:
+    port = free_port()
+    env = {"AGENTMEMORY_REST_PORT": str(port), "AGENTMEMORY_SECRET": SECRET}
+    spawn("tests.triggers.fixture_worker", "http")
+    first = spawn("workers.triggers", "http", env=env)
+    spawn("workers.triggers", "http", env=env)
+    first.kill()
+    first.wait()
+    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=5) as c:
+        for _ in range(5):  # fresh connections: each may land on either listener
+            r = await c.get("/t/open", headers={"Connection": "close"})
+            assert r.status_code == 200

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import socket
 from collections.abc import Iterator
 
 import uvicorn
@@ -23,6 +24,34 @@ class _Server(uvicorn.Server):
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
         yield
+
+
+def listen_socket(host: str, port: int) -> socket.socket:
+    """A listening socket with SO_REUSEPORT: replicas of a trigger worker can share the port
+    and the kernel spreads connections between them (Linux allows it for one user only)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    if hasattr(socket, "SO_REUSEPORT"):
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    try:
+        sock.bind((host, port))
+    except OSError:
+        sock.close()
+        raise
+    sock.set_inheritable(True)
+    return sock
+
+
+async def serve_in_background(server: uvicorn.Server, sock: socket.socket) -> asyncio.Task[None]:
+    """Start uvicorn on `sock` in this loop and return once it accepts connections."""
+    task = asyncio.create_task(server.serve(sockets=[sock]))
+    while not server.started:
+        if task.done():
+            task.result()  # raises why it stopped
+            raise RuntimeError("server stopped during startup")
+        await asyncio.sleep(0.01)
+    return task
 
 
 class HttpTrigger:
@@ -71,12 +100,9 @@ class HttpTrigger:
             timeout_graceful_shutdown=5,
         )
         self._server = _Server(config)
-        self._task = asyncio.create_task(self._server.serve())
-        while not self._server.started:
-            if self._task.done():
-                self._task.result()  # raises the bind error
-                raise RuntimeError("http server stopped during startup")
-            await asyncio.sleep(0.01)
+        self._task = await serve_in_background(
+            self._server, listen_socket(settings.host, settings.port)
+        )
         log.info("http trigger listening on %s:%d", settings.host, settings.port)
 
     async def stop(self) -> None:

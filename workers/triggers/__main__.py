@@ -1,7 +1,8 @@
 """Host trigger plug-ins in one process: `python -m workers.triggers [kind ...]`.
 
-With no kinds, every plug-in runs; `ws` is the WebSocket gateway (port 3112). Replicas are safe for all kinds but `http` (one port
-per process): cron ticks, queue and stream messages go through shared durable consumers.
+With no kinds, every plug-in runs; `ws` is the WebSocket gateway (port 3112). Replicas are
+safe for every kind: cron ticks, queue and stream messages go through shared durable
+consumers, and the http/ws listeners share their port with SO_REUSEPORT.
 """
 
 from __future__ import annotations
