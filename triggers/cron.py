@@ -123,6 +123,7 @@ class CronTrigger:
         await ensure_consumer(js, STREAM, DURABLE, filter_subject=TICK + ">", max_ack_pending=16)
         self._watcher = SpecWatcher(client, self)
         await self._watcher.start()
+        await self._purge_orphans(js)
         self._loop = ConsumerLoop(js, STREAM, DURABLE, self._handle, concurrency=8)
         self._loop.start()
 
@@ -146,11 +147,23 @@ class CronTrigger:
         await js.publish(SCHED + spec.id, data, headers=headers)
         log.info("cron %s (%s %s) -> %s", spec.id, cfg.schedule, cfg.tz or "UTC", spec.function_id)
 
+    async def _purge_orphans(self, js: JetStreamContext) -> None:
+        """Drop schedules whose declaration was deleted while no cron worker ran; they would
+        otherwise keep ticking into the stream for ever."""
+        info = await js.stream_info(STREAM, subjects_filter=SCHED + ">")
+        for subj in info.state.subjects or {}:
+            tid = subj[len(SCHED) :]
+            if tid not in self._specs:
+                await js.purge_stream(STREAM, subject=SCHED + tid)
+                await js.purge_stream(STREAM, subject=TICK + tid)
+                log.info("cron %s: schedule of a deleted trigger removed", tid)
+
     async def remove(self, key: str) -> None:
         tid = key.partition(".")[2]
         if self._specs.pop(tid, None) is not None and self._client is not None:
             js = self._client.nc.jetstream()
             await js.purge_stream(STREAM, subject=SCHED + tid)
+            await js.purge_stream(STREAM, subject=TICK + tid)
 
     async def stop(self) -> None:
         if self._loop is not None:

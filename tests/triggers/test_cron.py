@@ -149,3 +149,41 @@ def _stored_at(msg: Any) -> float:
         if isinstance(msg.time, str)
         else msg.time.timestamp()
     )
+
+
+async def _schedules(client: Client) -> dict[str, int]:
+    info = await client.nc.jetstream().stream_info(STREAM, subjects_filter=SCHED + ">")
+    return dict(info.state.subjects or {})
+
+
+async def test_deleting_a_cron_declaration_stops_its_schedule_live_and_after_downtime(
+    client, spawn
+) -> None:
+    from engine import TriggerSpec
+
+    store = await client.state("engine_triggers", history=5)
+    live = TriggerSpec(kind="cron", function_id="t::tick", config={"schedule": "@every 1h"})
+    offline = TriggerSpec(kind="cron", function_id="t::tick", config={"schedule": "@every 2h"})
+    await store.put(live.key, live)
+    await store.put(offline.key, offline)
+    cron = spawn("workers.triggers", "cron")
+
+    async def both() -> bool:
+        return set(await _schedules(client)) == {SCHED + live.id, SCHED + offline.id}
+
+    await eventually(both, what="both schedules")
+    await store.delete(live.key)  # while the cron worker runs
+
+    async def only_offline() -> bool:
+        return set(await _schedules(client)) == {SCHED + offline.id}
+
+    await eventually(only_offline, what="the live removal")
+    cron.kill()
+    cron.wait()
+    await store.delete(offline.key)  # while no cron worker runs
+    spawn("workers.triggers", "cron")
+
+    async def none_left() -> bool:
+        return await _schedules(client) == {}
+
+    await eventually(none_left, what="the orphan schedule to be purged at start")
