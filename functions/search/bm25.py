@@ -28,7 +28,7 @@ I32 = npt.NDArray[np.int32]
 Mask = npt.NDArray[np.bool_]
 
 PREFIX_MIN_LEN = 3
-PREFIX_MAX_EXPANSIONS = 24
+PREFIX_MAX_EXPANSIONS = 12
 ALT_CAP = 0.5
 """A synonym or prefix match earns at most this share of the weakest exact match."""
 

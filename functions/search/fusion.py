@@ -57,6 +57,7 @@ def diversify(
     ranked: Sequence[tuple[int, float]],
     session_of: SessionLookup,
     per_session: int,
+    limit: int | None = None,
 ) -> list[tuple[int, float]]:
     """Keep at most `per_session` results of one session ahead of the rest; the surplus is
     moved behind, in order, rather than dropped, so deep pages still hold everything."""
@@ -70,6 +71,8 @@ def diversify(
         n = seen.get(s, 0)
         if not s or n < per_session:
             head.append((doc, score))
+            if limit is not None and len(head) >= limit:
+                return head
         else:
             tail.append((doc, score))
         seen[s] = n + 1

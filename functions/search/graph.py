@@ -36,6 +36,10 @@ class EntityGraph:
     fanout: int = 8
     """Neighbouring entities followed per hop (the strongest co-occurrences)."""
     hop_decay: float = 0.35
+    sample: int = 200
+    """Most recent records of a node whose other entities are followed to the next hop."""
+    max_share: float = 0.1
+    """Nodes on a larger share of the visible records are skipped: they discriminate nothing."""
     nodes: dict[str, int] = field(default_factory=dict)
     names: list[str] = field(default_factory=list)
     docs_of: list[array[int]] = field(default_factory=list)
@@ -79,7 +83,8 @@ class EntityGraph:
         if not seeds:
             return []
         n_docs = max(int(mask.sum()), 1)
-        scores: dict[int, float] = {}
+        parts_d: list[npt.NDArray[np.int32]] = []
+        parts_w: list[npt.NDArray[np.float64]] = []
         frontier = {nid: 1.0 for nid in seeds}
         visited = set(frontier)
         for hop in range(self.max_hops):
@@ -88,22 +93,29 @@ class EntityGraph:
                 docs = np.frombuffer(self.docs_of[nid], dtype=np.int32)
                 docs = docs[docs < len(mask)]
                 docs = docs[mask[docs]]
-                if not len(docs):
-                    continue
-                idf = math.log(1.0 + n_docs / len(docs))
-                gain = strength * idf
-                for d in docs[:2000].tolist():
-                    scores[d] = scores.get(d, 0.0) + gain
-                    if hop + 1 < self.max_hops:
+                if not len(docs) or len(docs) > self.max_share * n_docs:
+                    continue  # an entity on most records ranks nothing
+                # rare entities say more about a record than ubiquitous ones
+                gain = strength * math.log(1.0 + n_docs / len(docs))
+                parts_d.append(docs)
+                parts_w.append(np.full(len(docs), gain))
+                if hop + 1 < self.max_hops:
+                    for d in docs[-self.sample :].tolist():
                         for other in self.ents_of.get(d, ()):
                             if other not in visited:
                                 neighbours[other] += 1
             frontier = {
-                nid: self.hop_decay * (1.0 if hop == 0 else self.hop_decay)
-                for nid, _ in neighbours.most_common(self.fanout)
+                nid: self.hop_decay ** (hop + 1) for nid, _ in neighbours.most_common(self.fanout)
             }
             visited.update(frontier)
             if not frontier:
                 break
-        ranked = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
-        return [d for d, _ in ranked[:limit]]
+        if not parts_d:
+            return []
+        docs_all = np.concatenate(parts_d)
+        uniq, inv = np.unique(docs_all, return_inverse=True)
+        scores = np.bincount(inv, weights=np.concatenate(parts_w))
+        k = min(limit, len(uniq))
+        top = np.argpartition(-scores, k - 1)[:k] if len(uniq) > k else np.arange(len(uniq))
+        order = top[np.lexsort((uniq[top], -scores[top]))]
+        return [int(x) for x in uniq[order]]

@@ -116,6 +116,8 @@ class SearchIndex:
         self.kind = array("b")
         self.session = array("i")
         self.day = array("i")
+        self.members: dict[int, array[int]] = {}
+        """Session code -> its documents (removed ones included; the mask drops them)."""
         self.projects = _Codes()
         self.agents = _Codes()
         self.sessions = _Codes()
@@ -146,7 +148,12 @@ class SearchIndex:
         self.project.append(self.projects.code(d.project))
         self.agent.append(self.agents.code(d.agent_id))
         self.kind.append(KINDS.index(d.kind))
-        self.session.append(self.sessions.code(f"{d.project}\x00{d.session_id}"))
+        sc = self.sessions.code(f"{d.project}\x00{d.session_id}")
+        self.session.append(sc)
+        members = self.members.get(sc)
+        if members is None:
+            members = self.members[sc] = array("i")
+        members.append(n)
         self.day.append(day_number(d.timestamp))
         self.bm25.add(n, d.tfs, d.length)
         self.graph.add(n, d.entities)
@@ -237,13 +244,18 @@ class SearchIndex:
         return docs, sscope
 
     def clauses(self, query: str) -> list[Clause]:
-        counts = Counter(tokenize(query))
+        toks = tokenize(query)
+        counts = Counter(toks)
+        last = toks[-1] if toks else ""
+        postings = self.bm25.postings
+        # Prefix completion for the word being typed (the last one) and for words the
+        # index does not hold; a known word is matched exactly, which keeps queries cheap.
         return [
             Clause(
                 t,
                 float(c),
                 synonyms(t) if self.config.synonyms else (),
-                self.config.prefix,
+                self.config.prefix and (t == last or t not in postings),
             )
             for t, c in counts.items()
         ]
@@ -261,7 +273,7 @@ class SearchIndex:
         kt = tuple(sorted(kinds)) if kinds is not None else None
         scope, sscope = self._scope(project, agent_id, kt)
         clauses = self.clauses(query)
-        depth = max(self.config.depth, limit)
+        depth = max(min(self.config.depth, 3 * limit), 30, limit)
         streams: dict[str, list[int]] = {}
         scores = self.bm25.score(clauses, scope) if clauses else np.zeros(0)
         streams["bm25"] = _top(scores, depth)
@@ -275,7 +287,7 @@ class SearchIndex:
             streams["graph"] = self.graph.search(query, scope.mask, depth)
         fused = rrf(streams, self.config.fusion)
         sess = self.session
-        fused = diversify(fused, _SessionView(sess), self.config.per_session)
+        fused = diversify(fused, _SessionView(sess), self.config.per_session, limit)
         out: list[Hit] = []
         for n, s in fused[:limit]:
             m = self.meta[n]
@@ -317,7 +329,9 @@ class SearchIndex:
             return []
         rank = np.full(n_sess, -1.0)
         rank[best] = np.arange(len(best), 0, -1, dtype=np.float64)
-        cand = np.flatnonzero(scope.mask & (rank[sess[: len(scope.mask)]] > 0))
+        cand = np.concatenate([np.frombuffer(self.members[s], dtype=np.int32) for s in best])
+        cand = cand[cand < len(scope.mask)]
+        cand = cand[scope.mask[cand]]
         if not len(cand):
             return []
         own = doc_scores[cand] if len(doc_scores) else np.zeros(len(cand))

@@ -99,6 +99,12 @@ def load(blob: bytes, index: SearchIndex) -> SearchIndex:
                          (index.sessions, snap.sessions)):  # fmt: skip
         codes.names = list(names)
         codes.of = {n: i for i, n in enumerate(names)}
+    index.members = {}
+    for n, sc in enumerate(index.session):
+        members = index.members.get(sc)
+        if members is None:
+            members = index.members[sc] = array("i")
+        members.append(n)
     index.bm25.load(snap.postings, snap.doc_len)
     g = index.graph
     g.names = list(snap.graph_names)

@@ -1,0 +1,246 @@
+"""Search latency on a synthetic coding-agent corpus, next to tantivy on the same documents.
+
+100,000 deterministic observations (tools, files, errors, prose) in 20 projects; 200
+queries (files, symbols, error codes, prose) each searched within its project.
+Figures: `mem::smart-search` p50/p99 through NATS against a real memory worker (which
+boots from the snapshot this script builds, the product's own boot path), in-process
+query p50, tantivy query p50 on the same text, index build rate, RSS.
+The last line printed is one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+import tantivy  # noqa: E402
+
+from engine import Client, connect  # noqa: E402
+from engine._nats_server import NatsServer  # noqa: E402
+from functions.records import Observation  # noqa: E402
+from functions.search import snapshot  # noqa: E402
+from functions.search.index import SearchIndex  # noqa: E402
+
+MODULES = "auth billing cache cli config db events gateway http jobs mailer metrics orders parser payments queue search sessions storage users".split()
+FILES = "handler service models routes utils client schema worker views tests".split()
+EXTS = ["py", "ts", "go", "rs"]
+ERRORS = [
+    "TypeError: cannot read properties of undefined", "KeyError: 'user_id'", "E0425 cannot find value",
+    "TS2345 argument of type string", "ENOENT no such file or directory", "ECONNREFUSED 127.0.0.1:5432",
+    "AssertionError expected 200 got 500", "TimeoutError after 30s", "IntegrityError duplicate key",
+    "panic: runtime error: index out of range",
+]  # fmt: skip
+VERBS = (
+    "fixed refactored added removed renamed optimised documented tested migrated debugged".split()
+)
+NOUNS = "retry logic, rate limiter, connection pool, token refresh, pagination, webhook signature, cache invalidation, schema migration, feature flag, background job, error handling, input validation, logging, serializer, middleware".split(
+    ", "
+)
+TOOLS = ["Read", "Edit", "Write", "Bash", "Grep", "WebFetch"]
+
+
+def _ident(rnd: random.Random) -> str:
+    a, b = rnd.choice(MODULES), rnd.choice(NOUNS).split()[0]
+    return rnd.choice(
+        [f"{a}_{b}", f"{a}{b.capitalize()}Handler", f"get_{a}_by_id", f"parse{b.capitalize()}"]
+    )
+
+
+def corpus(n: int, seed: int = 42) -> list[Observation]:
+    rnd = random.Random(seed)
+    out: list[Observation] = []
+    for i in range(n):
+        proj = f"proj{i % 20}"
+        mod = rnd.choice(MODULES)
+        path = f"src/{mod}/{rnd.choice(FILES)}.{rnd.choice(EXTS)}"
+        tool = rnd.choice(TOOLS)
+        ident = _ident(rnd)
+        prose = f"{rnd.choice(VERBS)} the {rnd.choice(NOUNS)} in {mod} for {rnd.choice(NOUNS)}"
+        err = rnd.choice(ERRORS) if rnd.random() < 0.2 else ""
+        sha = f"{rnd.getrandbits(28):07x}" if rnd.random() < 0.05 else ""
+        title = f"{tool} {path}" if tool in ("Read", "Edit", "Write") else f"{tool}: {prose[:60]}"
+        raw = (
+            f"{prose}. Touched {ident} in {path}. {err} {('commit ' + sha) if sha else ''}".strip()
+        )
+        out.append(Observation(
+            id=f"obs{i:06d}", session_id=f"{proj}-s{i // 50}", project=proj,
+            hook_type="post_tool_failure" if err else "post_tool_use",
+            timestamp=f"2026-{1 + (i // 9000) % 12:02d}-{1 + (i // 300) % 28:02d}T00:00:00Z",
+            type="error" if err else "file_edit", title=title, narrative=f"{tool} on {path}. {prose}",
+            files=[path], concepts=[mod, ident], facts=[f"error: {err}"] if err else [],
+            tool_name=tool, raw=raw,
+        ))  # fmt: skip
+    return out
+
+
+def queries(n: int, seed: int = 7) -> list[tuple[str, str]]:
+    rnd = random.Random(seed)
+    out: list[tuple[str, str]] = []
+    for i in range(n):
+        kind = i % 4
+        mod = rnd.choice(MODULES)
+        if kind == 0:
+            q = f"src/{mod}/{rnd.choice(FILES)}.{rnd.choice(EXTS)}"
+        elif kind == 1:
+            q = rnd.choice(ERRORS).split(":")[0].split()[0] + f" {mod}"
+        elif kind == 2:
+            q = _ident(rnd)
+        else:
+            q = f"{rnd.choice(NOUNS)} {mod} {rnd.choice(VERBS)}"
+        out.append((q, f"proj{rnd.randrange(20)}"))
+    return out
+
+
+def _text(o: Observation) -> str:
+    return " ".join([o.title, o.narrative, o.raw, *o.facts, *o.concepts, *o.files])
+
+
+def tantivy_p50(docs: list[Observation], qs: list[tuple[str, str]]) -> float:
+    sb = tantivy.SchemaBuilder()
+    sb.add_text_field("body", stored=False, tokenizer_name="en_stem")
+    sb.add_text_field("project", stored=False, tokenizer_name="raw")
+    sb.add_text_field("id", stored=True, tokenizer_name="raw")
+    schema = sb.build()
+    index = tantivy.Index(schema)
+    w = index.writer(heap_size=200_000_000, num_threads=1)
+    for o in docs:
+        w.add_document(tantivy.Document(body=_text(o), project=o.project, id=o.id))
+    w.commit()
+    index.reload()
+    searcher = index.searcher()
+    times: list[float] = []
+    for q, proj in qs:
+        t = time.perf_counter()
+        text_q = index.parse_query_lenient(q, ["body"])[0]
+        filt = tantivy.Query.term_query(schema, "project", proj)
+        query = tantivy.Query.boolean_query(
+            [(tantivy.Occur.Must, text_q), (tantivy.Occur.Must, filt)]
+        )
+        hits = searcher.search(query, 10).hits
+        _ = [searcher.doc(a)["id"] for _s, a in hits]
+        times.append(time.perf_counter() - t)
+    return statistics.median(times) * 1000
+
+
+def _spawn(url: str) -> subprocess.Popen[bytes]:
+    env = dict(
+        os.environ,
+        ENGINE_NATS_URL=url,
+        PYTHONPATH=str(ROOT),
+        EMBEDDING_PROVIDER="none",
+        SEARCH_SNAPSHOT_SECONDS="3600",
+    )
+    p = subprocess.Popen(
+        [sys.executable, "-m", "workers.memory"], env=env, cwd=ROOT, stderr=subprocess.PIPE
+    )
+    assert p.stderr is not None
+    for raw in p.stderr:
+        if b"ENGINE_WORKER_READY" in raw:
+            break
+    else:
+        raise RuntimeError("memory worker exited before it was ready")
+    threading.Thread(target=lambda: [None for _ in p.stderr or []], daemon=True).start()
+    return p
+
+
+def _rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+async def through_nats(
+    blob: bytes, qs: list[tuple[str, str]], rounds: int
+) -> tuple[list[float], float]:
+    with tempfile.TemporaryDirectory(prefix="bench-search-") as tmp:
+        srv = NatsServer(store_dir=Path(tmp) / "js").start()
+        nc = await connect(srv.url)
+        proc = None
+        try:
+            js = nc.jetstream()
+            store = await js.create_object_store("mem_search_snapshots")
+            await store.put("index", blob)
+            proc = _spawn(srv.url)
+            client = Client(nc)
+            times: list[float] = []
+            for r in range(rounds):
+                for q, proj in qs:
+                    t = time.perf_counter()
+                    await client.call(
+                        "mem::smart-search", {"query": q, "project": proj, "limit": 10}
+                    )
+                    if r:  # the first round warms caches (scope masks per project)
+                        times.append(time.perf_counter() - t)
+            return times, _rss_mb(proc.pid)
+        finally:
+            if proc is not None:
+                proc.terminate()
+                proc.wait(timeout=30)
+            await nc.close()
+            srv.kill()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--docs", type=int, default=100_000)
+    ap.add_argument("--queries", type=int, default=200)
+    args = ap.parse_args()
+    rounds = 2 if args.quick else 4
+    docs = corpus(args.docs)
+    qs = queries(args.queries)
+
+    index = SearchIndex()
+    t = time.perf_counter()
+    for o in docs:
+        index.add(o)
+    build = time.perf_counter() - t
+    blob = snapshot.dump(index)
+
+    inproc: list[float] = []
+    for r in range(rounds):
+        for q, proj in qs:
+            t = time.perf_counter()
+            index.search(q, project=proj, limit=10)
+            if r:
+                inproc.append(time.perf_counter() - t)
+    tan = tantivy_p50(docs, qs)
+    smart, worker_rss = asyncio.run(through_nats(blob, qs, rounds))
+    smart.sort()
+    inproc_p50 = statistics.median(inproc) * 1000
+    out = {
+        "docs": len(docs),
+        "queries": len(qs),
+        "smart_p50_ms": round(statistics.median(smart) * 1000, 3),
+        "smart_p99_ms": round(smart[int(0.99 * (len(smart) - 1))] * 1000, 3),
+        "inproc_p50_ms": round(inproc_p50, 3),
+        "tantivy_p50_ms": round(tan, 3),
+        "ratio": round(inproc_p50 / tan, 2),
+        "index_build_obs_per_s": round(len(docs) / build),
+        "rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "worker_rss_mb": round(worker_rss, 1),
+        "snapshot_mb": round(len(blob) / 1e6, 1),
+    }
+    print(
+        f"ours in-process p50 {out['inproc_p50_ms']} ms vs tantivy {out['tantivy_p50_ms']} ms: ratio {out['ratio']}"
+    )
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()
