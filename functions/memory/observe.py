@@ -118,11 +118,11 @@ class Observer:
         self, key: str, obs: Observation
     ) -> Literal["accepted", "duplicate"]:
         st = self.store
-        claimed = await st.dedup.create(key, DedupRecord(obs_id=obs.id, at=now_iso()))
+        claimed = await st.kv_create_fast(st.dedup, key, DedupRecord(obs_id=obs.id, at=now_iso()))
         if claimed is None and await st.presence(st.observations, obs.id) != "absent":
             return "duplicate"
         await st.publish(ObservationAdded(observation=obs), msg_id=obs.id)
-        await st.observations.put(kv_key(obs.id), obs)
+        await st.kv_put_fast(st.observations, obs.id, obs)
         await self._touch_session(obs)
         return "accepted"
 
