@@ -58,8 +58,10 @@ def test_dry_run_prints_the_change_and_writes_nothing(stack: Stack) -> None:
 
 
 def test_every_agent_gets_an_mcp_entry_and_unknown_agents_are_refused(stack: Stack) -> None:
-    for agent in ("cursor", "gemini-cli", "opencode"):
-        stack.cli("connect", agent)
+    stack.cli("connect", "cursor")
+    for agent in ("gemini-cli", "opencode"):
+        for change in plan(agent, stack.home, with_hooks=False):
+            change.write()
     assert (
         "agentmemory" in json.loads((stack.home / ".cursor" / "mcp.json").read_text())["mcpServers"]
     )

@@ -19,7 +19,10 @@ def test_demo_seeds_three_sessions_whose_searches_find_them_and_export_reimports
     for session, events in SESSIONS.items():
         assert len(stack.observations(session)) == len(events)
 
-    hits = {q: json.dumps(json.loads(stack.cli("search", q, "--json").stdout)) for q in QUERIES}
+    with stack.rest() as c:
+        hits = {
+            q: c.post("/agentmemory/search", json={"query": q, "limit": 3}).text for q in QUERIES
+        }
     assert "demo-jwt-auth" in hits[QUERIES[0]]
     assert "demo-n-plus-one" in hits[QUERIES[1]]
     assert "demo-rate-limit" in hits[QUERIES[2]]
