@@ -8,7 +8,7 @@ from typing import Any
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from tests.agent.conftest import CLI, Stack
+from tests.agent.conftest import CLI, Stack, wait_until
 from workers.mcp.gateway import Gateway, RestGateway
 from workers.mcp.server import build_app
 from workers.mcp.shim import call_document, tools_document
@@ -188,3 +188,33 @@ async def test_every_tool_resource_and_prompt_answers_against_the_real_service(
         handoff = await c.get_prompt("session_handoff", {"project": project})
         assert "handoff" in handoff.messages[0].content.text  # type: ignore[union-attr]
     await gateway.close()
+
+
+def test_upstream_shim_routes_list_and_call_every_tool_over_rest(stack: Stack) -> None:
+    config = stack.config.read_text()
+    extra = "  - name: mcp-rest\n    module: workers.mcp.rest\n    depends_on: [memory]\n"
+    stack.config = stack.config.with_name("engine-mcp.yaml")
+    stack.config.write_text(config.rstrip("\n") + "\n" + extra)
+    stack.start()
+    with stack.rest() as c:
+        wait_until(lambda: c.get("/agentmemory/mcp/tools").status_code == 200, what="mcp routes")
+        tools = c.get("/agentmemory/mcp/tools").json()["tools"]
+        assert TOOLS <= {t["name"] for t in tools}
+        assert all(t["inputSchema"]["type"] == "object" for t in tools)
+        saved = c.post(
+            "/agentmemory/mcp/call",
+            json={"name": "memory_save", "arguments": {"content": "via the shim"}},
+        )
+        assert saved.status_code == 200 and not saved.json().get("isError")
+        listed = c.get("/agentmemory/memories").json()["memories"]
+        assert any(m["content"] == "via the shim" for m in listed)
+        bad = c.post(
+            "/agentmemory/mcp/call", json={"name": "memory_recall", "arguments": {}}
+        ).json()
+        assert bad["isError"] is True and "query" in bad["content"][0]["text"]
+        unknown = c.post(
+            "/agentmemory/mcp/call", json={"name": "memory_fly", "arguments": {}}
+        ).json()
+        assert unknown["isError"] is True and "memory_fly" in unknown["content"][0]["text"]
+        malformed = c.post("/agentmemory/mcp/call", json={"arguments": {}})
+        assert malformed.status_code == 400 and malformed.json()["error"]["field"] == "name"
