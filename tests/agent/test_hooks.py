@@ -229,3 +229,34 @@ def test_drain_with_the_server_still_down_keeps_every_event(tmp_path: Path) -> N
     ids = sorted(e["body"]["eventId"] for e in _spool.read(settings))
     assert ids == ["live-0", "live-1", "live-2", "old"]
     assert not leftover.exists()
+
+
+PLANTED = [
+    "sk-ant-api03-abcdefghijklmnopqrstuvwxyz012345",
+    "ghp_abcdefghijklmnopqrstuvwxyz0123456789",
+    "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuv",
+    "AKIAIOSFODNN7EXAMPLE",
+    "xoxb-1234567890-abcdefghij",
+    "AIzaSyA1234567890abcdefghijklmnopqrstuv",
+    "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+    "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA\n-----END RSA PRIVATE KEY-----",
+]
+
+
+def test_spool_scrubs_every_kind_of_planted_secret(tmp_path: Path) -> None:
+    settings = Settings({"HOME": str(tmp_path), "AGENTMEMORY_SPOOL_DIR": str(tmp_path / "s")})
+    for i, secret in enumerate(PLANTED):
+        body = {"eventId": f"p{i}", "data": {"tool_output": f"found {secret} in config", "n": i}}
+        _spool.append(settings, "POST", "/agentmemory/observe", body)
+    _spool.append(
+        settings,
+        "POST",
+        "/x",
+        {"data": {"cmd": "curl -H 'Authorization: Bearer abcdef0123456789xyz'"}},
+    )
+    _spool.append(settings, "POST", "/x", {"data": {"env": "DB_PASSWORD=hunter2hunter2"}})
+    text = (tmp_path / "s" / "hooks.jsonl").read_text()
+    for secret in [*PLANTED, "abcdef0123456789xyz", "hunter2hunter2"]:
+        assert secret.splitlines()[-1] not in text, secret
+    assert text.count("[REDACTED]") == len(PLANTED) + 2
+    assert '"n": 7' in text  # the rest of the body is intact

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 
@@ -13,8 +12,10 @@ if TYPE_CHECKING:
 
 try:
     from workers.hooks import _hookcore as core
+    from workers.hooks import _wire
 except ImportError:
     import _hookcore as core  # type: ignore[no-redef]
+    import _wire  # type: ignore[no-redef]
 
 OBSERVE = "/agentmemory/observe"
 END_TIMEOUT = 1.5  # upstream gives Stop/SessionEnd longer: the session is closing anyway
@@ -87,7 +88,7 @@ def pre_tool_use(settings: core.Settings, base: dict[str, Any], p: dict[str, Any
                 "additionalContext": text[: settings.context_max],
             }
         }
-        sys.stdout.write(json.dumps(out))
+        sys.stdout.write(_wire.dumps(out))
 
 
 def post_tool_use(settings: core.Settings, base: dict[str, Any], p: dict[str, Any]) -> None:
@@ -196,7 +197,7 @@ def main(host: str, events: frozenset[str]) -> None:
             except ImportError:
                 import _spool  # type: ignore[no-redef]
             done, kept = _spool.drain(core.Settings())
-            sys.stdout.write(json.dumps({"delivered": done, "kept": kept}) + "\n")
+            sys.stdout.write(_wire.dumps({"delivered": done, "kept": kept}) + "\n")
             return
         payload = core.read_stdin()
         handle(host, events, payload, sys.argv[1] if len(sys.argv) > 1 else "")

@@ -1,15 +1,13 @@
 """What every host's hook shares: settings, the HTTP call, ids, capture rules, exit policy.
 
 Standard library only and few imports: a hook is a fresh process per agent event, so its
-start-up time is the agent's latency. `json` (which brings `re`) and `socket` are the only
-heavy imports on the fast path; the spool and the scrubber load only when needed.
+start-up time is the agent's latency. `_wire` keeps `json`, `re`, `socket` and `typing` out of
+the fast path; the spool and the scrubber load only when needed.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import socket
 import sys
 import time
 
@@ -17,6 +15,11 @@ import time
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
+
+try:
+    from workers.hooks import _wire
+except ImportError:
+    import _wire  # type: ignore[no-redef]
 
 DEFAULT_URL = "http://127.0.0.1:3111"
 OUTPUT_MAX = 8000
@@ -91,7 +94,7 @@ def _paths(tool_input: Any) -> list[str]:
 
 
 def truncate(value: Any, limit: int) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    text = value if isinstance(value, str) else _wire.dumps(value)
     if len(text) <= limit:
         return text
     return text[:limit] + f"\n…[truncated {len(text) - limit} chars]"
@@ -122,7 +125,7 @@ def stable_id(*parts: Any) -> str:
     event replayed later is recognised as the one already sent."""
     from _sha256 import sha256  # the builtin module: hashlib would load OpenSSL
 
-    raw = json.dumps(parts, sort_keys=True, ensure_ascii=False, default=str)
+    raw = _wire.dumps(parts, sort_keys=True)
     digest: str = sha256(raw.encode()).hexdigest()
     return "h-" + digest[:32]
 
@@ -135,7 +138,7 @@ class Reply:
 
     def json(self) -> Any:
         try:
-            return json.loads(self.body or b"null")
+            return _wire.loads(self.body or b"null")
         except ValueError:
             return None
 
@@ -144,7 +147,7 @@ def request(
     settings: Settings, method: str, path: str, body: Any, timeout: float | None = None
 ) -> Reply | None:
     """One HTTP exchange; None when the server is unreachable or too slow."""
-    data = b"" if body is None else json.dumps(body, ensure_ascii=False).encode()
+    data = b"" if body is None else _wire.dumps(body).encode()
     headers = {"Content-Type": "application/json", "Content-Length": str(len(data))}
     if settings.secret:
         headers["Authorization"] = "Bearer " + settings.secret
@@ -169,7 +172,8 @@ def _http(
     target = ("/" + prefix if prefix else "") + path
     head = f"{method} {target} HTTP/1.1\r\nHost: {hostport}\r\nConnection: close\r\n"
     head += "".join(f"{k}: {v}\r\n" for k, v in headers.items()) + "\r\n"
-    with socket.create_connection((host, int(port)), timeout=wait) as sock:
+    sock = _wire.connect(host, int(port), wait)
+    try:
         sock.sendall(head.encode() + data)
         chunks: list[bytes] = []
         while True:
@@ -181,6 +185,8 @@ def _http(
             if not chunk:
                 break
             chunks.append(chunk)
+    finally:
+        sock.close()
     raw = b"".join(chunks)
     header, _, body = raw.partition(b"\r\n\r\n")
     lines = header.split(b"\r\n")
@@ -222,7 +228,7 @@ def retryable(reply: Reply | None) -> bool:
 # ---- the run loop ------------------------------------------------------------------
 def read_stdin() -> dict[str, Any]:
     try:
-        data = json.loads(sys.stdin.buffer.read() or b"{}")
+        data = _wire.loads(sys.stdin.buffer.read() or b"{}")
     except (ValueError, OSError):
         return {}
     return data if isinstance(data, dict) else {}

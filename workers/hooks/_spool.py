@@ -9,7 +9,6 @@ it away never loses a line appended at the same moment. Every spooled request ca
 from __future__ import annotations
 
 import fcntl
-import json
 import os
 import time
 
@@ -20,10 +19,30 @@ if TYPE_CHECKING:
 
 try:
     from workers.hooks import _hookcore as core
-    from workers.hooks._scrub import scrub
+    from workers.hooks import _wire
 except ImportError:
     import _hookcore as core  # type: ignore[no-redef]
-    from _scrub import scrub  # type: ignore[no-redef]
+    import _wire  # type: ignore[no-redef]
+
+# Cheap substring test first: the scrubber's regexes (and `re`) load only for a body that
+# might hold a secret. Every pattern in _scrub contains one of these (lower-cased) markers.
+_MARKERS = (
+    "sk-", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "akia", "asia", "xox",
+    "aiza", "eyj", "private key", "bearer", "password", "passwd", "secret", "token",
+    "apikey", "api_key", "api-key", "accesskey", "access_key", "access-key",
+)  # fmt: skip
+
+
+def _scrubbed(body: Any) -> Any:
+    text = _wire.dumps(body).lower()
+    if not any(m in text for m in _MARKERS):
+        return body
+    try:
+        from workers.hooks._scrub import scrub
+    except ImportError:
+        from _scrub import scrub  # type: ignore[no-redef]
+    return scrub(body)
+
 
 SPOOL_NAME = "hooks.jsonl"
 
@@ -49,8 +68,8 @@ def _open_live(path: str) -> int:
 def append(
     settings: core.Settings, method: str, path: str, body: Any, at: float | None = None
 ) -> None:
-    entry = {"at": at or time.time(), "method": method, "path": path, "body": scrub(body)}
-    line = (json.dumps(entry, ensure_ascii=False) + "\n").encode()
+    entry = {"at": at or time.time(), "method": method, "path": path, "body": _scrubbed(body)}
+    line = (_wire.dumps(entry) + "\n").encode()
     if len(line) > settings.spool_max_bytes:
         return
     target = spool_path(settings)
@@ -79,7 +98,7 @@ def _compact(fd: int, path: str, settings: core.Settings, room: int) -> None:
 
 def _fresh(line: bytes, settings: core.Settings) -> bool:
     try:
-        at = float(json.loads(line)["at"])
+        at = float(_wire.loads(line)["at"])
     except (ValueError, KeyError, TypeError):
         return False
     return time.time() - at <= settings.spool_max_age
@@ -95,7 +114,7 @@ def read(settings: core.Settings) -> list[dict[str, Any]]:
     out = []
     for ln in raw:
         try:
-            out.append(json.loads(ln))
+            out.append(_wire.loads(ln))
         except ValueError:
             continue
     return out
@@ -144,7 +163,7 @@ def _replay(
     down = False
     for ln in lines:
         try:
-            entry = json.loads(ln)
+            entry = _wire.loads(ln)
             at = float(entry["at"])
         except (ValueError, KeyError, TypeError):
             continue
