@@ -5,10 +5,6 @@ arrays without copying when a query reads them. Removal is a tombstone in the ca
 scope mask, so collection statistics (N, df, avgdl) are computed over the documents the
 query may see: a filter is applied *before* ranking, and a small project is scored with its
 own statistics rather than those of a large neighbour.
-
-An *aggregating* index lets one document receive several additions (and negative ones to
-take them back); the tf of a term is then the sum of its postings. The session stream uses
-it: a session's document grows as its observations arrive.
 """
 
 from __future__ import annotations
@@ -51,13 +47,13 @@ class Scope:
     mask: Mask
     n: int
     avgdl: float
+    cache: dict[tuple[str, int], tuple[I32, F64]] = field(default_factory=dict)
 
 
 @dataclass
 class BM25Index:
     k1: float = 1.2
     b: float = 0.75
-    aggregating: bool = False
     synonym_weight: float = 0.6
     prefix_weight: float = 0.4
     postings: dict[str, tuple[array[int], array[float]]] = field(default_factory=dict)
@@ -115,25 +111,36 @@ class BM25Index:
             i += 1
         return out
 
-    def term_scores(self, term: str, scope: Scope) -> tuple[I32, F64]:
-        """(docs, BM25 contribution) of one term over the scope; unsorted, unique docs."""
+    def matches(self, term: str, scope: Scope) -> tuple[I32, F64]:
+        """(docs, tf) of one term inside the scope; remembered for the scope's lifetime
+        so the streams of one query (and repeated queries) select postings once."""
+        key = (term, len(self.postings[term][0])) if term in self.postings else None
+        hit = scope.cache.get(key) if key is not None else None
+        if hit is not None:
+            return hit
+        out = self._matches(term, scope)
+        if key is not None:
+            if len(scope.cache) > 512:
+                scope.cache.clear()
+            scope.cache[key] = out
+        return out
+
+    def _matches(self, term: str, scope: Scope) -> tuple[I32, F64]:
         p = self.postings.get(term)
         if p is None or scope.n == 0:
             return np.zeros(0, np.int32), np.zeros(0, np.float64)
         docs = np.frombuffer(p[0], dtype=np.int32)
         tfs = np.frombuffer(p[1], dtype=np.float32)
         mask = scope.mask
-        if self.aggregating:
-            total = np.bincount(docs, weights=tfs, minlength=len(mask))[: len(mask)]
-            dd = np.flatnonzero((total > 1e-6) & mask).astype(np.int32)
-            tf = total[dd]
-        else:
-            inside = docs < len(mask)
-            if not inside.all():
-                docs, tfs = docs[inside], tfs[inside]
-            sel = mask[docs]
-            dd = docs[sel]
-            tf = tfs[sel].astype(np.float64)
+        inside = docs < len(mask)
+        if not inside.all():
+            docs, tfs = docs[inside], tfs[inside]
+        sel = mask[docs]
+        return docs[sel], tfs[sel].astype(np.float64)
+
+    def term_scores(self, term: str, scope: Scope) -> tuple[I32, F64]:
+        """(docs, BM25 contribution) of one term over the scope; unsorted, unique docs."""
+        dd, tf = self.matches(term, scope)
         df = len(dd)
         if df == 0:
             return dd, np.zeros(0, np.float64)
@@ -142,19 +149,22 @@ class BM25Index:
         norm = self.k1 * (1.0 - self.b + self.b * dl / scope.avgdl)
         return dd, idf * tf * (self.k1 + 1.0) / (tf + norm)
 
-    def score(self, clauses: Iterable[Clause], scope: Scope) -> F64:
-        """Dense scores over the scope (zeros outside it)."""
+    def score(self, clauses: Iterable[Clause], scope: Scope) -> tuple[F64, I32]:
+        """Dense scores over the scope (zeros outside it), and the documents touched."""
         scores = np.zeros(len(scope.mask), np.float64)
+        touched: list[I32] = []
         for c in clauses:
             dd, contrib = self.term_scores(c.term, scope)
             alts: list[tuple[str, float]] = [(s, self.synonym_weight) for s in c.synonyms]
             if c.prefix and len(c.term) >= PREFIX_MIN_LEN:
                 alts.extend((t, self.prefix_weight) for t in self.completions(c.term))
             if alts:
-                self._add_alternatives(scores, dd, contrib, alts, c.weight, scope)
+                touched.append(self._add_alternatives(scores, dd, contrib, alts, c.weight, scope))
             if len(dd):
                 scores[dd] += c.weight * contrib
-        return scores
+                touched.append(dd)
+        docs = np.unique(np.concatenate(touched)) if touched else np.zeros(0, np.int32)
+        return scores, docs
 
     def _add_alternatives(
         self,
@@ -164,7 +174,7 @@ class BM25Index:
         alts: list[tuple[str, float]],
         weight: float,
         scope: Scope,
-    ) -> None:
+    ) -> I32:
         # Each document takes its best alternative; documents with the exact term take none,
         # and no alternative may reach the weakest exact match of the same term.
         parts_d: list[I32] = []
@@ -175,13 +185,15 @@ class BM25Index:
                 parts_d.append(d)
                 parts_c.append(c * w)
         if not parts_d:
-            return
+            return np.zeros(0, np.int32)
         best = np.zeros(len(scores), np.float64)
-        np.maximum.at(best, np.concatenate(parts_d), np.concatenate(parts_c))
+        alt_docs = np.concatenate(parts_d)
+        np.maximum.at(best, alt_docs, np.concatenate(parts_c))
         if len(exact_docs):
             best[exact_docs] = 0.0
             np.minimum(best, ALT_CAP * float(exact.min()), out=best)
         scores += weight * best
+        return alt_docs
 
     # ---- persistence -------------------------------------------------------------
     def dump(self) -> dict[str, tuple[bytes, bytes]]:

@@ -33,10 +33,10 @@ def _aliases(name: str) -> list[str]:
 @dataclass
 class EntityGraph:
     max_hops: int = 2
-    fanout: int = 8
+    fanout: int = 4
     """Neighbouring entities followed per hop (the strongest co-occurrences)."""
     hop_decay: float = 0.35
-    sample: int = 200
+    sample: int = 64
     """Most recent records of a node whose other entities are followed to the next hop."""
     max_share: float = 0.1
     """Nodes on a larger share of the visible records are skipped: they discriminate nothing."""

@@ -275,8 +275,11 @@ class SearchIndex:
         clauses = self.clauses(query)
         depth = max(min(self.config.depth, 3 * limit), 30, limit)
         streams: dict[str, list[int]] = {}
-        scores = self.bm25.score(clauses, scope) if clauses else np.zeros(0)
-        streams["bm25"] = _top(scores, depth)
+        if clauses:
+            scores, touched = self.bm25.score(clauses, scope)
+        else:
+            scores, touched = np.zeros(0), np.zeros(0, np.int32)
+        streams["bm25"] = _top(scores, depth, touched)
         if clauses and self.config.fusion.session > 0:
             streams["session"] = self._session_stream(clauses, scope, sscope, scores, depth)
         if self.vectors is not None and query_vector is not None and self.vectors.enabled:
@@ -310,13 +313,10 @@ class SearchIndex:
         total = np.zeros(n_sess, np.float64)
         k1, b = self.config.k1, self.config.b
         for c in clauses:
-            p = self.bm25.postings.get(c.term)
-            if p is None:
+            dd, dtf = self.bm25.matches(c.term, scope)
+            if not len(dd):
                 continue
-            docs = np.frombuffer(p[0], dtype=np.int32)
-            docs_tf = np.frombuffer(p[1], dtype=np.float32)
-            sel = scope.mask[docs]
-            tf = np.bincount(sess[docs[sel]], weights=docs_tf[sel], minlength=n_sess)
+            tf = np.bincount(sess[dd], weights=dtf, minlength=n_sess)
             hit = np.flatnonzero(tf)
             if not len(hit):
                 continue
@@ -376,10 +376,13 @@ class _SessionView:
         return str(self.sess[doc])
 
 
-def _top(scores: np.ndarray, k: int) -> list[int]:
+def _top(scores: np.ndarray, k: int, among: np.ndarray | None = None) -> list[int]:
     if not len(scores):
         return []
-    nz = np.flatnonzero(scores > 0)
+    if among is not None:
+        nz = among[scores[among] > 0]
+    else:
+        nz = np.flatnonzero(scores > 0)
     if len(nz) > k:
         part = np.argpartition(-scores[nz], k - 1)[:k]
         nz = nz[part]
