@@ -101,15 +101,7 @@ class Client:
             return await self._request(function_id, payload, response, remaining, hdrs)
         except FunctionError as err:
             if span is not None:
-                _tracing.fail(
-                    span,
-                    err.code,
-                    err.message,
-                    name=f"call {function_id}",
-                    kind=SpanKind.CLIENT,
-                    start_ns=int(now * 1e9),
-                    attributes={"faas.invoked_name": function_id},
-                )
+                _tracing.fail(span, err.code, err.message)
             raise
         finally:
             if span is not None:

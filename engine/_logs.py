@@ -11,7 +11,8 @@ import time
 from typing import Any
 
 import msgspec
-from opentelemetry import trace
+
+from engine import _tracing
 
 LOGS_STREAM = "ENGINE_LOGS"
 LOGS_SUBJECT = "engine.logs"  # engine.logs.<service>
@@ -29,7 +30,7 @@ class LogRecord(msgspec.Struct, omit_defaults=True):
 
 
 def _record(rec: logging.LogRecord, service: str, fmt: logging.Formatter) -> LogRecord:
-    ctx = trace.get_current_span().get_span_context()
+    ctx = _tracing.current_context()
     out = LogRecord(
         ts=rec.created,
         level=rec.levelname,
@@ -37,7 +38,7 @@ def _record(rec: logging.LogRecord, service: str, fmt: logging.Formatter) -> Log
         message=rec.getMessage(),
         service=service,
     )
-    if ctx.is_valid:
+    if ctx is not None and ctx.is_valid:
         out.trace_id = f"{ctx.trace_id:032x}"
         out.span_id = f"{ctx.span_id:016x}"
     if rec.exc_info:

@@ -51,7 +51,7 @@ async def serve(worker: Worker, stop: asyncio.Event | None = None) -> None:
     await stop.wait()
     watchdog.cancel()
     await worker.drain()
-    _tracing.shutdown()
+    await _tracing.shutdown()
     try:
         await asyncio.wait_for(nc.drain(), timeout=10)
     except Exception:

@@ -38,6 +38,7 @@ log = logging.getLogger("engine.worker")
 Handler = Callable[[Any, Context], Awaitable[Any]]
 Hook = Callable[[Client], Awaitable[None]]
 
+DEADLINE_SWEEP = 0.02
 _FIELD_RE = re.compile(r"at `\$\.?([^`]*)`")
 _MISSING_RE = re.compile(r"missing required field `([^`]+)`")
 
@@ -84,6 +85,9 @@ class Worker:
         self._start_hooks: list[Hook] = []
         self._stop_hooks: list[Hook] = []
         self._inflight: set[asyncio.Task[None]] = set()
+        self._deadlines: dict[asyncio.Task[None], float] = {}
+        self._expired: set[asyncio.Task[None]] = set()
+        self._sweeper: asyncio.Task[None] | None = None
         self._service: Service | None = None
         self._client: Client | None = None
         self._subs: list[Any] = []
@@ -144,6 +148,7 @@ class Worker:
 
     async def start(self, nc: NATS) -> None:
         self._client = Client(nc)
+        self._sweeper = asyncio.get_running_loop().create_task(self._enforce_deadlines())
         for hook in self._start_hooks:
             await hook(self._client)
         svc = await add_service(
@@ -190,6 +195,8 @@ class Worker:
             _done, pending = await asyncio.wait(set(self._inflight), timeout=self.drain_timeout)
             for t in pending:
                 t.cancel()
+        if self._sweeper is not None:
+            self._sweeper.cancel()
         if self._client is not None:
             for hook in self._stop_hooks:
                 try:
@@ -209,23 +216,48 @@ class Worker:
         # run concurrently while the subscription keeps reading.
         loop = asyncio.get_running_loop()
         inflight = self._inflight
+        deadlines = self._deadlines
+        done = self._call_done
+        execute = self._execute
+        default_timeout = spec.timeout
 
         async def dispatch(req: Request) -> None:
-            task = loop.create_task(self._execute(spec, req))
+            msg = req._msg
+            now = time.time()
+            limit = now + default_timeout
+            if msg.headers:
+                caller = parse_deadline(msg.headers.get(HDR_DEADLINE))
+                if caller is not None and caller < limit:
+                    limit = caller
+            task = loop.create_task(execute(spec, msg, now, limit))
             inflight.add(task)
-            task.add_done_callback(inflight.discard)
+            deadlines[task] = limit
+            task.add_done_callback(done)
 
         return dispatch
 
-    async def _execute(self, spec: FunctionSpec, req: Request) -> None:
+    def _call_done(self, task: asyncio.Task[None]) -> None:
+        self._inflight.discard(task)
+        self._deadlines.pop(task, None)
+        self._expired.discard(task)
+
+    async def _enforce_deadlines(self) -> None:
+        # One sweeper for every call in flight: cheaper than a timer per call, and precise
+        # to DEADLINE_SWEEP seconds. An expired call is cancelled and answered 504.
+        while True:
+            await asyncio.sleep(DEADLINE_SWEEP)
+            if not self._deadlines:
+                continue
+            now = time.time()
+            for task, limit in list(self._deadlines.items()):
+                if limit <= now:
+                    del self._deadlines[task]
+                    self._expired.add(task)
+                    task.cancel()
+
+    async def _execute(self, spec: FunctionSpec, msg: Any, now: float, limit: float) -> None:
         started = time.perf_counter_ns()
-        msg = req._msg
         headers = msg.headers or {}
-        now = time.time()
-        limit = now + spec.timeout
-        caller_deadline = parse_deadline(headers.get(HDR_DEADLINE))
-        if caller_deadline is not None and caller_deadline < limit:
-            limit = caller_deadline
         span = token = None
         if _tracing._enabled:
             span = _tracing.start(
@@ -247,11 +279,13 @@ class Worker:
                 )
             payload = _decode_request(msg.data, spec.request)
             ctx = Context(self.client, spec.id, headers, limit, self.name)
-            loop = asyncio.get_running_loop()
             try:
-                async with asyncio.timeout_at(loop.time() + (limit - now)):
-                    result = await spec.handler(payload, ctx)
-            except TimeoutError:
+                result = await spec.handler(payload, ctx)
+            except asyncio.CancelledError:
+                task = asyncio.current_task()
+                if task is None or task not in self._expired:
+                    raise  # a real cancellation (shutdown), not our deadline
+                task.uncancel()
                 raise FunctionError(
                     "DEADLINE_EXCEEDED", f"{spec.id} did not finish before its deadline"
                 ) from None
@@ -281,22 +315,8 @@ class Worker:
     ) -> None:
         if span is None:
             return
-        attrs = {
-            "faas.invoked_name": spec.id,
-            "messaging.destination.name": msg.subject,
-            "faas.input": _tracing.scrub_payload(msg.data),
-        }
-        if span.is_recording():
-            span.set_attribute("faas.input", attrs["faas.input"])
-        _tracing.fail(
-            span,
-            err.code,
-            err.message,
-            name=spec.id,
-            kind=SpanKind.SERVER,
-            start_ns=int(started * 1e9),
-            attributes=attrs,
-        )
+        span.set_attribute("faas.input", _tracing.scrub_payload(msg.data))
+        _tracing.fail(span, err.code, err.message)
 
     async def _reply_error(self, spec: FunctionSpec, msg: Any, err: FunctionError) -> None:
         st = self._stats[spec.id]

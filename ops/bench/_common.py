@@ -33,7 +33,9 @@ def spawn_python(
     """Start `python <args>`; when `ready_mark` is given, wait for it on stderr."""
     e = dict(os.environ, PYTHONPATH=str(ROOT))
     e.update(env or {})
-    p = subprocess.Popen([sys.executable, *args], cwd=ROOT, env=e, stderr=subprocess.PIPE)
+    p = subprocess.Popen(
+        [sys.executable, *args], cwd=ROOT, env=e, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
     assert p.stderr is not None
     if ready_mark:
         for raw in p.stderr:

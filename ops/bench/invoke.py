@@ -1,8 +1,9 @@
 """Function call overhead: a no-op function through the engine vs a bare nats-py responder.
 
 Caller (this process) and responders (separate processes) talk through one nats-server.
-Measures serial latency (p50) and throughput with 100 calls in flight, alternating the
-two sides in rounds so that machine noise hits both alike.
+Measures serial latency (p50) and throughput with 100 calls in flight for three sides in
+alternating rounds, so that machine noise hits all alike: raw, engine with tracing off,
+engine with tracing on at sampling 1.0 (caller and worker).
 
     python ops/bench/invoke.py [--quick]
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -22,7 +24,7 @@ import uvloop
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from engine import Client, connect
+from engine import Client, _tracing, connect
 from engine._nats_server import NatsServer
 from ops.bench._common import emit, median, pct, spawn_python
 
@@ -54,18 +56,36 @@ async def throughput(call: Call, inflight: int, seconds: float) -> float:
     return done / (time.perf_counter() - t0)
 
 
+def start_worker(url: str, tracing: bool) -> subprocess.Popen[bytes]:
+    env = {
+        "ENGINE_NATS_URL": url,
+        "ENGINE_LOG_LEVEL": "WARNING",
+        "ENGINE_TRACING": "on" if tracing else "off",
+        "ENGINE_TRACE_SAMPLING": "1.0",
+    }
+    return spawn_python(["-m", "workers.example"], env=env, ready_mark="ENGINE_WORKER_READY")
+
+
+def stop(p: subprocess.Popen[bytes]) -> None:
+    p.kill()
+    p.wait()
+
+
 async def main(quick: bool) -> None:
     rounds = 3 if quick else 5
-    n_serial = 1500 if quick else 5000
-    seconds = 2.0 if quick else 5.0
+    n_serial = 1000 if quick else 5000
+    seconds = 1.5 if quick else 5.0
+    res: dict[str, list[float]] = {
+        f"{k}_{m}": [] for k in ("raw", "eng", "trc") for m in ("p50", "rps")
+    }
     with tempfile.TemporaryDirectory() as tmp:
         srv = NatsServer(store_dir=Path(tmp) / "js").start()
-        env = {"ENGINE_NATS_URL": srv.url, "ENGINE_LOG_LEVEL": "WARNING"}
         raw_p = spawn_python(["ops/bench/_raw_responder.py", srv.url], ready_mark="RAW_READY")
-        eng_p = spawn_python(["-m", "workers.example"], env=env, ready_mark="ENGINE_WORKER_READY")
         try:
             nc = await connect(srv.url)
             client = Client(nc)
+            # Spans of this caller go to the bus like any engine process's (no stream here).
+            _tracing.setup("bench-caller", nc, asyncio.get_running_loop())
 
             async def raw_call() -> object:
                 return await nc.request("raw.noop", PAYLOAD, timeout=5)
@@ -73,57 +93,66 @@ async def main(quick: bool) -> None:
             async def engine_call() -> object:
                 return await client.call("example::noop", PAYLOAD, response=bytes, timeout=5)
 
-            for c in (raw_call, engine_call):  # warm up both paths
-                await serial(c, 300)
-            res: dict[str, list[float]] = {
-                "raw_p50": [],
-                "eng_p50": [],
-                "raw_rps": [],
-                "eng_rps": [],
-            }
+            async def measure(name: str, call: Call) -> None:
+                await serial(call, 200)  # warm-up
+                res[f"{name}_p50"].append(median(await serial(call, n_serial)))
+                res[f"{name}_rps"].append(await throughput(call, 100, seconds))
+
             for r in range(rounds):
-                order = [("raw", raw_call), ("eng", engine_call)]
-                if r % 2:
-                    order.reverse()
-                for name, c in order:
-                    res[f"{name}_p50"].append(median(await serial(c, n_serial)))
-                    res[f"{name}_rps"].append(await throughput(c, 100, seconds))
+                # Untraced and traced engine workers alternate; the raw responder stays up.
+                _tracing._enabled = False
+                await measure("raw", raw_call)
+                w = start_worker(srv.url, tracing=False)
+                await measure("eng", engine_call)
+                stop(w)
+                _tracing._enabled = True
+                w = start_worker(srv.url, tracing=True)
+                await measure("trc", engine_call)
+                stop(w)
                 print(
-                    f"round {r + 1}/{rounds}: raw p50 {res['raw_p50'][-1]:.0f}us "
-                    f"{res['raw_rps'][-1]:.0f}/s | engine p50 {res['eng_p50'][-1]:.0f}us "
-                    f"{res['eng_rps'][-1]:.0f}/s",
+                    f"round {r + 1}/{rounds}: raw {res['raw_p50'][-1]:.0f}us "
+                    f"{res['raw_rps'][-1]:.0f}/s | engine {res['eng_p50'][-1]:.0f}us "
+                    f"{res['eng_rps'][-1]:.0f}/s | traced {res['trc_p50'][-1]:.0f}us "
+                    f"{res['trc_rps'][-1]:.0f}/s",
                     file=sys.stderr,
                 )
+            _tracing._enabled = False
+            w = start_worker(srv.url, tracing=False)
             lat = await serial(engine_call, n_serial)
+            stop(w)
             await nc.close()
         finally:
-            for p in (raw_p, eng_p):
-                p.kill()
-                p.wait()
+            stop(raw_p)
             srv.kill()
-    raw_rps, eng_rps = median(res["raw_rps"]), median(res["eng_rps"])
-    raw_p50, eng_p50 = median(res["raw_p50"]), median(res["eng_p50"])
+    m = {k: median(v) for k, v in res.items()}
     figures = {
-        "engine_rps": round(eng_rps),
-        "raw_rps": round(raw_rps),
-        "ratio": round(eng_rps / raw_rps, 3),
-        "engine_p50_us": round(eng_p50, 1),
-        "raw_p50_us": round(raw_p50, 1),
-        "overhead_p50_us": round(eng_p50 - raw_p50, 1),
+        "engine_rps": round(m["eng_rps"]),
+        "raw_rps": round(m["raw_rps"]),
+        "ratio": round(m["eng_rps"] / m["raw_rps"], 3),
+        "engine_p50_us": round(m["eng_p50"], 1),
+        "raw_p50_us": round(m["raw_p50"], 1),
+        "overhead_p50_us": round(m["eng_p50"] - m["raw_p50"], 1),
         "engine_p99_us": round(pct(lat, 99), 1),
+        "traced_rps": round(m["trc_rps"]),
+        "traced_p50_us": round(m["trc_p50"], 1),
+        "trace_ratio": round(m["trc_rps"] / m["eng_rps"], 3),
         "inflight": 100,
         "rounds": rounds,
         "cpus": os.cpu_count(),
+        "load_avg_1m": round(os.getloadavg()[0], 2),
     }
     print(
-        f"engine/raw throughput ratio {figures['ratio']}, p50 overhead "
-        f"{figures['overhead_p50_us']}us",
+        f"engine/raw {figures['ratio']}, p50 overhead {figures['overhead_p50_us']}us, "
+        f"traced/untraced {figures['trace_ratio']}",
         file=sys.stderr,
     )
     emit(figures)
 
 
 if __name__ == "__main__":
+    import faulthandler
+
+    faulthandler.dump_traceback_later(45, exit=True)
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     a = ap.parse_args()

@@ -6,16 +6,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import msgspec
 from nats.aio.client import Client as NATS
-from opentelemetry import context as otel_context
-from opentelemetry import trace
-from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
 
-from engine import Client, FunctionError
+from engine import Client, FunctionError, _tracing
 
 
 class Endpoint(msgspec.Struct, kw_only=True):
@@ -75,24 +71,11 @@ class _Status(msgspec.Struct):
     started_at: float | None = None
 
 
-@contextlib.contextmanager
-def untraced() -> Iterator[None]:
+def untraced() -> contextlib.AbstractContextManager[None]:
     """Run bus calls under an unsampled parent, so the console's own polling (status, dead
     letter lists) does not flood the traces it shows. Failures are still kept as lone error
     spans by the engine's tracing."""
-    parent = NonRecordingSpan(
-        SpanContext(
-            trace_id=int.from_bytes(b"\x01" * 16, "big"),
-            span_id=int.from_bytes(b"\x01" * 8, "big"),
-            is_remote=True,
-            trace_flags=TraceFlags(TraceFlags.DEFAULT),
-        )
-    )
-    token = otel_context.attach(trace.set_span_in_context(parent))
-    try:
-        yield
-    finally:
-        otel_context.detach(token)
+    return _tracing.untraced()
 
 
 async def discover(nc: NATS, verb: str, wait: float = 0.4, settle: float = 0.12) -> list[bytes]:

@@ -35,7 +35,8 @@ class TraceDetail(msgspec.Struct, kw_only=True):
     spans: list[SpanView]
 
 
-_decoder = msgspec.json.Decoder(SpanRecord)
+# Each message on engine.traces.<service> is a batch: a JSON array of span records.
+_decoder = msgspec.json.Decoder(list[SpanRecord])
 
 
 def _function_of(span: SpanRecord) -> str:
@@ -50,7 +51,8 @@ class TraceStore:
         self.traces: dict[str, list[SpanRecord]] = {}
 
     def add_raw(self, data: bytes) -> None:
-        self.add(_decoder.decode(data))
+        for span in _decoder.decode(data):
+            self.add(span)
 
     def add(self, span: SpanRecord) -> None:
         self.spans.append(span)
