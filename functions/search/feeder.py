@@ -121,6 +121,12 @@ class IndexHolder:
         )
         self._applied.set()
 
+    def apply_local(self, event: MemEvent) -> None:
+        """Read-your-writes: the replica that handled a write applies it before replying.
+        The sequence is not advanced (the stream delivers the event again, harmlessly), so a
+        snapshot never claims events that an earlier, still undelivered one precedes."""
+        self.index.apply(event)
+
     async def caught_up(self, timeout: float = 5.0) -> bool:
         """Wait until every event in the stream right now has been applied."""
         info = await self.js.stream_info(EVENTS_STREAM)
