@@ -182,7 +182,10 @@ class SearchIndex:
     def apply(self, event: MemEvent, seq: int = 0) -> None:
         """Apply one MEM_EVENTS message; `seq` is its stream sequence (kept for snapshots)."""
         if isinstance(event, ObservationAdded):
-            self.add(event.observation)
+            # observations are immutable: a second delivery (local apply, then the stream)
+            # must not take a new slot
+            if event.observation.id not in self.doc_of:
+                self.add(event.observation)
         elif isinstance(event, MemoryAdded):
             self.add(event.memory)
         elif isinstance(event, SummaryAdded):

@@ -97,3 +97,12 @@ def test_a_date_in_the_query_brings_records_of_that_day() -> None:
                         timestamp="2026-05-20T10:00:00Z", narrative="release notes written"))  # fmt: skip
     assert idx.search("release notes on 20 May 2026")[0].id == "new"
     assert idx.search("release notes on 1 March 2026")[0].id == "old"
+
+
+def test_a_redelivered_observation_takes_no_second_slot() -> None:
+    idx = SearchIndex()
+    ev = ObservationAdded(observation=obs(1, "read your writes"))
+    idx.apply(ev)  # applied locally by the replica that wrote it
+    idx.apply(ev, seq=1)  # then delivered by the stream
+    assert len(idx.meta) == 1 and idx.seq == 1
+    assert [h.id for h in idx.search("writes")] == ["o1"]
