@@ -28,16 +28,19 @@ class Check(msgspec.Struct, kw_only=True):
 
 
 def livez(store: MemoryStore) -> dict[str, Any]:
-    ports = Ports.for_instance(int(os.environ.get("AGENTMEMORY_INSTANCE", "0") or 0))
+    # The supervisor passes the instance's real ports (they move with --port/--instance).
+    ports = Ports.for_instance(int(os.environ.get("ENGINE_INSTANCE", "0") or 0))
+    streams = int(os.environ.get("AGENTMEMORY_STREAMS_PORT", ports.streams))
+    viewer = int(os.environ.get("AGENTMEMORY_VIEWER_PORT", ports.viewer))
     out: dict[str, Any] = {
         "status": "ok",
         "service": SERVICE,
         "version": VERSION,
         "bootId": store.boot_id,
-        "streamsPort": ports.streams,
+        "streamsPort": streams,
     }
     if os.environ.get("AGENTMEMORY_VIEWER", "").lower() in ("1", "true", "on"):
-        out["viewerPort"] = ports.viewer
+        out["viewerPort"] = viewer
     else:
         out["viewerSkipped"] = True
     return out
