@@ -14,7 +14,8 @@ from urllib.parse import parse_qsl
 
 import msgspec
 
-from engine import Client, FunctionError, HttpRequest
+from engine import Client, FunctionError, HttpRequest, tracing
+from engine._protocol import HDR_TRIGGER
 from triggers.http.openapi import build_openapi
 from triggers.http.routes import Route, RouteTable
 from triggers.http.schemas import Schemas, function_schemas
@@ -54,6 +55,9 @@ def error_body(err: FunctionError) -> bytes:
     if err.status == 401:  # upstream clients compare this body exactly
         return _UNAUTHORIZED
     return err.encode()
+
+
+_HTTP_TRIGGER = {HDR_TRIGGER: "http"}
 
 
 class HttpApp:
@@ -117,7 +121,7 @@ class HttpApp:
         except _Reject as rej:
             await _send_error(send, rej.error, extra)
             return
-        await self._call(route, payload, send, extra)
+        await self._call(route, payload, send, extra, headers, method, path)
 
     def _payload(
         self,
@@ -159,29 +163,65 @@ class HttpApp:
         )
 
     async def _call(
-        self, route: Route, payload: Any, send: Send, extra: list[tuple[bytes, bytes]]
+        self,
+        route: Route,
+        payload: Any,
+        send: Send,
+        extra: list[tuple[bytes, bytes]],
+        headers: dict[str, str],
+        method: str,
+        path: str,
     ) -> None:
         cfg = route.config
         resp_type = Any if cfg.mode == "body" else _Reply
+        # The request's span: a child of the client's traceparent when it sent one.
+        span = token = None
+        if tracing.enabled():
+            span = tracing.start(
+                f"{method} {cfg.path}",
+                tracing.SpanKind.SERVER,
+                {"http.request.method": method, "http.route": cfg.path, "url.path": path},
+                tracing.extract(headers),
+            )
+            token = tracing.attach(span)
         # Shielded: a client that hangs up (hooks exit after 500 ms) must not cancel the work.
         task = asyncio.ensure_future(
-            self.client.call(route.function_id, payload, response=resp_type, timeout=cfg.timeout)
+            self.client.call(
+                route.function_id,
+                payload,
+                response=resp_type,
+                timeout=cfg.timeout,
+                headers=_HTTP_TRIGGER,
+            )
         )
+        if token is not None:
+            tracing.detach(token)
         self._calls.add(task)
         task.add_done_callback(self._calls.discard)
         try:
             reply = await asyncio.shield(task)
         except FunctionError as err:
+            if span is not None:
+                span.set_attribute("http.response.status_code", err.status)
+                tracing.fail(span, err.code, err.message)
+                span.end()
             await _send_error(send, err, extra)
             return
         except Exception as exc:
             log.exception("calling %s failed", route.function_id)
+            if span is not None:
+                tracing.fail(span, "INTERNAL", type(exc).__name__)
+                span.end()
             await _send_error(
                 send,
                 FunctionError("INTERNAL", f"{route.function_id} failed: {type(exc).__name__}"),
                 extra,
             )
             return
+        if span is not None:
+            status = reply.status if isinstance(reply, _Reply) else cfg.status
+            span.set_attribute("http.response.status_code", status)
+            span.end()
         if cfg.mode == "body":
             await _send(send, cfg.status, _encoder.encode(reply), extra)
             return
