@@ -1,7 +1,8 @@
 """Hook latency: wall time of the Claude Code PostToolUse hook process, start to exit.
 
 Three sides in alternating rounds, so machine noise hits all alike:
-  - `python3 -c pass` (the floor any Python hook pays),
+  - `python3 -c pass` (what a Python hook pays with site-packages), and `python3 -S -c
+    pass` (the floor our `-S` hooks stand on),
   - the hook with the real service up (engine + http trigger + memory worker, started by
     `agentmemory start --detach` in a throwaway HOME, data dir and port block),
   - the hook with the server down (connection refused, the event goes to the spool).
@@ -117,9 +118,10 @@ def main() -> None:
                 "AGENTMEMORY_SPOOL_DIR": str(root / "spool-down"),
             }
             _wait_serving(up_env)
-            py, up, down = [], [], []
+            py, py_s, up, down = [], [], [], []
             for i in range(rounds):
                 py.append(timed([PYTHON, "-c", "pass"], b"", env))
+                py_s.append(timed([PYTHON, "-S", "-c", "pass"], b"", env))
                 up.append(timed(HOOK, payload(i), up_env))
                 down.append(timed(HOOK, payload(i), down_env))
         finally:
@@ -128,6 +130,7 @@ def main() -> None:
         "bench": "hook",
         "rounds": rounds,
         "python_p50_ms": round(median(py), 2),
+        "python_S_p50_ms": round(median(py_s), 2),
         "hook_p50_ms": round(median(up), 2),
         "hook_p99_ms": round(pct(up, 99), 2),
         "down_p50_ms": round(median(down), 2),

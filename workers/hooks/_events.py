@@ -10,10 +10,12 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-try:
+# Imported as workers.hooks.* (CLI, tests) or run as a script, whose folder is sys.path[0]:
+# the script never imports the package (its __init__ would load pathlib and more).
+if __package__:
     from workers.hooks import _hookcore as core
     from workers.hooks import _wire
-except ImportError:
+else:
     import _hookcore as core  # type: ignore[no-redef]
     import _wire  # type: ignore[no-redef]
 
@@ -192,9 +194,9 @@ def main(host: str, events: frozenset[str]) -> None:
     """Entry point of a host script. Whatever happens, the agent sees exit 0 promptly."""
     try:
         if sys.argv[1:2] == ["--drain"]:
-            try:
+            if __package__:
                 from workers.hooks import _spool
-            except ImportError:
+            else:
                 import _spool  # type: ignore[no-redef]
             done, kept = _spool.drain(core.Settings())
             sys.stdout.write(_wire.dumps({"delivered": done, "kept": kept}) + "\n")

@@ -16,9 +16,11 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-try:
+# Imported as workers.hooks.* (CLI, tests) or run as a script, whose folder is sys.path[0]:
+# the script never imports the package (its __init__ would load pathlib and more).
+if __package__:
     from workers.hooks import _wire
-except ImportError:
+else:
     import _wire  # type: ignore[no-redef]
 
 DEFAULT_URL = "http://127.0.0.1:3111"
@@ -240,9 +242,9 @@ def deliver(
     """Send now; keep in the spool when the server cannot take it. Never raises."""
     reply = request(settings, method, path, body, timeout)
     if retryable(reply):
-        try:
+        if __package__:
             from workers.hooks import _spool
-        except ImportError:
+        else:
             import _spool  # type: ignore[no-redef]
         _spool.append(settings, method, path, body)
         return None
@@ -269,9 +271,9 @@ def drain_in_background(settings: Settings) -> None:
         null = os.open(os.devnull, os.O_RDWR)
         for fd in (0, 1, 2):
             os.dup2(null, fd)
-        try:
+        if __package__:
             from workers.hooks import _spool
-        except ImportError:
+        else:
             import _spool  # type: ignore[no-redef]
         _spool.drain(settings)
     finally:

@@ -17,10 +17,12 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-try:
+# Imported as workers.hooks.* (CLI, tests) or run as a script, whose folder is sys.path[0]:
+# the script never imports the package (its __init__ would load pathlib and more).
+if __package__:
     from workers.hooks import _hookcore as core
     from workers.hooks import _wire
-except ImportError:
+else:
     import _hookcore as core  # type: ignore[no-redef]
     import _wire  # type: ignore[no-redef]
 
@@ -37,9 +39,9 @@ def _scrubbed(body: Any) -> Any:
     text = _wire.dumps(body).lower()
     if not any(m in text for m in _MARKERS):
         return body
-    try:
+    if __package__:
         from workers.hooks._scrub import scrub
-    except ImportError:
+    else:
         from _scrub import scrub  # type: ignore[no-redef]
     return scrub(body)
 

@@ -6,9 +6,11 @@ exits 0; when the server is away the event waits in the private spool.
 
 from __future__ import annotations
 
-try:
+# Imported as workers.hooks.* (CLI, tests) or run as a script, whose folder is sys.path[0]:
+# the script never imports the package (its __init__ would load pathlib and more).
+if __package__:
     from workers.hooks import _events
-except ImportError:
+else:
     import _events  # type: ignore[no-redef]
 
 HOST = "claude-code"

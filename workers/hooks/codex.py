@@ -5,9 +5,11 @@ Standard library only; always exits 0; spools when the server is away.
 
 from __future__ import annotations
 
-try:
+# Imported as workers.hooks.* (CLI, tests) or run as a script, whose folder is sys.path[0]:
+# the script never imports the package (its __init__ would load pathlib and more).
+if __package__:
     from workers.hooks import _events
-except ImportError:
+else:
     import _events  # type: ignore[no-redef]
 
 HOST = "codex"
