@@ -96,6 +96,7 @@ class Stack:
             "demo",
             "import-jsonl",
             "doctor",
+            "connect",
         }:
             cmd += target
         if args and args[0] == "start":

@@ -59,9 +59,14 @@ def test_new_user_start_connect_work_search_status_stop(stack: Stack) -> None:
     assert mcp["mcpServers"]["github"] == {"command": "gh-mcp"} and mcp["theme"] == "dark"
     assert mcp["mcpServers"]["agentmemory"]["args"] == ["mcp"]
 
+    server = mcp["mcpServers"]["agentmemory"]
+    assert server["env"]["AGENTMEMORY_DATA_DIR"] == str(stack.data_dir)
+
+    # The hooks find this instance's port from their installed command alone.
     hooks = _installed_hooks(stack)
+    assert all(f"AGENTMEMORY_URL={stack.url}" in cmd for cmd in hooks.values())
     for payload in session_payloads(stack.project_dir):
-        code, _ = run_hook(hooks[payload["hook_event_name"]], payload, stack.hook_env())
+        code, _ = run_hook(hooks[payload["hook_event_name"]], payload, stack.env)
         assert code == 0, payload["hook_event_name"]
 
     # prompt, Read, Edit, failed pytest, subagent start/stop, passing pytest, pre-compact

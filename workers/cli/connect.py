@@ -88,11 +88,12 @@ def mcp_command() -> list[str]:
     return [sys.executable, "-m", "workers.cli.main", "mcp"]
 
 
-def hook_command(host: str) -> str:
+def hook_command(host: str, url: str = "") -> str:
     # The real interpreter, not a venv or pyenv shim: a shim is a shell script that
     # costs more than the hook itself. `-S` skips site-packages: hooks are stdlib-only.
     python = os.path.realpath(sys.executable)
-    return f"{shlex.quote(python)} -S {shlex.quote(str(SCRIPTS[host]))}"
+    prefix = f"AGENTMEMORY_URL={shlex.quote(url)} " if url else ""
+    return f"{prefix}{shlex.quote(python)} -S {shlex.quote(str(SCRIPTS[host]))}"
 
 
 def _read(path: Path) -> str:
@@ -116,7 +117,10 @@ def _dump_json(data: dict[str, Any]) -> str:
 
 
 def merge_mcp_json(
-    path: Path, key: str = "mcpServers", entry: dict[str, Any] | None = None
+    path: Path,
+    key: str = "mcpServers",
+    entry: dict[str, Any] | None = None,
+    env: dict[str, str] | None = None,
 ) -> Change:
     before = _read(path)
     data = _load_json(path, before)
@@ -124,7 +128,12 @@ def merge_mcp_json(
     servers = data.setdefault(key, {})
     if not isinstance(servers, dict):
         raise ValueError(f"{path}: `{key}` is not an object")
-    servers[SERVER_NAME] = entry or {"type": "stdio", "command": cmd[0], "args": cmd[1:], "env": {}}
+    servers[SERVER_NAME] = entry or {
+        "type": "stdio",
+        "command": cmd[0],
+        "args": cmd[1:],
+        "env": env or {},
+    }
     return Change(path, before, _dump_json(data))
 
 
@@ -133,13 +142,13 @@ def _ours(hook: Any, host: str) -> bool:
     return isinstance(command, str) and SCRIPTS[host].name in command and "hooks" in command
 
 
-def merge_hooks_json(path: Path, host: str, events: tuple[str, ...]) -> Change:
+def merge_hooks_json(path: Path, host: str, events: tuple[str, ...], url: str = "") -> Change:
     before = _read(path)
     data = _load_json(path, before)
     hooks = data.setdefault("hooks", {})
     if not isinstance(hooks, dict):
         raise ValueError(f"{path}: `hooks` is not an object")
-    command = hook_command(host)
+    command = hook_command(host, url)
     for event in events:
         groups = [g for g in hooks.get(event, []) if isinstance(g, dict)]
         kept = []
@@ -154,7 +163,7 @@ def merge_hooks_json(path: Path, host: str, events: tuple[str, ...]) -> Change:
     return Change(path, before, _dump_json(data))
 
 
-def merge_codex_toml(path: Path, with_hooks: bool) -> Change:
+def merge_codex_toml(path: Path, with_hooks: bool, env: dict[str, str] | None = None) -> Change:
     before = _read(path)
     try:
         doc = tomlkit.parse(before) if before.strip() else tomlkit.document()
@@ -168,6 +177,8 @@ def merge_codex_toml(path: Path, with_hooks: bool) -> Change:
     entry = tomlkit.table()
     entry["command"] = cmd[0]
     entry["args"] = cmd[1:]
+    if env:
+        entry["env"] = env
     servers[SERVER_NAME] = entry
     if with_hooks:
         features = doc.get("features")
@@ -178,27 +189,38 @@ def merge_codex_toml(path: Path, with_hooks: bool) -> Change:
     return Change(path, before, tomlkit.dumps(doc))
 
 
-def plan(agent: str, home: Path, with_hooks: bool) -> list[Change]:
-    """The file changes that wire `agent` to agentmemory (nothing written yet)."""
+def plan(
+    agent: str, home: Path, with_hooks: bool, where: dict[str, str] | None = None
+) -> list[Change]:
+    """The file changes that wire `agent` to agentmemory (nothing written yet).
+
+    `where` locates a non-default instance: AGENTMEMORY_URL goes into the hook commands,
+    the rest (data dir, port, instance) into the MCP server's environment.
+    """
+    where = dict(where or {})
+    url = where.pop("AGENTMEMORY_URL", "")
+    env = where or None
     if agent == "claude-code":
-        changes = [merge_mcp_json(home / ".claude.json")]
+        changes = [merge_mcp_json(home / ".claude.json", env=env)]
         if with_hooks:
-            changes.append(
-                merge_hooks_json(home / ".claude" / "settings.json", "claude-code", CLAUDE_EVENTS)
-            )
+            settings = home / ".claude" / "settings.json"
+            changes.append(merge_hooks_json(settings, "claude-code", CLAUDE_EVENTS, url))
         return changes
     if agent == "codex":
-        changes = [merge_codex_toml(home / ".codex" / "config.toml", with_hooks)]
+        changes = [merge_codex_toml(home / ".codex" / "config.toml", with_hooks, env)]
         if with_hooks:
-            changes.append(merge_hooks_json(home / ".codex" / "hooks.json", "codex", CODEX_EVENTS))
+            hooks = home / ".codex" / "hooks.json"
+            changes.append(merge_hooks_json(hooks, "codex", CODEX_EVENTS, url))
         return changes
     if agent == "cursor":
-        return [merge_mcp_json(home / ".cursor" / "mcp.json")]
+        return [merge_mcp_json(home / ".cursor" / "mcp.json", env=env)]
     if agent == "gemini-cli":
-        return [merge_mcp_json(home / ".gemini" / "settings.json")]
+        return [merge_mcp_json(home / ".gemini" / "settings.json", env=env)]
     if agent == "opencode":
         cmd = mcp_command()
-        entry = {"type": "local", "command": cmd, "enabled": True}
+        entry: dict[str, Any] = {"type": "local", "command": cmd, "enabled": True}
+        if env:
+            entry["environment"] = env
         return [merge_mcp_json(home / ".config" / "opencode" / "opencode.json", "mcp", entry)]
     raise ValueError(f"unknown agent {agent!r}; choose one of {', '.join(AGENTS)}")
 

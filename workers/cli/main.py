@@ -198,6 +198,7 @@ def doctor(
 
 @app.command()
 def connect(
+    ctx: typer.Context,
     agent: Annotated[str, typer.Argument(help=f"One of: {', '.join(connect_mod.AGENTS)}")],
     with_hooks: Annotated[
         bool, typer.Option("--with-hooks", help="Also install capture hooks.")
@@ -205,13 +206,27 @@ def connect(
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Print the change, write nothing.")
     ] = False,
+    data_dir: DataDir = None,
+    port: Port = None,
+    instance: InstanceOpt = None,
 ) -> None:
     """Wire an agent to agentmemory (merges into its config, keeps other entries)."""
     if agent == "mcp":
         out.print(connect_mod.generic_block(), markup=False)
         return
+    where: dict[str, str] = {}
+    base: dict[str, Any] = ctx.obj or {}
+    if any(v is not None for v in (data_dir, port, instance, *base.values())):
+        # A non-default instance: the hooks get its URL; the MCP server its data dir and
+        # port as an instance-0 anchor, which resolves to exactly these paths and ports.
+        target = _target(ctx, data_dir, port, instance)
+        where = {
+            "AGENTMEMORY_URL": target.url,
+            "AGENTMEMORY_DATA_DIR": str(target.instance.data_dir),
+            "AGENTMEMORY_PORT": str(target.instance.ports.rest),
+        }
     try:
-        changes = connect_mod.plan(agent, Path.home(), with_hooks)
+        changes = connect_mod.plan(agent, Path.home(), with_hooks, where)
     except ValueError as exc:
         raise _fail(str(exc), 2) from None
     for ch in changes:
