@@ -260,3 +260,21 @@ def test_spool_scrubs_every_kind_of_planted_secret(tmp_path: Path) -> None:
         assert secret.splitlines()[-1] not in text, secret
     assert text.count("[REDACTED]") == len(PLANTED) + 2
     assert '"n": 7' in text  # the rest of the body is intact
+
+
+def test_hook_gives_up_on_a_server_that_never_answers_and_spools(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as hole:  # accepts connections (backlog) and never replies
+        hole.bind(("127.0.0.1", 0))
+        hole.listen(8)
+        env = {
+            "HOME": str(tmp_path),
+            "PATH": os.environ.get("PATH", ""),
+            "AGENTMEMORY_URL": f"http://127.0.0.1:{hole.getsockname()[1]}",
+            "AGENTMEMORY_SPOOL_DIR": str(tmp_path / "spool"),
+            "AGENTMEMORY_HOOK_TIMEOUT_MS": "200",
+        }
+        code, seconds = run_hook(HOOK, _post_tool(7), env)
+    assert code == 0 and seconds < 2.0
+    assert [e["body"]["eventId"] for e in _spool.read(Settings(env))] == ["toolu_spool_7"]
