@@ -128,6 +128,14 @@ def run(target: Target, home: Path) -> list[Check]:
             "" if hooked else "agentmemory connect claude-code --with-hooks",
         )
     )
+    codex_hooks = home / ".codex" / "hooks.json"
+    if (home / ".codex").exists():
+        try:
+            wired = SCRIPTS["codex"].name in codex_hooks.read_text()
+        except OSError:
+            wired = False
+        fix = "" if wired else "agentmemory connect codex --with-hooks"
+        out.append(Check("codex hooks", wired, str(codex_hooks), fix))
     backlog = len(_spool.read(Settings()))
     out.append(
         Check(
