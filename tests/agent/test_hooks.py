@@ -278,3 +278,39 @@ def test_hook_gives_up_on_a_server_that_never_answers_and_spools(tmp_path: Path)
         code, seconds = run_hook(HOOK, _post_tool(7), env)
     assert code == 0 and seconds < 2.0
     assert [e["body"]["eventId"] for e in _spool.read(Settings(env))] == ["toolu_spool_7"]
+
+
+def test_event_sent_before_the_routes_exist_is_spooled_then_stored_once(
+    spawn: Any, tmp_path: Path
+) -> None:
+    import httpx
+
+    port, secret = free_block(), "route-race-secret"
+    common = {"HOME": str(tmp_path), "AGENTMEMORY_SECRET": secret}
+    spawn("workers.triggers", "http", env={**common, "AGENTMEMORY_REST_PORT": str(port)})
+    env = {
+        **common,
+        "PATH": os.environ.get("PATH", ""),
+        "AGENTMEMORY_URL": f"http://127.0.0.1:{port}",
+        "AGENTMEMORY_SPOOL_DIR": str(tmp_path / "spool"),
+    }
+    headers = {"Authorization": f"Bearer {secret}"}
+    wait_until(lambda: _answers(port), what="http trigger listening")
+    assert run_hook(HOOK, _post_tool(1), env)[0] == 0  # 404: no memory worker yet
+    assert [e["body"]["eventId"] for e in _spool.read(Settings(env))] == ["toolu_spool_1"]
+
+    spawn("workers.memory", env={**common, "AGENTMEMORY_INBOX_DIR": str(tmp_path / "inbox")})
+    url = f"http://127.0.0.1:{port}/agentmemory/observations"
+    query = {"sessionId": "spool-session"}
+    wait_until(lambda: httpx.get(url, params=query, headers=headers).status_code == 200)
+    assert _spool.drain(Settings(env)) == (1, 0)
+    assert run_hook(HOOK, _post_tool(1), env)[0] == 0  # the same tool_use_id again
+    stored = httpx.get(url, params=query, headers=headers).json()["observations"]
+    assert [o["eventId"] for o in stored] == ["toolu_spool_1"]
+
+
+def _answers(port: int) -> bool:
+    import socket
+
+    with socket.socket() as s:
+        return s.connect_ex(("127.0.0.1", port)) == 0

@@ -144,6 +144,17 @@ def counts(target: Target) -> dict[str, int] | None:
     return out
 
 
+def wait_serving(target: Target, timeout: float = 15.0) -> bool:
+    """The http trigger learns routes from KV a moment after the engine reports ready."""
+    deadline = time.monotonic() + timeout
+    with target.client(timeout=2) as rest:
+        while time.monotonic() < deadline:
+            if rest.alive():
+                return True
+            time.sleep(0.1)
+    return False
+
+
 def drain_spool(target: Target) -> None:
     """Replay hook events spooled while the server was down, in a detached process."""
     env = dict(os.environ, AGENTMEMORY_URL=target.url)

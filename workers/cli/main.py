@@ -97,12 +97,16 @@ def start(
                 pid = lifecycle.start_detached(target, config)
             except lifecycle.StartFailed as exc:
                 raise _fail(f"the engine did not start:\n{exc}") from None
-        lifecycle.drain_spool(target)
+        if lifecycle.wait_serving(target):
+            lifecycle.drain_spool(target)
+        else:
+            err.print(f"[yellow]REST is not answering yet at {target.url}[/yellow]")
         out.print(_ready_panel(target, pid))
         return
 
     def ready() -> None:
-        lifecycle.drain_spool(target)
+        if lifecycle.wait_serving(target):
+            lifecycle.drain_spool(target)
         out.print(_ready_panel(target))
 
     raise typer.Exit(lifecycle.run_foreground(target, config, ready))

@@ -223,8 +223,10 @@ def _https(url: str, method: str, headers: dict[str, str], data: bytes, wait: fl
 
 
 def retryable(reply: Reply | None) -> bool:
-    """Worth keeping for later: unreachable, 5xx, 408, 429. Other 4xx will never pass."""
-    return reply is None or reply.status >= 500 or reply.status in (408, 429)
+    """Worth keeping for later: unreachable, 5xx, 408, 429, and 401/404 too: a server still
+    starting has no routes yet, and a rotated secret is fixed by the user, not by waiting
+    less. The spool's bounds decide how long "later" may be. Other 4xx will never pass."""
+    return reply is None or reply.status >= 500 or reply.status in (401, 404, 408, 429)
 
 
 # ---- the run loop ------------------------------------------------------------------
