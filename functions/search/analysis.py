@@ -135,27 +135,47 @@ def tokenize(text: str, *, use_jieba: bool = True) -> list[str]:
     else:
         has_cjk = False
     out: list[str] = []
+    cache = _analysed
     for raw in _WORD.findall(text):
-        if raw.isalpha() and raw.islower() and raw.isascii():
-            # the common case, plain lower-case prose, skips every code check
-            if len(raw) > 1 and raw not in STOPWORDS:
-                out.append(stem(raw))
+        hit = cache.get(raw)
+        if hit is not None:
+            out.extend(hit)
             continue
         if has_cjk and _CJK.search(raw):
             _mixed(raw, out, use_jieba)
             continue
-        raw = raw.rstrip(".:-")
-        if not raw:
-            continue
-        if raw[0].isupper() and _ERROR_CODE.match(raw):
-            out.append(raw.lower())
-        elif 7 <= len(raw) <= 40 and _is_sha(raw):
-            out.append(raw)
-        elif _SEPARATORS.search(raw) or (raw[1:] != raw[1:].lower() and raw != raw.upper()):
-            _code_token(raw, out)
-        else:
-            _prose(raw.lower(), out)
+        # Tool outputs repeat the same tokens over and over: analyse each distinct raw
+        # token once (bounded cache), the dominant cost of indexing otherwise.
+        toks = _analyse(raw)
+        if len(cache) < _ANALYSED_MAX:
+            cache[raw] = toks
+        out.extend(toks)
     return out
+
+
+_ANALYSED_MAX = 400_000
+_analysed: dict[str, tuple[str, ...]] = {}
+
+
+def _analyse(raw: str) -> tuple[str, ...]:
+    out: list[str] = []
+    if raw.isalpha() and raw.islower() and raw.isascii():
+        # the common case, plain lower-case prose, skips every code check
+        if len(raw) > 1 and raw not in STOPWORDS:
+            out.append(stem(raw))
+        return tuple(out)
+    raw = raw.rstrip(".:-")
+    if not raw:
+        return ()
+    if raw[0].isupper() and _ERROR_CODE.match(raw):
+        out.append(raw.lower())
+    elif 7 <= len(raw) <= 40 and _is_sha(raw):
+        out.append(raw)
+    elif _SEPARATORS.search(raw) or (raw[1:] != raw[1:].lower() and raw != raw.upper()):
+        _code_token(raw, out)
+    else:
+        _prose(raw.lower(), out)
+    return tuple(out)
 
 
 def _mixed(raw: str, out: list[str], use_jieba: bool) -> None:
