@@ -18,8 +18,8 @@ class FusionWeights:
     bm25: float = 1.0
     session: float = 0.5
     vector: float = 0.5
-    graph: float = 0.1
-    time: float = 1.0
+    graph: float = 0.2
+    time: float = 1.5
     agreement: float = 0.0
     """Added per extra stream that ranked a document in its top `agreement_depth`,
     in units of the best possible single-stream contribution (1 / (k + 1))."""
