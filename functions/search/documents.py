@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 
 from functions.records import Memory, Observation, SessionSummary
@@ -52,8 +53,9 @@ def summary_id(session_id: str) -> str:
 def _weigh(tf: dict[str, float], tokens: list[str], w: float) -> float:
     if w <= 0 or not tokens:
         return 0.0
-    for t in tokens:
-        tf[t] = tf.get(t, 0.0) + w
+    # Counter counts in C; the Python loop then runs once per distinct term.
+    for t, n in Counter(tokens).items():
+        tf[t] = tf.get(t, 0.0) + w * n
     return w * len(tokens)
 
 
