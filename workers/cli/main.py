@@ -284,13 +284,15 @@ def _hits(data: Any) -> list[dict[str, Any]]:
 
 
 def _print_hits(query: str, data: Any) -> None:
-    table = Table("score", "session", "title", title=f"search: {query}", title_justify="left")
+    table = Table(
+        "score", "session / kind", "title", title=f"search: {query}", title_justify="left"
+    )
     for hit in _hits(data):
         rec = hit.get("observation") or hit.get("memory") or hit
         score = hit.get("score", "")
         table.add_row(
             f"{score:.3f}" if isinstance(score, float) else str(score),
-            str(rec.get("sessionId") or rec.get("session_id") or ""),
+            str(rec.get("sessionId") or rec.get("session_id") or hit.get("kind") or ""),
             str(rec.get("title") or rec.get("content") or rec.get("narrative") or "")[:90],
         )
     out.print(table)
