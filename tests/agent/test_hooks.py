@@ -172,11 +172,18 @@ def test_capture_rules_and_output_truncation(tmp_path: Path) -> None:
     }
     glob = _post_tool(2) | {"tool_name": "Glob", "tool_use_id": "t-glob"}
     big = _post_tool(3) | {"tool_response": "y" * 5000, "tool_use_id": "t-big"}
-    for payload in (read_env, glob, big):
+    write = _post_tool(4) | {
+        "tool_name": "Write",
+        "tool_input": {"file_path": "/app/big.sql", "content": "z" * 300_000},
+        "tool_use_id": "t-write",
+    }
+    for payload in (read_env, glob, big, write):
         assert run_hook(HOOK, payload, env)[0] == 0
     spooled = _spool.read(Settings(env))
-    assert [e["body"]["eventId"] for e in spooled] == ["t-big"]
+    assert [e["body"]["eventId"] for e in spooled] == ["t-big", "t-write"]
     assert len(spooled[0]["body"]["data"]["tool_output"]) < 150
+    written = spooled[1]["body"]["data"]["tool_input"]
+    assert written["file_path"] == "/app/big.sql" and len(written["content"]) < 150
     assert (
         truncate("z" * 10, 5).startswith("zzzzz")
         and scrub_text("password=hunter22") == "password=[REDACTED]"

@@ -100,7 +100,7 @@ def post_tool_use(settings: core.Settings, base: dict[str, Any], p: dict[str, An
     output = p.get("tool_response", p.get("tool_output", ""))
     data = {
         "tool_name": tool,
-        "tool_input": tool_input if tool_input is not None else {},
+        "tool_input": core.cap(tool_input, settings.output_max) if tool_input is not None else {},
         "tool_output": core.truncate(output, settings.output_max),
     }
     _observe(settings, base, "post_tool_use", data, _tool_id(p))

@@ -95,6 +95,18 @@ def _paths(tool_input: Any) -> list[str]:
     return [v for k in keys if isinstance(v := tool_input.get(k), str) and v]
 
 
+def cap(value: Any, limit: int) -> Any:
+    """The same JSON value with every long string cut: a Write of a large file must not
+    turn into a request body the server refuses as too large."""
+    if isinstance(value, str):
+        return truncate(value, limit)
+    if isinstance(value, dict):
+        return {k: cap(v, limit) for k, v in value.items()}
+    if isinstance(value, list):
+        return [cap(v, limit) for v in value]
+    return value
+
+
 def truncate(value: Any, limit: int) -> str:
     text = value if isinstance(value, str) else _wire.dumps(value)
     if len(text) <= limit:
