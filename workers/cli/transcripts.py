@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from workers.hooks._hookcore import OUTPUT_MAX, Settings, project_of, truncate
+from workers.hooks._hookcore import OUTPUT_MAX, Settings, cap, project_of, truncate
 
 
 @dataclass
@@ -105,7 +105,7 @@ def parse(path: Path) -> list[TranscriptSession]:
                 else:
                     data = {
                         "tool_name": name,
-                        "tool_input": tool_input,
+                        "tool_input": cap(tool_input, OUTPUT_MAX),
                         "tool_output": truncate(output, OUTPUT_MAX),
                     }
                     sess.events.append(_event(sid, "post_tool_use", ts, data, tool_id))
