@@ -23,6 +23,7 @@ from nats.js.api import ConsumerConfig, DeliverPolicy
 from engine import Client
 from functions.records import EVENTS_STREAM, EVENTS_SUBJECT, MemEvent
 from functions.search import snapshot
+from functions.search.embed_queue import QueueEmbedding
 from functions.search.embedding import ensure_model, store_batch, take_batch
 from functions.search.index import SearchIndex
 from functions.search.vectors import Embedder, VectorIndex, provider_from_env
@@ -41,6 +42,8 @@ class IndexHolder:
         snapshot_every: float = float(os.environ.get("SEARCH_SNAPSHOT_SECONDS", "60")),
         snapshot_name: str = "index",
         load_embedder: bool = True,
+        embed_via_queue: bool = os.environ.get("SEARCH_EMBED_QUEUE", "").lower()
+        in ("1", "true", "yes"),
     ) -> None:
         if embedder is None and load_embedder:
             embedder = provider_from_env()
@@ -55,6 +58,9 @@ class IndexHolder:
         self._sub: Any = None
         self._tasks: list[asyncio.Task[None]] = []
         self._applied = asyncio.Event()
+        self.queue: QueueEmbedding | None = None
+        if embedder is not None and embed_via_queue:
+            self.queue = QueueEmbedding(lambda: self.index, embedder)
 
     # ---- lifecycle (worker hooks) --------------------------------------------------
     async def start(self, client: Client) -> None:
@@ -75,7 +81,10 @@ class IndexHolder:
             cb=self._on_event,
         )
         self._tasks.append(asyncio.create_task(self._snapshot_loop()))
-        if self.embedder is not None:
+        if self.embedder is not None and self.queue is not None:
+            self._tasks.append(asyncio.create_task(self.queue.run_enqueuer(client)))
+            self._tasks.append(asyncio.create_task(self.queue.run_watcher(client)))
+        elif self.embedder is not None:
             self._tasks.append(asyncio.create_task(self._embed_loop()))
 
     async def stop(self, client: Client) -> None:

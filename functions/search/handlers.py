@@ -9,6 +9,7 @@ from typing import Any
 import msgspec
 
 from engine import Context, FunctionError, HttpRequest, HttpResponse, Worker
+from functions.search.embed_queue import QUEUE, EmbedIn, EmbedOut, embed_call
 from functions.search.feeder import IndexHolder
 from functions.search.service import SearchService
 from functions.search.wire import (
@@ -70,6 +71,18 @@ def register(worker: Worker, holder: IndexHolder | None = None) -> SearchService
         ("profile", profile, ProfileIn, "GET", "/profile", "project profile: activity, files, concepts"),
         ("search-status", status, StatusIn | None, "GET", "/search/status", "index size, lag, snapshot age"),
     ]  # fmt: skip
+    if svc.holder.queue is not None and svc.holder.embedder is not None:
+        embedder = svc.holder.embedder
+
+        async def embed(req: EmbedIn, ctx: Context) -> EmbedOut:
+            return await embed_call(embedder, req, ctx)
+
+        worker.function("mem::embed", description="embed a batch into mem_embeddings", timeout=300)(
+            embed
+        )
+        worker.trigger(
+            "queue", "mem::embed", queue=QUEUE, concurrency=2, timeout=300, max_attempts=8
+        )
     for name, fn, req_t, method, path, summary in ops:
         worker.function(f"mem::{name}", description=summary, request=req_t)(fn)
         _rest(worker, name, fn, req_t, method, PREFIX + path, summary)

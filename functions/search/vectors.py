@@ -123,6 +123,7 @@ class VectorIndex:
     enabled: bool = True
     chunk_doc: list[int] = field(default_factory=list)
     _index: Any = None
+    _held: set[int] = field(default_factory=set)
 
     def reset(self, model: str, dim: int) -> None:
         self.model, self.dim = model, dim
@@ -132,6 +133,11 @@ class VectorIndex:
     def accepts(self, model: str, dim: int) -> bool:
         """False when the vectors held came from another model or dimension."""
         return self._index is not None and self.model == model and self.dim == dim
+
+    def holds(self, doc: int) -> bool:
+        if len(self._held) != len(self.chunk_doc):
+            self._held = set(self.chunk_doc)
+        return doc in self._held
 
     def count(self) -> int:
         return int(self._index.ntotal) if self._index is not None else 0
