@@ -97,10 +97,27 @@ _SECRET_KEY = re.compile(
 )
 
 
+_SHORT = 64
+_SHORT_CACHE_MAX = 50_000
+_short_cache: dict[str, str] = {}
+
+
 def scrub(text: str) -> str:
     """Replace every secret in `text` with `[REDACTED:<kind>]`."""
     if len(text) < _SHORTEST:
         return text
+    if len(text) <= _SHORT:
+        # Keys and short values (tool names, commands, flags) repeat across payloads.
+        hit = _short_cache.get(text)
+        if hit is None:
+            hit = _scrub(text)
+            if len(_short_cache) < _SHORT_CACHE_MAX:
+                _short_cache[text] = hit
+        return hit
+    return _scrub(text)
+
+
+def _scrub(text: str) -> str:
     hints = text.lower()
     if not any(h in hints for h in _NEEDLES):  # the common case: nothing to do
         return text
