@@ -32,6 +32,8 @@ class WorkerConfig(msgspec.Struct, forbid_unknown_fields=True):
     restart: RestartPolicy = msgspec.field(default_factory=RestartPolicy)
     ready_timeout: float = 30.0
     enabled: bool = True
+    nice: int = 0
+    """CPU priority offset (0–19): background work (indexing) yields to the hot path."""
 
     def argv(self) -> list[str]:
         if self.command:

@@ -111,6 +111,7 @@ class ManagedWorker:
             stdout=asyncio.subprocess.DEVNULL,
             stderr=asyncio.subprocess.PIPE,
             start_new_session=True,  # Ctrl-C reaches the supervisor, which stops workers in order
+            preexec_fn=(lambda: os.nice(self.cfg.nice)) if self.cfg.nice > 0 else None,
         )
         self.started_at = time.time()
         asyncio.get_running_loop().create_task(self._pump(self.proc))

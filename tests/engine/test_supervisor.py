@@ -136,3 +136,12 @@ def test_stop_command_stops_a_running_engine(engine_factory) -> None:
     assert out.returncode == 0, out.stderr
     wait_until(lambda: eng.proc.poll() is not None, timeout=10, what="engine exit")
     assert eng.proc.returncode == 0
+
+
+def test_worker_runs_at_its_configured_cpu_priority(engine_factory) -> None:
+    eng = engine_factory(
+        "workers:\n  - name: example\n    module: workers.example\n    nice: 7\n"
+    ).start()
+    [w] = eng.status()["workers"]
+    fields = open(f"/proc/{w['pid']}/stat").read().rsplit(")", 1)[1].split()
+    assert int(fields[16]) == os.getpriority(os.PRIO_PROCESS, 0) + 7  # field 19: nice
