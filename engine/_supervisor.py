@@ -48,6 +48,8 @@ class WorkerStatus(msgspec.Struct):
     functions: list[str]
     started_at: float | None
     last_exit: int | None
+    cpu_s: float | None = None
+    rss_mb: float | None = None
 
 
 class EngineStatus(msgspec.Struct):
@@ -59,6 +61,20 @@ class EngineStatus(msgspec.Struct):
     ports: dict[str, int]
     started_at: float
     workers: list[WorkerStatus]
+
+
+_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def process_usage(pid: int) -> tuple[float | None, float | None]:
+    """CPU seconds (user + system) and resident memory in MB of a live process."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        cpu = (int(fields[11]) + int(fields[12])) / _TICKS
+        rss = int(fields[21]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+        return round(cpu, 2), round(rss, 1)
+    except (OSError, IndexError, ValueError):
+        return None, None
 
 
 class ManagedWorker:
@@ -89,6 +105,7 @@ class ManagedWorker:
 
     def status(self) -> WorkerStatus:
         pid = self.proc.pid if self.proc and self.proc.returncode is None else None
+        cpu, rss = process_usage(pid) if pid else (None, None)
         return WorkerStatus(
             self.cfg.name,
             self.replica,
@@ -98,6 +115,8 @@ class ManagedWorker:
             self.functions,
             self.started_at,
             self.last_exit,
+            cpu,
+            rss,
         )
 
     async def _spawn(self) -> None:

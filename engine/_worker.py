@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import bisect
 import logging
 import re
 import time
@@ -39,6 +40,8 @@ Handler = Callable[[Any, Context], Awaitable[Any]]
 Hook = Callable[[Client], Awaitable[None]]
 
 DEADLINE_SWEEP = 0.02
+BUCKETS_MS = (0.5, 1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000)
+_BUCKETS_NS = tuple(int(b * 1e6) for b in BUCKETS_MS)
 _FIELD_RE = re.compile(r"at `\$\.?([^`]*)`")
 _MISSING_RE = re.compile(r"missing required field `([^`]+)`")
 
@@ -69,6 +72,16 @@ class _Stats:
     errors: int = 0
     last_error: str = ""
     busy_ns: int = 0
+    # Duration histogram: counts[i] calls took <= BUCKETS_MS[i] (the last bucket: more).
+    counts: list[int] = field(default_factory=lambda: [0] * (len(BUCKETS_MS) + 1))
+
+    def data(self, function_id: str) -> dict[str, Any]:
+        return {
+            "function_id": function_id,
+            "duration_buckets_ms": list(BUCKETS_MS),
+            "duration_counts": list(self.counts),
+            "busy_ms": self.busy_ns / 1e6,
+        }
 
 
 @dataclass
@@ -157,6 +170,7 @@ class Worker:
             version=self.version,
             description=self.description or self.name,
             metadata={"worker": self.name},
+            stats_handler=self._endpoint_data,
         )
         self._service = svc
         for spec in self.functions.values():
@@ -304,7 +318,9 @@ class Worker:
                 _tracing.detach(token)
                 span.end()
             elapsed = time.perf_counter_ns() - started
-            self._stats[spec.id].busy_ns += elapsed
+            st = self._stats[spec.id]
+            st.busy_ns += elapsed
+            st.counts[bisect.bisect_left(_BUCKETS_NS, elapsed)] += 1
             ep = self._endpoints.get(spec.id)
             if ep is not None:
                 ep._processing_time += elapsed
@@ -337,6 +353,13 @@ class Worker:
             )
         except Exception:
             log.warning("could not reply to %s (connection closing)", spec.id)
+
+    def _endpoint_data(self, ep: Any) -> dict[str, Any]:
+        # $SRV.STATS: each endpoint's `data` carries its duration histogram.
+        for fid, e in self._endpoints.items():
+            if e._name == ep.name:
+                return self._stats[fid].data(fid)
+        return {}
 
     def stats(self) -> dict[str, dict[str, Any]]:
         return {

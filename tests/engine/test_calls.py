@@ -118,3 +118,7 @@ async def test_micro_discovery_lists_functions_with_schemas(client: Client, spaw
     stats = json.loads((await client.nc.request("$SRV.STATS.example", b"", timeout=5)).data)
     fail = next(e for e in stats["endpoints"] if e["subject"] == "fn.example.fail")
     assert fail["num_requests"] == 1 and fail["num_errors"] == 1
+    # each endpoint's data: a duration histogram of its calls
+    assert fail["data"]["function_id"] == "example::fail"
+    assert sum(fail["data"]["duration_counts"]) == 1
+    assert len(fail["data"]["duration_counts"]) == len(fail["data"]["duration_buckets_ms"]) + 1

@@ -35,6 +35,7 @@ async def test_engine_starts_nats_and_worker_and_a_function_answers(engine_facto
     assert st["running"] is True
     [w] = st["workers"]
     assert w["state"] == "running" and "example::echo" in w["functions"] and w["pid"]
+    assert w["rss_mb"] > 5 and w["cpu_s"] >= 0  # per-worker resource metrics
     await c.nc.close()
     assert eng.stop() == 0
     assert not (eng.data_dir / "engine.pid").exists()
