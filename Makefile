@@ -37,8 +37,14 @@ $(NODE_STAMP): tests/xlang/package.json
 	@if command -v npm >/dev/null 2>&1; then cd tests/xlang && npm install --no-audit --no-fund --silent && touch node_modules/.installed; \
 	else echo "npm missing: the Node.js cross-language test will be skipped"; fi
 
+# The unmodified upstream clients (hook scripts, MCP shim) the compatibility tests run.
+UPSTREAM_STAMP := tests/upstream/node_modules/.installed
+$(UPSTREAM_STAMP): tests/upstream/install.sh
+	@if command -v npm >/dev/null 2>&1; then bash tests/upstream/install.sh && touch $@; \
+	else echo "npm missing: the upstream-client tests will be skipped"; fi
+
 install: $(RUN_STAMP)
-install-test: $(TEST_STAMP) $(SYSTEM_STAMP) $(NODE_STAMP)
+install-test: $(TEST_STAMP) $(SYSTEM_STAMP) $(NODE_STAMP) $(UPSTREAM_STAMP)
 
 run: install
 	$(PY) -m engine run --config config/engine.yaml

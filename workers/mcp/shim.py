@@ -16,7 +16,14 @@ from mcp.types import CallToolResult, TextContent
 
 async def tools_document(app: MCPServer) -> dict[str, Any]:
     tools = await app.list_tools()
-    return {"tools": [t.model_dump(by_alias=True, exclude_none=True) for t in tools]}
+    # No outputSchema: the upstream shim relays only `content` blocks, and an MCP client
+    # rejects a tool that declares an output schema but returns no structured content.
+    return {
+        "tools": [
+            t.model_dump(by_alias=True, exclude_none=True, exclude={"output_schema"})
+            for t in tools
+        ]
+    }
 
 
 async def call_document(app: MCPServer, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
