@@ -23,20 +23,16 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
 import argparse  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
-import re  # noqa: E402
 import shutil  # noqa: E402
-import socket  # noqa: E402
 import subprocess  # noqa: E402
 import tempfile  # noqa: E402
 import threading  # noqa: E402
-import time  # noqa: E402
-import urllib.error  # noqa: E402
-import urllib.request  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from engine import Context, HttpRequest, HttpResponse, Worker  # noqa: E402
+from ops.bench._http import free_port, run_wrk, wait_http  # noqa: E402
 
 SECRET = "bench-secret"
 LUA = """
@@ -88,12 +84,6 @@ def serve_bare(port: int) -> None:
 
 
 # ---- the driver ------------------------------------------------------------------------
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def start(args: list[str], env: dict[str, str], ready: bytes | None) -> subprocess.Popen[bytes]:
     p = subprocess.Popen(
         [sys.executable, *args],
@@ -111,51 +101,6 @@ def start(args: list[str], env: dict[str, str], ready: bytes | None) -> subproce
             raise RuntimeError(f"{args} exited before it was ready")
     threading.Thread(target=lambda: [None for _ in p.stderr or []], daemon=True).start()
     return p
-
-
-def wait_http(url: str, timeout: float = 15.0) -> None:
-    body = b'{"id":0}'
-    headers = {"Content-Type": "application/json", "Authorization": f"Bearer {SECRET}"}
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            req = urllib.request.Request(url, data=body, headers=headers, method="POST")
-            with urllib.request.urlopen(req, timeout=2) as r:
-                if r.status == 200:
-                    return
-        except (urllib.error.URLError, ConnectionError, TimeoutError):
-            pass
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"{url} did not come up")
-        time.sleep(0.1)
-
-
-def wrk(url: str, script: Path, connections: int, seconds: int) -> dict[str, float]:
-    out = subprocess.run(
-        ["wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "--latency", "-s", str(script), url],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))  # type: ignore[union-attr]
-    p99 = _ms(re.search(r"99%\s+([\d.]+\w+)", out).group(1))  # type: ignore[union-attr]
-    p50 = _ms(re.search(r"50%\s+([\d.]+\w+)", out).group(1))  # type: ignore[union-attr]
-    bad = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", out)
-    errors = re.search(r"Socket errors: (.*)", out)
-    return {
-        "rps": rps,
-        "p50_ms": p50,
-        "p99_ms": p99,
-        "non_2xx": float(bad.group(1)) if bad else 0.0,
-        "socket_errors": 1.0 if errors else 0.0,
-    }
-
-
-def _ms(text: str) -> float:
-    m = re.match(r"([\d.]+)(us|ms|s)", text)
-    assert m is not None, text
-    value, unit = float(m.group(1)), m.group(2)
-    return value / 1000 if unit == "us" else value * 1000 if unit == "s" else value
 
 
 def main() -> None:
@@ -201,19 +146,19 @@ def main() -> None:
             procs.append(start([__file__, "--serve-bare", str(bare_port)], env, None))
             trigger_url = f"http://127.0.0.1:{trigger_port}/bench/noop"
             bare_url = f"http://127.0.0.1:{bare_port}/bench/noop"
-            wait_http(trigger_url)
-            wait_http(bare_url)
+            wait_http(trigger_url, b'{"id":0}', SECRET)
+            wait_http(bare_url, b'{"id":0}', SECRET)
             script = Path(tmp) / "post.lua"
             script.write_text(LUA % SECRET)
             for url in (bare_url, trigger_url):  # warm-up
-                wrk(url, script, a.connections, 1)
+                run_wrk(url, script, a.connections, 1)
             # Alternating rounds, best of each side: other load on a shared machine drifts,
             # and must not fall on one side only.
             rounds = 2 if a.quick else 3
             bares, trigs = [], []
             for _ in range(rounds):
-                bares.append(wrk(bare_url, script, a.connections, seconds))
-                trigs.append(wrk(trigger_url, script, a.connections, seconds))
+                bares.append(run_wrk(bare_url, script, a.connections, seconds))
+                trigs.append(run_wrk(trigger_url, script, a.connections, seconds))
             bare = max(bares, key=lambda r: r["rps"])
             trig = max(trigs, key=lambda r: r["rps"])
         finally:

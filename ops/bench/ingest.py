@@ -22,29 +22,22 @@ import argparse
 import json
 import os
 import random
-import re
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import threading
 import time
-import urllib.error
-import urllib.request
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from engine._supervisor import process_usage
+from ops.bench._http import free_port, run_wrk, wait_http
+
 SECRET = "bench-secret"
 TEMPLATES = 24
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 # ---- the peer: a bare endpoint ---------------------------------------------------------
@@ -140,43 +133,6 @@ end
     )
 
 
-def run_wrk(url: str, script: Path, seconds: int, connections: int) -> dict[str, float]:
-    out = subprocess.run(
-        ["wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "--latency", "-s", str(script), url],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))  # type: ignore[union-attr]
-    p99 = _ms(re.search(r"99%\s+([\d.]+\w+)", out).group(1))  # type: ignore[union-attr]
-    p50 = _ms(re.search(r"50%\s+([\d.]+\w+)", out).group(1))  # type: ignore[union-attr]
-    m = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", out)
-    errs = re.search(r"Socket errors:.*", out)
-    return {
-        "rps": rps,
-        "p50_ms": p50,
-        "p99_ms": p99,
-        "non_2xx": float(m.group(1)) if m else 0.0,
-        "socket_errors": 1.0 if errs else 0.0,
-    }
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a process (Linux /proc), to show where the time goes."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def _ms(text: str) -> float:
-    m = re.match(r"([\d.]+)(us|ms|s)", text)
-    assert m, text
-    v = float(m.group(1))
-    return {"us": v / 1000, "ms": v, "s": v * 1000}[m.group(2)]
-
-
 # ---- processes -------------------------------------------------------------------------
 def spawn(args: list[str], env: dict[str, str], ready: bytes | None) -> subprocess.Popen[bytes]:
     p = subprocess.Popen(args, env=env, cwd=ROOT, stderr=subprocess.PIPE)
@@ -189,25 +145,6 @@ def spawn(args: list[str], env: dict[str, str], ready: bytes | None) -> subproce
             raise RuntimeError(f"{args} exited before it was ready")
     threading.Thread(target=lambda: [None for _ in p.stderr or []], daemon=True).start()
     return p
-
-
-def wait_http(url: str, body: bytes, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while True:
-        req = urllib.request.Request(
-            url,
-            data=body,
-            headers={"Content-Type": "application/json", "Authorization": f"Bearer {SECRET}"},
-        )
-        try:
-            with urllib.request.urlopen(req, timeout=2) as r:
-                if r.status < 300:
-                    return
-        except (urllib.error.URLError, ConnectionError, OSError):
-            pass
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"{url} never answered")
-        time.sleep(0.1)
 
 
 def main() -> None:
@@ -253,24 +190,26 @@ def main() -> None:
         probe = json.dumps(payload_template(0, random.Random(1))).replace("__EID__", "probe")
         observe_url = f"http://127.0.0.1:{rest_port}/agentmemory/observe"
         bare_url = f"http://127.0.0.1:{bare_port}/agentmemory/observe"
-        wait_http(observe_url, probe.encode())
-        wait_http(bare_url, probe.encode())
+        wait_http(observe_url, probe.encode(), SECRET)
+        wait_http(bare_url, probe.encode(), SECRET)
         script = tmp / "post.lua"
         lua_script(script, f"run{int(time.time())}")
-        run_wrk(bare_url, script, 1, args.connections)  # warm-up
-        bare = run_wrk(bare_url, script, seconds, args.connections)
-        run_wrk(observe_url, script, 1, args.connections)
+        run_wrk(bare_url, script, args.connections, 1)  # warm-up
+        bare = run_wrk(bare_url, script, args.connections, seconds)
+        run_wrk(observe_url, script, args.connections, 1)
         assert srv.proc is not None
         pids = {
             "memory_worker": procs[0].pid,
             "http_trigger": procs[1].pid,
             "nats_server": srv.proc.pid,
         }
-        before = {k: cpu_seconds(p) for k, p in pids.items()}
-        observe = run_wrk(observe_url, script, seconds, args.connections)
+        before = {k: (process_usage(p)[0] or 0.0) for k, p in pids.items()}
+        observe = run_wrk(observe_url, script, args.connections, seconds)
         done = observe["rps"] * seconds
         cpu_ms = {
-            f"cpu_ms_per_obs_{k}": round((cpu_seconds(p) - before[k]) * 1000 / max(done, 1), 3)
+            f"cpu_ms_per_obs_{k}": round(
+                ((process_usage(p)[0] or 0.0) - before[k]) * 1000 / max(done, 1), 3
+            )
             for k, p in pids.items()
         }
         ratio = observe["rps"] / bare["rps"] if bare["rps"] else 0.0
