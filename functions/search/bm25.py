@@ -47,6 +47,8 @@ class Scope:
     mask: Mask
     n: int
     avgdl: float
+    parts: tuple[int, ...] | None = None
+    """Posting partitions that can hold documents of the scope (None: all)."""
     cache: dict[tuple[str, int], tuple[I32, F64]] = field(default_factory=dict)
 
 
@@ -56,21 +58,26 @@ class BM25Index:
     b: float = 0.75
     synonym_weight: float = 0.6
     prefix_weight: float = 0.4
-    postings: dict[str, tuple[array[int], array[float]]] = field(default_factory=dict)
+    postings: dict[str, dict[int, tuple[array[int], array[float]]]] = field(default_factory=dict)
+    """term -> partition (the project's code) -> (doc ids, tfs). A query scoped to a project
+    reads only that project's postings, however large the others are."""
     doc_len: array[float] = field(default_factory=lambda: array("f"))
     _vocab: list[str] = field(default_factory=list)
     _pending_vocab: list[str] = field(default_factory=list)
 
     # ---- writes ------------------------------------------------------------------
-    def add(self, doc: int, tfs: Mapping[str, float], length: float) -> None:
+    def add(self, doc: int, tfs: Mapping[str, float], length: float, part: int = 0) -> None:
         if doc >= len(self.doc_len):
             self.doc_len.extend([0.0] * (doc + 1 - len(self.doc_len)))
         self.doc_len[doc] += length
         for term, tf in tfs.items():
-            p = self.postings.get(term)
-            if p is None:
-                p = self.postings[term] = (array("i"), array("f"))
+            parts = self.postings.get(term)
+            if parts is None:
+                parts = self.postings[term] = {}
                 self._pending_vocab.append(term)
+            p = parts.get(part)
+            if p is None:
+                p = parts[part] = (array("i"), array("f"))
             p[0].append(doc)
             p[1].append(tf)
 
@@ -84,11 +91,11 @@ class BM25Index:
             else np.zeros(0, np.float32)
         )
 
-    def scope(self, mask: Mask) -> Scope:
+    def scope(self, mask: Mask, parts: tuple[int, ...] | None = None) -> Scope:
         n = int(mask.sum())
         lens = self.lengths()[: len(mask)]
         avgdl = float(lens[mask[: len(lens)]].mean()) if n else 1.0
-        return Scope(mask, n, max(avgdl, 1e-6))
+        return Scope(mask, n, max(avgdl, 1e-6), parts)
 
     # ---- reads -------------------------------------------------------------------
     def vocabulary(self) -> list[str]:
@@ -114,23 +121,37 @@ class BM25Index:
     def matches(self, term: str, scope: Scope) -> tuple[I32, F64]:
         """(docs, tf) of one term inside the scope; remembered for the scope's lifetime
         so the streams of one query (and repeated queries) select postings once."""
-        key = (term, len(self.postings[term][0])) if term in self.postings else None
+        arrays = self._arrays(term, scope)
+        key = (term, sum(len(d) for d, _ in arrays)) if arrays else None
         hit = scope.cache.get(key) if key is not None else None
         if hit is not None:
             return hit
-        out = self._matches(term, scope)
+        out = self._matches(arrays, scope)
         if key is not None:
             if len(scope.cache) > 512:
                 scope.cache.clear()
             scope.cache[key] = out
         return out
 
-    def _matches(self, term: str, scope: Scope) -> tuple[I32, F64]:
-        p = self.postings.get(term)
-        if p is None or scope.n == 0:
+    def _arrays(self, term: str, scope: Scope) -> list[tuple[array[int], array[float]]]:
+        parts = self.postings.get(term)
+        if not parts:
+            return []
+        if scope.parts is None:
+            return list(parts.values())
+        return [parts[p] for p in scope.parts if p in parts]
+
+    def _matches(
+        self, arrays: list[tuple[array[int], array[float]]], scope: Scope
+    ) -> tuple[I32, F64]:
+        if not arrays or scope.n == 0:
             return np.zeros(0, np.int32), np.zeros(0, np.float64)
-        docs = np.frombuffer(p[0], dtype=np.int32)
-        tfs = np.frombuffer(p[1], dtype=np.float32)
+        if len(arrays) == 1:
+            docs = np.frombuffer(arrays[0][0], dtype=np.int32)
+            tfs = np.frombuffer(arrays[0][1], dtype=np.float32)
+        else:
+            docs = np.concatenate([np.frombuffer(d, dtype=np.int32) for d, _ in arrays])
+            tfs = np.concatenate([np.frombuffer(f, dtype=np.float32) for _, f in arrays])
         mask = scope.mask
         inside = docs < len(mask)
         if not inside.all():
@@ -163,8 +184,13 @@ class BM25Index:
             if len(dd):
                 scores[dd] += c.weight * contrib
                 touched.append(dd)
-        docs = np.unique(np.concatenate(touched)) if touched else np.zeros(0, np.int32)
-        return scores, docs
+        if not touched:
+            return scores, np.zeros(0, np.int32)
+        # a boolean mark and one scan beat sorting or hashing tens of thousands of ids
+        hit = np.zeros(len(scores), np.bool_)
+        for dd in touched:
+            hit[dd] = True
+        return scores, np.flatnonzero(hit).astype(np.int32)
 
     def _add_alternatives(
         self,
@@ -196,16 +222,21 @@ class BM25Index:
         return alt_docs
 
     # ---- persistence -------------------------------------------------------------
-    def dump(self) -> dict[str, tuple[bytes, bytes]]:
-        return {t: (d.tobytes(), f.tobytes()) for t, (d, f) in self.postings.items()}
+    def dump(self) -> dict[str, list[tuple[int, bytes, bytes]]]:
+        return {
+            t: [(part, d.tobytes(), f.tobytes()) for part, (d, f) in parts.items()]
+            for t, parts in self.postings.items()
+        }
 
-    def load(self, postings: Mapping[str, tuple[bytes, bytes]], doc_len: bytes) -> None:
+    def load(self, postings: Mapping[str, list[tuple[int, bytes, bytes]]], doc_len: bytes) -> None:
         self.postings = {}
-        for t, (d, f) in postings.items():
-            da, fa = array("i"), array("f")
-            da.frombytes(d)
-            fa.frombytes(f)
-            self.postings[t] = (da, fa)
+        for t, parts in postings.items():
+            out = self.postings[t] = {}
+            for part, d, f in parts:
+                da, fa = array("i"), array("f")
+                da.frombytes(d)
+                fa.frombytes(f)
+                out[part] = (da, fa)
         self.doc_len = array("f")
         self.doc_len.frombytes(doc_len)
         self._vocab = sorted(self.postings)

@@ -155,7 +155,7 @@ class SearchIndex:
             members = self.members[sc] = array("i")
         members.append(n)
         self.day.append(day_number(d.timestamp))
-        self.bm25.add(n, d.tfs, d.length)
+        self.bm25.add(n, d.tfs, d.length, self.project[n])
         self.graph.add(n, d.entities)
         if self.vectors is not None and self.vectors.enabled and d.text:
             self.pending_text[n] = d.text
@@ -230,7 +230,11 @@ class SearchIndex:
             self._sess_len = hit[3]
             return hit[1], hit[2]
         m = self.mask(project, agent_id, kinds)
-        docs = self.bm25.scope(m)
+        parts: tuple[int, ...] | None = None
+        if project is not None:
+            codes = [self.projects.of[p] for p in {project, ""} if p in self.projects.of]
+            parts = tuple(sorted(codes))
+        docs = self.bm25.scope(m, parts)
         sess = np.frombuffer(self.session, dtype=np.int32)
         n_sess = len(self.sessions.names)
         lens: np.ndarray = np.bincount(
@@ -315,19 +319,22 @@ class SearchIndex:
         lens = self._sess_len
         total = np.zeros(n_sess, np.float64)
         k1, b = self.config.k1, self.config.b
+        touched: list[np.ndarray] = []
         for c in clauses:
             dd, dtf = self.bm25.matches(c.term, scope)
             if not len(dd):
                 continue
-            tf = np.bincount(sess[dd], weights=dtf, minlength=n_sess)
-            hit = np.flatnonzero(tf)
-            if not len(hit):
-                continue
+            # only the sessions the term occurs in: cost follows matches, not sessions
+            hit, inv = np.unique(sess[dd], return_inverse=True)
+            t = np.bincount(inv, weights=dtf)
             idf = math.log(1.0 + (sscope.n - len(hit) + 0.5) / (len(hit) + 0.5))
-            t = tf[hit]
             norm = k1 * (1.0 - b + b * lens[hit] / sscope.avgdl)
             total[hit] += c.weight * idf * t * (k1 + 1.0) / (t + norm)
-        best = _top(total, self.config.session_depth)
+            touched.append(hit)
+        if not touched:
+            return []
+        among = np.unique(np.concatenate(touched)) if len(touched) > 1 else touched[0]
+        best = _top(total, self.config.session_depth, among)
         if not best:
             return []
         rank = np.full(n_sess, -1.0)

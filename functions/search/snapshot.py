@@ -10,7 +10,7 @@ import msgspec
 
 from functions.search.index import Meta, SearchIndex
 
-FORMAT = 1
+FORMAT = 2
 
 
 class _Meta(msgspec.Struct, array_like=True):
@@ -39,7 +39,7 @@ class IndexSnapshot(msgspec.Struct, kw_only=True):
     agents: list[str]
     sessions: list[str]
     doc_len: bytes
-    postings: dict[str, tuple[bytes, bytes]]
+    postings: dict[str, list[tuple[int, bytes, bytes]]]
     graph_names: list[str]
     graph_docs: list[bytes]
     graph_ents: dict[int, list[int]]

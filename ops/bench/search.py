@@ -77,7 +77,7 @@ def corpus(n: int, seed: int = 42) -> list[Observation]:
             f"{prose}. Touched {ident} in {path}. {err} {('commit ' + sha) if sha else ''}".strip()
         )
         out.append(Observation(
-            id=f"obs{i:06d}", session_id=f"{proj}-s{i // 50}", project=proj,
+            id=f"obs{i:06d}", session_id=f"{proj}-s{i // 20 // 50}", project=proj,
             hook_type="post_tool_failure" if err else "post_tool_use",
             timestamp=f"2026-{1 + (i // 9000) % 12:02d}-{1 + (i // 300) % 28:02d}T00:00:00Z",
             type="error" if err else "file_edit", title=title, narrative=f"{tool} on {path}. {prose}",
