@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from engine import Client, FunctionError
-from tests.triggers._wait import eventually
+from tests.helpers import eventually
 from triggers.cron import DURABLE, SCHED, STREAM, TICK, server_schedule
 
 

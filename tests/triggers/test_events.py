@@ -8,7 +8,7 @@ from typing import Any
 from nats.js.api import StreamConfig
 
 from engine import Client
-from tests.triggers._wait import eventually
+from tests.helpers import eventually
 from triggers.pubsub import publish
 
 

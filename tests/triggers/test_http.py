@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from engine import Client
-from tests.triggers._wait import eventually, free_port
+from tests.helpers import eventually, free_port
 from triggers.http.secret import bearer_matches, load_secret
 
 SECRET = "s3cret-token"

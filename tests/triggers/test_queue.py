@@ -6,7 +6,7 @@ import signal
 from typing import Any
 
 from engine import Client
-from tests.triggers._wait import eventually
+from tests.helpers import eventually
 from triggers.queue import enqueue
 
 
