@@ -54,6 +54,7 @@ class IndexHolder:
         self.snapshot_at = 0.0
         self.snapshot_seq = 0
         self.stream_last_seq = 0
+        self.delivered_seq = 0
         self._client: Client | None = None
         self._sub: Any = None
         self._tasks: list[asyncio.Task[None]] = []
@@ -118,6 +119,7 @@ class IndexHolder:
 
     # ---- events ----------------------------------------------------------------------
     async def _on_event(self, msg: Any) -> None:
+        self.delivered_seq = int(msg.metadata.sequence.stream)
         try:
             event = _decoder.decode(msg.data)
         except msgspec.DecodeError:
@@ -141,7 +143,7 @@ class IndexHolder:
         info = await self.js.stream_info(EVENTS_STREAM)
         target = int(info.state.last_seq)
         deadline = time.monotonic() + timeout
-        while self.index.seq < target:
+        while max(self.index.seq, self.delivered_seq) < target:
             self._applied.clear()
             left = deadline - time.monotonic()
             if left <= 0:

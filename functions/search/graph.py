@@ -42,7 +42,8 @@ class EntityGraph:
     """Nodes on a larger share of the visible records are skipped: they discriminate nothing."""
     nodes: dict[str, int] = field(default_factory=dict)
     names: list[str] = field(default_factory=list)
-    docs_of: list[array[int]] = field(default_factory=list)
+    docs_of: list[dict[int, array[int]]] = field(default_factory=list)
+    """node -> partition (project code) -> records naming it."""
     ents_of: dict[int, tuple[int, ...]] = field(default_factory=dict)
 
     def _node(self, name: str) -> int:
@@ -50,10 +51,10 @@ class EntityGraph:
         if nid is None:
             nid = self.nodes[name] = len(self.names)
             self.names.append(name)
-            self.docs_of.append(array("i"))
+            self.docs_of.append({})
         return nid
 
-    def add(self, doc: int, names: Iterable[str]) -> None:
+    def add(self, doc: int, names: Iterable[str], part: int = 0) -> None:
         ids: set[int] = set()
         for n in names:
             n = n.strip().lower()
@@ -62,7 +63,10 @@ class EntityGraph:
             for alias in _aliases(n):
                 ids.add(self._node(alias))
         for nid in ids:
-            self.docs_of[nid].append(doc)
+            arr = self.docs_of[nid].get(part)
+            if arr is None:
+                arr = self.docs_of[nid][part] = array("i")
+            arr.append(doc)
         if ids:
             self.ents_of[doc] = tuple(sorted(ids))
 
@@ -78,7 +82,20 @@ class EntityGraph:
                     found.append(nid)
         return found
 
-    def search(self, query: str, mask: Mask, limit: int) -> list[int]:
+    def _docs(self, nid: int, parts: tuple[int, ...] | None) -> npt.NDArray[np.int32]:
+        by_part = self.docs_of[nid]
+        arrays = (
+            list(by_part.values()) if parts is None else [by_part[p] for p in parts if p in by_part]
+        )
+        if not arrays:
+            return np.zeros(0, np.int32)
+        if len(arrays) == 1:
+            return np.frombuffer(arrays[0], dtype=np.int32)
+        return np.concatenate([np.frombuffer(a, dtype=np.int32) for a in arrays])
+
+    def search(
+        self, query: str, mask: Mask, limit: int, parts: tuple[int, ...] | None = None
+    ) -> list[int]:
         seeds = self.match(query)
         if not seeds:
             return []
@@ -90,7 +107,7 @@ class EntityGraph:
         for hop in range(self.max_hops):
             neighbours: Counter[int] = Counter()
             for nid, strength in frontier.items():
-                docs = np.frombuffer(self.docs_of[nid], dtype=np.int32)
+                docs = self._docs(nid, parts)
                 docs = docs[docs < len(mask)]
                 docs = docs[mask[docs]]
                 if not len(docs) or len(docs) > self.max_share * n_docs:

@@ -42,6 +42,9 @@ from functions.search.temporal import day_number, query_ranges
 from functions.search.vectors import VectorIndex
 
 
+SESSION_MAX_SHARE = 0.5
+
+
 @dataclass(frozen=True)
 class SearchConfig:
     fields: FieldWeights = field(default_factory=FieldWeights)
@@ -156,7 +159,7 @@ class SearchIndex:
         members.append(n)
         self.day.append(day_number(d.timestamp))
         self.bm25.add(n, d.tfs, d.length, self.project[n])
-        self.graph.add(n, d.entities)
+        self.graph.add(n, d.entities, self.project[n])
         if self.vectors is not None and self.vectors.enabled and d.text:
             self.pending_text[n] = d.text
             self.texts[n] = d.text
@@ -294,7 +297,7 @@ class SearchIndex:
         if self.config.fusion.time > 0:
             streams["time"] = self._time_stream(query, scope, scores, depth)
         if self.config.fusion.graph > 0:
-            streams["graph"] = self.graph.search(query, scope.mask, depth)
+            streams["graph"] = self.graph.search(query, scope.mask, depth, scope.parts)
         fused = rrf(streams, self.config.fusion)
         sess = self.session
         fused = diversify(fused, _SessionView(sess), self.config.per_session, limit)
@@ -322,8 +325,8 @@ class SearchIndex:
         touched: list[np.ndarray] = []
         for c in clauses:
             dd, dtf = self.bm25.matches(c.term, scope)
-            if not len(dd):
-                continue
+            if not len(dd) or len(dd) > SESSION_MAX_SHARE * scope.n:
+                continue  # on most records, so on nearly every session: it ranks none
             # only the sessions the term occurs in: cost follows matches, not sessions
             hit, inv = np.unique(sess[dd], return_inverse=True)
             t = np.bincount(inv, weights=dtf)

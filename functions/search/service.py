@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import logging
+import os
 from collections import Counter
 from typing import Any
 
@@ -29,6 +31,8 @@ from functions.search.wire import (
     TimelineIn,
     TimelineOut,
 )
+
+log = logging.getLogger("functions.search")
 
 _BUCKET = {
     KIND_OBSERVATION: OBSERVATIONS_BUCKET,
@@ -57,6 +61,18 @@ class SearchService:
     def __init__(self, holder: IndexHolder) -> None:
         self.holder = holder
         self.client: Client | None = None
+        # Read-your-writes across processes: the index may live in another process than
+        # the write path (workers.search), so a query first waits, up to this long, until
+        # every event already in MEM_EVENTS is applied. 0 turns the fence off.
+        self.freshness = float(os.environ.get("SEARCH_FRESHNESS_SECONDS", "2"))
+
+    async def _fresh(self) -> None:
+        if self.client is None or self.freshness <= 0:
+            return
+        try:
+            await self.holder.caught_up(timeout=self.freshness)
+        except Exception as exc:  # the bus is reconnecting: answer from what we have
+            log.debug("freshness fence skipped: %s", exc)
 
     async def start(self, client: Client) -> None:
         self.client = client
@@ -102,6 +118,7 @@ class SearchService:
 
     # ---- functions -------------------------------------------------------------------
     async def search(self, req: SearchIn) -> SearchOut:
+        await self._fresh()
         hits = self._search(req.query, req.project, req.agent_id, req.kinds, req.limit)
         full = await self._full(hits)
         if req.token_budget:
@@ -117,6 +134,7 @@ class SearchService:
             return SmartSearchOut(mode="expanded", results=[r for r in found if r is not None])
         if not req.query.strip():
             raise FunctionError("BAD_REQUEST", "query must not be empty", field="query")
+        await self._fresh()
         hits = self._search(req.query, req.project, req.agent_id, req.kinds, req.limit)
         return SmartSearchOut(
             mode="compact",
@@ -133,6 +151,7 @@ class SearchService:
         return [m for n in np.flatnonzero(mask).tolist() if (m := idx.meta[n]) is not None]
 
     async def context(self, req: ContextIn) -> ContextOut:
+        await self._fresh()
         project = req.project or None
         blocks: list[tuple[str, str]] = []
         memories = sorted(self._metas(project, req.agent_id, [KIND_MEMORY]),
@@ -163,6 +182,7 @@ class SearchService:
         return _pack(blocks, req.budget)
 
     async def enrich(self, req: EnrichIn) -> EnrichOut:
+        await self._fresh()
         terms = [*req.files, *req.terms]
         if not terms:
             raise FunctionError("BAD_REQUEST", "give files or terms to enrich", field="files")
@@ -180,6 +200,7 @@ class SearchService:
         return EnrichOut(context=text.rstrip("\n"), truncated=truncated)
 
     async def timeline(self, req: TimelineIn) -> TimelineOut:
+        await self._fresh()
         metas = self._metas(req.project, req.agent_id, list(KINDS))
         if req.session_id:
             metas = [m for m in metas if m.session_id == req.session_id]

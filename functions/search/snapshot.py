@@ -10,7 +10,7 @@ import msgspec
 
 from functions.search.index import Meta, SearchIndex
 
-FORMAT = 2
+FORMAT = 3
 
 
 class _Meta(msgspec.Struct, array_like=True):
@@ -41,7 +41,7 @@ class IndexSnapshot(msgspec.Struct, kw_only=True):
     doc_len: bytes
     postings: dict[str, list[tuple[int, bytes, bytes]]]
     graph_names: list[str]
-    graph_docs: list[bytes]
+    graph_docs: list[dict[int, bytes]]
     graph_ents: dict[int, list[int]]
     vector_model: str = ""
     vector_dim: int = 0
@@ -68,7 +68,7 @@ def dump(index: SearchIndex) -> bytes:
         doc_len=index.bm25.doc_len.tobytes(),
         postings=index.bm25.dump(),
         graph_names=index.graph.names,
-        graph_docs=[a.tobytes() for a in index.graph.docs_of],
+        graph_docs=[{p: a.tobytes() for p, a in d.items()} for d in index.graph.docs_of],
         graph_ents={k: list(v) for k, v in index.graph.ents_of.items()},
         vector_model=vec.model if vec else "",
         vector_dim=vec.dim if vec else 0,
@@ -110,10 +110,13 @@ def load(blob: bytes, index: SearchIndex) -> SearchIndex:
     g.names = list(snap.graph_names)
     g.nodes = {n: i for i, n in enumerate(g.names)}
     g.docs_of = []
-    for b in snap.graph_docs:
-        a = array("i")
-        a.frombytes(b)
-        g.docs_of.append(a)
+    for by_part in snap.graph_docs:
+        node: dict[int, array[int]] = {}
+        for p, b in by_part.items():
+            a = array("i")
+            a.frombytes(b)
+            node[int(p)] = a
+        g.docs_of.append(node)
     g.ents_of = {int(k): tuple(v) for k, v in snap.graph_ents.items()}
     if index.vectors is not None:
         index.texts = dict(snap.texts)
