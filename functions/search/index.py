@@ -41,7 +41,6 @@ from functions.search.graph import EntityGraph
 from functions.search.temporal import day_number, query_ranges
 from functions.search.vectors import VectorIndex
 
-
 SESSION_MAX_SHARE = 0.5
 
 
