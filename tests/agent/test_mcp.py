@@ -194,7 +194,11 @@ def test_upstream_shim_routes_list_and_call_every_tool_over_rest(stack: Stack) -
     assert "workers.mcp.rest" in stack.config.read_text()  # the default stack serves the shim
     stack.start()
     with stack.rest() as c:
-        wait_until(lambda: c.get("/agentmemory/mcp/tools").status_code == 200, what="mcp routes")
+        wait_until(
+            lambda: c.get("/agentmemory/mcp/tools").status_code == 200,
+            timeout=30,
+            what="mcp routes",
+        )
         tools = c.get("/agentmemory/mcp/tools").json()["tools"]
         assert TOOLS <= {t["name"] for t in tools}
         assert all(t["inputSchema"]["type"] == "object" for t in tools)

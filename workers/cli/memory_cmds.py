@@ -1,0 +1,216 @@
+"""Commands over the stored memory: demo, search, remember, export, import, import-jsonl."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.progress import Progress
+from rich.table import Table
+
+from workers.cli.app import DataDir, InstanceOpt, Port, app, err, fail, out, target_of
+from workers.cli.target import ServiceError
+
+
+@app.command()
+def demo(
+    ctx: typer.Context, data_dir: DataDir = None, port: Port = None, instance: InstanceOpt = None
+) -> None:
+    """Seed three coding sessions (JWT auth, an N+1 fix, rate limiting) and search them."""
+    from workers.cli import demo as demo_mod
+
+    target = target_of(ctx, data_dir, port, instance)
+    try:
+        with target.client() as rest:
+            n = demo_mod.seed(rest)
+            out.print(
+                f"seeded {len(demo_mod.SESSIONS)} sessions, {n} events (project {demo_mod.PROJECT})"
+            )
+            for q in demo_mod.QUERIES:
+                data = rest.call(
+                    "POST",
+                    "/agentmemory/search",
+                    {"query": q, "limit": 3, "project": demo_mod.PROJECT},
+                )
+                _print_hits(q, data)
+    except ServiceError as exc:
+        raise fail(str(exc)) from None
+
+
+def _hits(data: Any) -> list[dict[str, Any]]:
+    items = data.get("results", data.get("items", [])) if isinstance(data, dict) else data
+    return [i for i in items if isinstance(i, dict)] if isinstance(items, list) else []
+
+
+def _print_hits(query: str, data: Any) -> None:
+    table = Table(
+        "score", "session / kind", "title", title=f"search: {query}", title_justify="left"
+    )
+    for hit in _hits(data):
+        rec = hit.get("observation") or hit.get("memory") or hit
+        score = hit.get("score", "")
+        table.add_row(
+            f"{score:.3f}" if isinstance(score, float) else str(score),
+            str(rec.get("sessionId") or rec.get("session_id") or hit.get("kind") or ""),
+            str(rec.get("title") or rec.get("content") or rec.get("narrative") or "")[:90],
+        )
+    out.print(table)
+
+
+@app.command()
+def search(
+    ctx: typer.Context,
+    query: Annotated[str, typer.Argument(help="What to look for.")],
+    limit: Annotated[int, typer.Option(min=1, max=100)] = 10,
+    project: Annotated[str | None, typer.Option(help="Only this project.")] = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+    data_dir: DataDir = None,
+    port: Port = None,
+    instance: InstanceOpt = None,
+) -> None:
+    """Search observations and memories."""
+    body: dict[str, Any] = {"query": query, "limit": limit}
+    if project:
+        body["project"] = project
+    try:
+        with target_of(ctx, data_dir, port, instance).client() as rest:
+            data = rest.call("POST", "/agentmemory/search", body)
+    except ServiceError as exc:
+        raise fail(str(exc)) from None
+    if as_json:
+        sys.stdout.write(json.dumps(data) + "\n")
+    else:
+        _print_hits(query, data)
+
+
+@app.command()
+def remember(
+    ctx: typer.Context,
+    content: Annotated[str, typer.Argument(help="What to remember.")],
+    type: Annotated[
+        str, typer.Option(help="fact, decision, pattern, preference, bug, workflow")
+    ] = "fact",
+    concept: Annotated[list[str] | None, typer.Option("--concept", help="Repeatable.")] = None,
+    file: Annotated[list[str] | None, typer.Option("--file", help="Repeatable.")] = None,
+    project: Annotated[str | None, typer.Option()] = None,
+    data_dir: DataDir = None,
+    port: Port = None,
+    instance: InstanceOpt = None,
+) -> None:
+    """Save a memory on purpose."""
+    body: dict[str, Any] = {
+        "content": content,
+        "type": type,
+        "concepts": concept or [],
+        "files": file or [],
+    }
+    if project:
+        body["project"] = project
+    try:
+        with target_of(ctx, data_dir, port, instance).client() as rest:
+            data = rest.call("POST", "/agentmemory/remember", body)
+    except ServiceError as exc:
+        raise fail(str(exc)) from None
+    out.print_json(json.dumps(data))
+
+
+@app.command()
+def export(
+    ctx: typer.Context,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="File (default stdout).")
+    ] = None,
+    data_dir: DataDir = None,
+    port: Port = None,
+    instance: InstanceOpt = None,
+) -> None:
+    """Export everything as JSON."""
+    try:
+        with target_of(ctx, data_dir, port, instance).client(timeout=120) as rest:
+            data = rest.call("GET", "/agentmemory/export")
+    except ServiceError as exc:
+        raise fail(str(exc)) from None
+    text = json.dumps(data, indent=1)
+    if output:
+        output.write_text(text)
+        err.print(f"exported to {output}")
+    else:
+        sys.stdout.write(text + "\n")
+
+
+@app.command(name="import")
+def import_(
+    ctx: typer.Context,
+    path: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="An export JSON file.")],
+    strategy: Annotated[str, typer.Option(help="merge, skip or replace")] = "merge",
+    data_dir: DataDir = None,
+    port: Port = None,
+    instance: InstanceOpt = None,
+) -> None:
+    """Import an export document."""
+    try:
+        doc = json.loads(path.read_text())
+    except ValueError as exc:
+        raise fail(f"{path} is not valid JSON: {exc}", 2) from None
+    try:
+        with target_of(ctx, data_dir, port, instance).client(timeout=300) as rest:
+            data = rest.call(
+                "POST", "/agentmemory/import", {"exportData": doc, "strategy": strategy}
+            )
+    except ServiceError as exc:
+        raise fail(str(exc)) from None
+    out.print_json(json.dumps(data))
+
+
+@app.command(name="import-jsonl")
+def import_jsonl(
+    ctx: typer.Context,
+    path: Annotated[
+        Path | None, typer.Argument(help="File or folder (default ~/.claude/projects).")
+    ] = None,
+    data_dir: DataDir = None,
+    port: Port = None,
+    instance: InstanceOpt = None,
+) -> None:
+    """Import Claude Code transcripts; safe to run again (events keep their ids)."""
+    from workers.cli import transcripts as tr
+    from workers.hooks._hookcore import now_iso
+
+    root = path or Path.home() / ".claude" / "projects"
+    if not root.exists():
+        raise fail(f"{root} does not exist", 2)
+    files = tr.find_transcripts(root)
+    sessions = events = 0
+    try:
+        with (
+            target_of(ctx, data_dir, port, instance).client() as rest,
+            Progress(console=err) as bar,
+        ):
+            task = bar.add_task("importing transcripts", total=len(files))
+            for f in files:
+                for s in tr.parse(f):
+                    project = tr.project_for(s.cwd)
+                    base = {
+                        "sessionId": s.session_id,
+                        "project": project,
+                        "cwd": s.cwd or str(root),
+                    }
+                    rest.call("POST", "/agentmemory/session/start", base)
+                    for ev in s.events:
+                        ev = {
+                            **base,
+                            **ev,
+                            "timestamp": ev["timestamp"] or now_iso(),
+                            "agentId": "claude-code",
+                        }
+                        rest.call("POST", "/agentmemory/observe", ev)
+                        events += 1
+                    rest.call("POST", "/agentmemory/session/end", {"sessionId": s.session_id})
+                    sessions += 1
+                bar.advance(task)
+    except ServiceError as exc:
+        raise fail(str(exc)) from None
+    out.print(f"imported {sessions} session(s), {events} event(s) from {len(files)} file(s)")
