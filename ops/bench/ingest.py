@@ -150,6 +150,7 @@ def spawn(args: list[str], env: dict[str, str], ready: bytes | None) -> subproce
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--replicas", type=int, default=1, help="memory worker processes")
     ap.add_argument("--duration", type=int, default=0)
     ap.add_argument("--connections", type=int, default=32)
     ap.add_argument("--serve-bare", type=int, default=0, help=argparse.SUPPRESS)
@@ -178,7 +179,12 @@ def main() -> None:
             ENGINE_LOG_LEVEL="WARNING",
         )
         rest_port, bare_port = free_port(), free_port()
-        procs.append(spawn([sys.executable, "-m", "workers.memory"], env, b"ENGINE_WORKER_READY"))
+        # As config/engine.yaml runs it: the write path without the index (workers.search
+        # holds it), in `--replicas` processes sharing mem::observe through the queue group.
+        for _ in range(args.replicas):
+            procs.append(
+                spawn([sys.executable, "-m", "workers.memory"], env, b"ENGINE_WORKER_READY")
+            )
         procs.append(
             spawn(
                 [sys.executable, "-m", "workers.triggers", "http"],
@@ -198,19 +204,21 @@ def main() -> None:
         bare = run_wrk(bare_url, script, args.connections, seconds)
         run_wrk(observe_url, script, args.connections, 1)
         assert srv.proc is not None
-        pids = {
-            "memory_worker": procs[0].pid,
-            "http_trigger": procs[1].pid,
-            "nats_server": srv.proc.pid,
+        groups = {
+            "memory_worker": [p.pid for p in procs[: args.replicas]],
+            "http_trigger": [procs[args.replicas].pid],
+            "nats_server": [srv.proc.pid],
         }
-        before = {k: (process_usage(p)[0] or 0.0) for k, p in pids.items()}
+
+        def cpu(pids: list[int]) -> float:
+            return sum(process_usage(p)[0] or 0.0 for p in pids)
+
+        before = {k: cpu(v) for k, v in groups.items()}
         observe = run_wrk(observe_url, script, args.connections, seconds)
         done = observe["rps"] * seconds
         cpu_ms = {
-            f"cpu_ms_per_obs_{k}": round(
-                ((process_usage(p)[0] or 0.0) - before[k]) * 1000 / max(done, 1), 3
-            )
-            for k, p in pids.items()
+            f"cpu_ms_per_obs_{k}": round((cpu(v) - before[k]) * 1000 / max(done, 1), 3)
+            for k, v in groups.items()
         }
         ratio = observe["rps"] / bare["rps"] if bare["rps"] else 0.0
         print(
@@ -227,6 +235,7 @@ def main() -> None:
                 {
                     "bench": "ingest",
                     "connections": args.connections,
+                    "memory_replicas": args.replicas,
                     "seconds": seconds,
                     "observe_rps": round(observe["rps"], 1),
                     "bare_rps": round(bare["rps"], 1),
