@@ -10,16 +10,56 @@ async def echo(req: EchoIn, ctx: Context) -> EchoOut:
 
 if __name__ == "__main__":
     worker.run()
+
+Names are imported on first use (PEP 562), so a command-line tool that only needs paths or
+errors does not pay for loading nats-py.
 """
 
-from engine._client import Client
-from engine._connect import connect
-from engine._context import Context
-from engine._errors import FunctionError
-from engine._protocol import subject_for
-from engine._state import CasConflict, Change, Entry, State
-from engine._triggers import TRIGGERS_BUCKET, HttpRequest, HttpResponse, TriggerSpec
-from engine._worker import FunctionSpec, Worker
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from engine import tracing
+    from engine._client import Client
+    from engine._connect import connect
+    from engine._context import Context
+    from engine._errors import FunctionError
+    from engine._protocol import subject_for
+    from engine._state import CasConflict, Change, Entry, State
+    from engine._triggers import TRIGGERS_BUCKET, HttpRequest, HttpResponse, TriggerSpec
+    from engine._worker import FunctionSpec, Worker
+
+_WHERE = {
+    "Client": "engine._client",
+    "connect": "engine._connect",
+    "Context": "engine._context",
+    "FunctionError": "engine._errors",
+    "subject_for": "engine._protocol",
+    "CasConflict": "engine._state",
+    "Change": "engine._state",
+    "Entry": "engine._state",
+    "State": "engine._state",
+    "TRIGGERS_BUCKET": "engine._triggers",
+    "HttpRequest": "engine._triggers",
+    "HttpResponse": "engine._triggers",
+    "TriggerSpec": "engine._triggers",
+    "FunctionSpec": "engine._worker",
+    "Worker": "engine._worker",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name == "tracing":
+        return importlib.import_module("engine.tracing")
+    where = _WHERE.get(name)
+    if where is None:
+        raise AttributeError(f"module 'engine' has no attribute {name!r}")
+    value = getattr(importlib.import_module(where), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "TRIGGERS_BUCKET",
@@ -37,4 +77,5 @@ __all__ = [
     "Worker",
     "connect",
     "subject_for",
+    "tracing",
 ]
