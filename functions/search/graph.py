@@ -94,12 +94,17 @@ class EntityGraph:
         return np.concatenate([np.frombuffer(a, dtype=np.int32) for a in arrays])
 
     def search(
-        self, query: str, mask: Mask, limit: int, parts: tuple[int, ...] | None = None
+        self,
+        query: str,
+        mask: Mask,
+        limit: int,
+        parts: tuple[int, ...] | None = None,
+        visible: int | None = None,
     ) -> list[int]:
         seeds = self.match(query)
         if not seeds:
             return []
-        n_docs = max(int(mask.sum()), 1)
+        n_docs = max(visible if visible is not None else int(mask.sum()), 1)
         parts_d: list[npt.NDArray[np.int32]] = []
         parts_w: list[npt.NDArray[np.float64]] = []
         frontier = {nid: 1.0 for nid in seeds}

@@ -296,7 +296,7 @@ class SearchIndex:
         if self.config.fusion.time > 0:
             streams["time"] = self._time_stream(query, scope, scores, depth)
         if self.config.fusion.graph > 0:
-            streams["graph"] = self.graph.search(query, scope.mask, depth, scope.parts)
+            streams["graph"] = self.graph.search(query, scope.mask, depth, scope.parts, scope.n)
         fused = rrf(streams, self.config.fusion)
         sess = self.session
         fused = diversify(fused, _SessionView(sess), self.config.per_session, limit)
