@@ -20,8 +20,7 @@ async def tools_document(app: MCPServer) -> dict[str, Any]:
     # rejects a tool that declares an output schema but returns no structured content.
     return {
         "tools": [
-            t.model_dump(by_alias=True, exclude_none=True, exclude={"output_schema"})
-            for t in tools
+            t.model_dump(by_alias=True, exclude_none=True, exclude={"output_schema"}) for t in tools
         ]
     }
 
