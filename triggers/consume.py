@@ -19,6 +19,8 @@ from nats.aio.msg import Msg
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 from nats.js.client import JetStreamContext
 
+from triggers.plugin import SpecWatcher
+
 log = logging.getLogger("triggers.consume")
 
 MsgHandler = Callable[[Msg], Awaitable[None]]
@@ -153,3 +155,29 @@ async def _keep_alive(msg: Msg, every: float) -> None:
 def backoff_delay(attempt: int, initial: float, maximum: float) -> float:
     """Exponential backoff: initial, 2×initial, 4×initial … capped at `maximum`."""
     return float(min(initial * (2 ** max(attempt - 1, 0)), maximum))
+
+
+class ConsumerBindings:
+    """What the stream and state plug-ins share: one consumer loop per declaration, bound in
+    the background (`_pending`) and torn down on removal or stop."""
+
+    def __init__(self) -> None:
+        self._loops: dict[str, ConsumerLoop] = {}
+        self._pending: dict[str, asyncio.Task[None]] = {}
+        self._watcher: SpecWatcher | None = None
+
+    async def remove(self, key: str) -> None:
+        task = self._pending.pop(key, None)
+        if task is not None and not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        loop = self._loops.pop(key, None)
+        if loop is not None:
+            await loop.stop()
+
+    async def stop(self) -> None:
+        if self._watcher is not None:
+            await self._watcher.stop()
+        for key in list(self._loops) + list(self._pending):
+            await self.remove(key)

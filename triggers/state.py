@@ -20,7 +20,6 @@ value the function saw). Give the bucket a larger history to see every revision.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from typing import Any, Literal
 
@@ -30,7 +29,7 @@ from nats.aio.msg import Msg
 from nats.js.api import DeliverPolicy
 
 from engine import Client, Entry, FunctionError, State, TriggerSpec, Worker
-from triggers.consume import ConsumerLoop, backoff_delay, ensure_consumer
+from triggers.consume import ConsumerBindings, ConsumerLoop, backoff_delay, ensure_consumer
 from triggers.plugin import SpecWatcher
 
 log = logging.getLogger("triggers.state")
@@ -67,15 +66,13 @@ def _as_json(value: bytes | None) -> msgspec.Raw | msgspec.UnsetType:
         return msgspec.Raw(msgspec.json.encode(value.decode("utf-8", "replace")))
 
 
-class StateTrigger:
+class StateTrigger(ConsumerBindings):
     kind = "state"
 
     def __init__(self) -> None:
         self._client: Client | None = None
         self._shadow: State | None = None
-        self._loops: dict[str, ConsumerLoop] = {}
-        self._pending: dict[str, asyncio.Task[None]] = {}
-        self._watcher: SpecWatcher | None = None
+        super().__init__()
 
     def install(self, worker: Worker) -> None:
         pass
@@ -156,19 +153,3 @@ class StateTrigger:
             await msg.ack()
 
         return handle
-
-    async def remove(self, key: str) -> None:
-        task = self._pending.pop(key, None)
-        if task is not None and not task.done():
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
-        loop = self._loops.pop(key, None)
-        if loop is not None:
-            await loop.stop()
-
-    async def stop(self) -> None:
-        if self._watcher is not None:
-            await self._watcher.stop()
-        for key in list(self._loops) + list(self._pending):
-            await self.remove(key)

@@ -19,7 +19,6 @@ A stream that does not exist yet is waited for.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from typing import Any, Literal
 
@@ -29,7 +28,7 @@ from nats.aio.msg import Msg
 from nats.js.api import DeliverPolicy
 
 from engine import Client, FunctionError, TriggerSpec, Worker
-from triggers.consume import ConsumerLoop, backoff_delay, ensure_consumer
+from triggers.consume import ConsumerBindings, ConsumerLoop, backoff_delay, ensure_consumer
 from triggers.plugin import SpecWatcher
 
 log = logging.getLogger("triggers.stream")
@@ -45,14 +44,12 @@ class StreamConfig(msgspec.Struct, kw_only=True):
     timeout: float = 30.0
 
 
-class StreamTrigger:
+class StreamTrigger(ConsumerBindings):
     kind = "stream"
 
     def __init__(self) -> None:
         self._client: Client | None = None
-        self._loops: dict[str, ConsumerLoop] = {}
-        self._pending: dict[str, asyncio.Task[None]] = {}
-        self._watcher: SpecWatcher | None = None
+        super().__init__()
 
     def install(self, worker: Worker) -> None:
         pass
@@ -127,19 +124,3 @@ class StreamTrigger:
             await msg.ack()
 
         return handle
-
-    async def remove(self, key: str) -> None:
-        task = self._pending.pop(key, None)
-        if task is not None and not task.done():
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
-        loop = self._loops.pop(key, None)
-        if loop is not None:
-            await loop.stop()
-
-    async def stop(self) -> None:
-        if self._watcher is not None:
-            await self._watcher.stop()
-        for key in list(self._loops) + list(self._pending):
-            await self.remove(key)
