@@ -23,7 +23,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections import Counter
 from pathlib import Path
@@ -40,6 +39,7 @@ from functions.records import (  # noqa: E402
     OBSERVATIONS_BUCKET,
     Observation,
 )
+from ops.bench._common import spawn_python  # noqa: E402
 
 CLIENTS = 8
 IN_FLIGHT = 4  # per client
@@ -65,17 +65,9 @@ class WorkerProc:
             AGENTMEMORY_SEARCH="off",
             ENGINE_LOG_LEVEL="WARNING",
         )
-        p = subprocess.Popen(
-            [sys.executable, "-m", "workers.memory"], env=env, cwd=ROOT, stderr=subprocess.PIPE
+        self.proc = spawn_python(
+            ["-m", "workers.memory"], env=env, ready_mark="ENGINE_WORKER_READY"
         )
-        assert p.stderr is not None
-        for raw in p.stderr:
-            if b"ENGINE_WORKER_READY" in raw:
-                break
-        else:
-            raise RuntimeError("memory worker exited before it was ready")
-        threading.Thread(target=lambda: [None for _ in p.stderr or []], daemon=True).start()
-        self.proc = p
 
     def kill(self) -> None:
         if self.proc and self.proc.poll() is None:

@@ -20,7 +20,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -34,6 +33,7 @@ from engine._nats_server import NatsServer  # noqa: E402
 from functions.records import Observation  # noqa: E402
 from functions.search import snapshot  # noqa: E402
 from functions.search.index import SearchIndex  # noqa: E402
+from ops.bench._common import spawn_python  # noqa: E402
 
 MODULES = "auth billing cache cli config db events gateway http jobs mailer metrics orders parser payments queue search sessions storage users".split()
 FILES = "handler service models routes utils client schema worker views tests".split()
@@ -144,17 +144,7 @@ def _spawn(url: str) -> subprocess.Popen[bytes]:
         EMBEDDING_PROVIDER="none",
         SEARCH_SNAPSHOT_SECONDS="3600",
     )
-    p = subprocess.Popen(
-        [sys.executable, "-m", "workers.memory"], env=env, cwd=ROOT, stderr=subprocess.PIPE
-    )
-    assert p.stderr is not None
-    for raw in p.stderr:
-        if b"ENGINE_WORKER_READY" in raw:
-            break
-    else:
-        raise RuntimeError("memory worker exited before it was ready")
-    threading.Thread(target=lambda: [None for _ in p.stderr or []], daemon=True).start()
-    return p
+    return spawn_python(["-m", "workers.memory"], env=env, ready_mark="ENGINE_WORKER_READY")
 
 
 def _rss_mb(pid: int) -> float:

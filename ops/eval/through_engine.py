@@ -5,18 +5,16 @@ written with `mem::observe` (hook `prompt_submit`), questions asked with `mem::s
 from __future__ import annotations
 
 import asyncio
-import os
 import subprocess
-import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
 from engine import Client, connect
 from engine._nats_server import NatsServer
-from ops.eval.locomo_data import ROOT, Conversation, Scores, session_of
+from ops.bench._common import spawn_python
+from ops.eval.locomo_data import Conversation, Scores, session_of
 
 
 def _drain(stream: Any) -> None:
@@ -25,18 +23,11 @@ def _drain(stream: Any) -> None:
 
 
 def _spawn(url: str, env: dict[str, str]) -> subprocess.Popen[bytes]:
-    e = dict(os.environ, ENGINE_NATS_URL=url, PYTHONPATH=str(ROOT), **env)
-    p = subprocess.Popen(
-        [sys.executable, "-m", "workers.memory"], env=e, cwd=ROOT, stderr=subprocess.PIPE
+    return spawn_python(
+        ["-m", "workers.memory"],
+        env={"ENGINE_NATS_URL": url, **env},
+        ready_mark="ENGINE_WORKER_READY",
     )
-    assert p.stderr is not None
-    for raw in p.stderr:
-        if b"ENGINE_WORKER_READY" in raw:
-            break
-    else:
-        raise RuntimeError("the memory worker exited before it was ready")
-    threading.Thread(target=_drain, args=(p.stderr,), daemon=True).start()
-    return p
 
 
 async def _ingest(client: Client, convs: list[Conversation]) -> dict[str, str]:
