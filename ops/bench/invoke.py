@@ -152,9 +152,10 @@ async def main(quick: bool) -> None:
 if __name__ == "__main__":
     import faulthandler
 
-    faulthandler.dump_traceback_later(45, exit=True)
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     a = ap.parse_args()
+    # A wedged run says where it hangs instead of hanging.
+    faulthandler.dump_traceback_later(90 if a.quick else 900, exit=True)
     uvloop.install()
     asyncio.run(main(a.quick))
