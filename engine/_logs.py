@@ -39,8 +39,8 @@ def _record(rec: logging.LogRecord, service: str, fmt: logging.Formatter) -> Log
         service=service,
     )
     if ctx is not None and ctx.is_valid:
-        out.trace_id = f"{ctx.trace_id:032x}"
-        out.span_id = f"{ctx.span_id:016x}"
+        out.trace_id = ctx.trace_id
+        out.span_id = ctx.span_id
     if rec.exc_info:
         out.exc = fmt.formatException(rec.exc_info)
     return out

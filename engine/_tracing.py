@@ -40,6 +40,9 @@ MAX_BUFFER = 20_000
 BATCH = 256
 
 _TRACEPARENT_RE = re.compile(r"^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$")
+_ZERO_TRACE = "0" * 32
+_ZERO_SPAN = "0" * 16
+_SAMPLED_FLAGS = frozenset(f"{i:02x}" for i in range(256) if i & 1)
 _SECRET_RE = re.compile(
     r"(?i)(sk-[a-z0-9_-]{16,}|gh[pousr]_[a-z0-9]{20,}|github_pat_[a-z0-9_]{20,}|AKIA[0-9A-Z]{16}"
     r"|AIza[0-9a-z_-]{30,}|xox[bap]-[a-z0-9-]{10,}|glpat-[a-z0-9_-]{16,}|npm_[a-z0-9]{30,}"
@@ -76,16 +79,19 @@ class SpanRecord(msgspec.Struct, omit_defaults=True):
 
 
 class SpanContext(msgspec.Struct, frozen=True):
-    trace_id: int
-    span_id: int
+    """Ids as the lower-case hex of W3C trace context: they cross the bus and land in span
+    records as they are, so the hot path never formats or parses an integer."""
+
+    trace_id: str
+    span_id: str
     sampled: bool
 
     @property
     def is_valid(self) -> bool:
-        return self.trace_id != 0 and self.span_id != 0
+        return bool(self.trace_id) and bool(self.span_id)
 
     def traceparent(self) -> str:
-        return f"00-{self.trace_id:032x}-{self.span_id:016x}-{'01' if self.sampled else '00'}"
+        return f"00-{self.trace_id}-{self.span_id}-{'01' if self.sampled else '00'}"
 
 
 class LeanSpan:
@@ -106,7 +112,7 @@ class LeanSpan:
         name: str,
         kind: SpanKind,
         context: SpanContext,
-        parent_id: int,
+        parent_id: str,
         attributes: dict[str, Any] | None,
     ) -> None:
         self.name = name
@@ -150,8 +156,8 @@ _rate_bound = 1 << 64
 _exporter: _Exporter | None = None
 
 
-def _sampled(trace_id: int) -> bool:
-    return (trace_id & 0xFFFFFFFFFFFFFFFF) < _rate_bound
+def _span_id() -> str:
+    return f"{random.getrandbits(64) or 1:016x}"
 
 
 def start(
@@ -164,11 +170,13 @@ def start(
     if parent is None:
         parent = _current.get()
     if parent is not None and parent.is_valid:
-        ctx = SpanContext(parent.trace_id, random.getrandbits(64) or 1, parent.sampled)
+        ctx = SpanContext(parent.trace_id, _span_id(), parent.sampled)
         return LeanSpan(name, kind, ctx, parent.span_id, attributes)
     trace_id = random.getrandbits(128) or 1
-    ctx = SpanContext(trace_id, random.getrandbits(64) or 1, _sampled(trace_id))
-    return LeanSpan(name, kind, ctx, 0, attributes)
+    # The same decision as OTel's TraceIdRatioBased: the trace id's lower 64 bits.
+    sampled = (trace_id & 0xFFFFFFFFFFFFFFFF) < _rate_bound
+    ctx = SpanContext(f"{trace_id:032x}", _span_id(), sampled)
+    return LeanSpan(name, kind, ctx, "", attributes)
 
 
 def extract(headers: Mapping[str, str] | None) -> SpanContext | None:
@@ -177,11 +185,13 @@ def extract(headers: Mapping[str, str] | None) -> SpanContext | None:
     tp = headers.get("traceparent")
     if not tp:
         return None
-    m = _TRACEPARENT_RE.match(tp.strip().lower())
+    m = _TRACEPARENT_RE.match(tp) or _TRACEPARENT_RE.match(tp.strip().lower())
     if not m:
         return None
-    ctx = SpanContext(int(m.group(1), 16), int(m.group(2), 16), bool(int(m.group(3), 16) & 1))
-    return ctx if ctx.is_valid else None
+    trace_id, span_id, flags = m.group(1, 2, 3)
+    if trace_id == _ZERO_TRACE or span_id == _ZERO_SPAN:
+        return None  # all-zero ids are invalid in W3C trace context
+    return SpanContext(trace_id, span_id, flags in _SAMPLED_FLAGS)
 
 
 def inject(headers: dict[str, str], span: LeanSpan | None = None) -> None:
@@ -221,13 +231,13 @@ class _ContextView:
         return self.context
 
 
-_INVALID = _ContextView(SpanContext(0, 0, False))
+_INVALID = _ContextView(SpanContext("", "", False))
 
 
 @contextlib.contextmanager
 def untraced() -> Iterator[None]:
     """Calls made inside are part of an unsampled trace (errors are still kept)."""
-    token = _current.set(SpanContext(random.getrandbits(128) or 1, 1, False))
+    token = _current.set(SpanContext(f"{random.getrandbits(128) or 1:032x}", _span_id(), False))
     try:
         yield
     finally:
@@ -250,9 +260,9 @@ def scrub_payload(data: bytes | str) -> str:
 def to_record(span: LeanSpan, service: str) -> SpanRecord:
     c = span.context
     return SpanRecord(
-        trace_id=f"{c.trace_id:032x}",
-        span_id=f"{c.span_id:016x}",
-        parent_id=f"{span.parent_id:016x}" if span.parent_id else "",
+        trace_id=c.trace_id,
+        span_id=c.span_id,
+        parent_id=span.parent_id,
         name=span.name,
         kind=span.kind.name,
         service=service,
@@ -318,9 +328,10 @@ class _Exporter:
         for s in spans:
             c = s.context
             flags = api.TraceFlags(api.TraceFlags.SAMPLED)
-            ctx = api.SpanContext(c.trace_id, c.span_id, is_remote=False, trace_flags=flags)
+            tid, sid = int(c.trace_id, 16), int(c.span_id, 16)
+            ctx = api.SpanContext(tid, sid, is_remote=False, trace_flags=flags)
             parent = (
-                api.SpanContext(c.trace_id, s.parent_id, is_remote=True, trace_flags=flags)
+                api.SpanContext(tid, int(s.parent_id, 16), is_remote=True, trace_flags=flags)
                 if s.parent_id
                 else None
             )

@@ -60,7 +60,7 @@ def _trace_id(span: Any) -> str:
     # Empty when the trace is not recorded (tracing off, or ENGINE_TRACE_SAMPLING left this
     # one out): the page then offers no link to a waterfall that will never fill.
     ctx = span.get_span_context()
-    return f"{ctx.trace_id:032x}" if ctx.is_valid and span.is_recording() else ""
+    return str(ctx.trace_id) if ctx.is_valid and span.is_recording() else ""
 
 
 async def workers(request: Request) -> Response:
