@@ -27,24 +27,31 @@ def median(values: list[float]) -> float:
     return statistics.median(values) if values else float("nan")
 
 
+def spawn(
+    argv: list[str], env: dict[str, str], ready_mark: str | bytes | None = None
+) -> subprocess.Popen[bytes]:
+    """Start `argv` with exactly `env`; when `ready_mark` is given, wait for it on stderr,
+    then keep draining stderr so a chatty process never blocks on a full pipe."""
+    p = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    assert p.stderr is not None
+    if ready_mark:
+        mark = ready_mark.encode() if isinstance(ready_mark, str) else ready_mark
+        for raw in p.stderr:
+            if mark in raw:
+                break
+        else:
+            raise RuntimeError(f"{argv} exited before it was ready")
+    threading.Thread(target=lambda: [None for _ in p.stderr or []], daemon=True).start()
+    return p
+
+
 def spawn_python(
     args: list[str], env: dict[str, str] | None = None, ready_mark: str | None = None
 ) -> subprocess.Popen[bytes]:
-    """Start `python <args>`; when `ready_mark` is given, wait for it on stderr."""
+    """`python <args>` with this environment plus `env` and the repository importable."""
     e = dict(os.environ, PYTHONPATH=str(ROOT))
     e.update(env or {})
-    p = subprocess.Popen(
-        [sys.executable, *args], cwd=ROOT, env=e, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-    )
-    assert p.stderr is not None
-    if ready_mark:
-        for raw in p.stderr:
-            if ready_mark.encode() in raw:
-                break
-        else:
-            raise RuntimeError(f"{args} exited before it was ready")
-    threading.Thread(target=lambda: [None for _ in p.stderr or []], daemon=True).start()
-    return p
+    return spawn([sys.executable, *args], e, ready_mark)
 
 
 def peak_rss_mb(pid: int | None = None) -> float:

@@ -26,12 +26,12 @@ import os  # noqa: E402
 import shutil  # noqa: E402
 import subprocess  # noqa: E402
 import tempfile  # noqa: E402
-import threading  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from engine import Context, HttpRequest, HttpResponse, Worker  # noqa: E402
+from ops.bench._common import spawn  # noqa: E402
 from ops.bench._http import free_port, run_wrk, wait_http  # noqa: E402
 
 SECRET = "bench-secret"
@@ -84,25 +84,6 @@ def serve_bare(port: int) -> None:
 
 
 # ---- the driver ------------------------------------------------------------------------
-def start(args: list[str], env: dict[str, str], ready: bytes | None) -> subprocess.Popen[bytes]:
-    p = subprocess.Popen(
-        [sys.executable, *args],
-        env=env,
-        cwd=ROOT,
-        stderr=subprocess.PIPE,
-        stdout=subprocess.DEVNULL,
-    )
-    assert p.stderr is not None
-    if ready is not None:
-        for line in p.stderr:
-            if ready in line:
-                break
-        else:
-            raise RuntimeError(f"{args} exited before it was ready")
-    threading.Thread(target=lambda: [None for _ in p.stderr or []], daemon=True).start()
-    return p
-
-
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="2 rounds of 4 s per side, not 3 of 8")
@@ -141,9 +122,15 @@ def main() -> None:
             )
             if a.no_tracing:
                 env["ENGINE_TRACING"] = "off"
-            procs.append(start([__file__, "--serve-noop"], env, b"ENGINE_WORKER_READY"))
-            procs.append(start(["-m", "workers.triggers", "http"], env, b"ENGINE_WORKER_READY"))
-            procs.append(start([__file__, "--serve-bare", str(bare_port)], env, None))
+            procs.append(
+                spawn([sys.executable, __file__, "--serve-noop"], env, "ENGINE_WORKER_READY")
+            )
+            procs.append(
+                spawn(
+                    [sys.executable, "-m", "workers.triggers", "http"], env, "ENGINE_WORKER_READY"
+                )
+            )
+            procs.append(spawn([sys.executable, __file__, "--serve-bare", str(bare_port)], env))
             trigger_url = f"http://127.0.0.1:{trigger_port}/bench/noop"
             bare_url = f"http://127.0.0.1:{bare_port}/bench/noop"
             wait_http(trigger_url, b'{"id":0}', SECRET)

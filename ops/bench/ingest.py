@@ -26,7 +26,6 @@ import shutil
 import signal
 import subprocess
 import tempfile
-import threading
 import time
 from typing import Any
 
@@ -34,6 +33,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from engine._supervisor import process_usage
+from ops.bench._common import spawn
 from ops.bench._http import free_port, run_wrk, wait_http
 
 SECRET = "bench-secret"
@@ -134,19 +134,6 @@ end
 
 
 # ---- processes -------------------------------------------------------------------------
-def spawn(args: list[str], env: dict[str, str], ready: bytes | None) -> subprocess.Popen[bytes]:
-    p = subprocess.Popen(args, env=env, cwd=ROOT, stderr=subprocess.PIPE)
-    assert p.stderr is not None
-    if ready is not None:
-        for raw in p.stderr:
-            if ready in raw:
-                break
-        else:
-            raise RuntimeError(f"{args} exited before it was ready")
-    threading.Thread(target=lambda: [None for _ in p.stderr or []], daemon=True).start()
-    return p
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--quick", action="store_true")
