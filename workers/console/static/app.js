@@ -322,6 +322,21 @@ async function tracePage(traceId) {
     catch (e) { if (!e.message.startsWith("NOT_FOUND")) throw e; await new Promise((r) => setTimeout(r, 500)); }
   }
   if (!t) { page(`Trace ${traceId}`, h("p", { class: "err", text: "no spans of this trace" })); return; }
+  const here = location.hash;
+  renderTrace(traceId, t);
+  // Each process exports its spans on its own schedule: while the trace is young, late
+  // spans keep arriving, so poll until the count has been stable for a moment.
+  let stable = 0;
+  for (let i = 0; i < 16 && stable < 3 && location.hash === here; i++) {
+    await new Promise((r) => setTimeout(r, 500));
+    let u = null;
+    try { u = await api(`/api/traces/${traceId}`); } catch (e) { break; }
+    if (u.spans.length > t.spans.length) { t = u; stable = 0; renderTrace(traceId, t); }
+    else stable++;
+  }
+}
+
+function renderTrace(traceId, t) {
   const detail = h("pre", { id: "span-detail", text: "click a span" });
   const total = Math.max(t.duration_ms, 0.001);
   const rows = t.spans.map((v) => {
@@ -345,8 +360,8 @@ async function tracePage(traceId) {
       h("a", { href: `#/logs?trace_id=${traceId}`, text: "logs of this trace" })),
     h("div", { id: "waterfall" }, rows), h("h3", { text: "span" }), detail,
     h("h3", { text: "logs" }), logs);
-  const r = await api(`/api/logs?trace_id=${traceId}`);
-  logs.replaceChildren(logTable(r.logs));
+  api(`/api/logs?trace_id=${traceId}`).then((r) => logs.replaceChildren(logTable(r.logs)))
+    .catch((e) => toast(e.message, "err"));
 }
 
 // ---- Logs ---------------------------------------------------------------------------
