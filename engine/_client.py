@@ -15,7 +15,6 @@ from engine._protocol import (
     ERROR_CODE_HEADER,
     ERROR_HEADER,
     HDR_DEADLINE,
-    deadline_header,
     subject_for,
 )
 from engine._state import State
@@ -24,6 +23,14 @@ from engine._tracing import SpanKind
 T = TypeVar("T")
 
 DEFAULT_TIMEOUT = 30.0
+_SUBJECTS: dict[str, str] = {}
+
+
+def _subject(function_id: str) -> str:
+    subject = subject_for(function_id)
+    if len(_SUBJECTS) < 10_000:
+        _SUBJECTS[function_id] = subject
+    return subject
 
 
 class Client:
@@ -85,7 +92,7 @@ class Client:
                 "DEADLINE_EXCEEDED", f"deadline passed before calling {function_id}"
             )
         hdrs = dict(headers) if headers else {}
-        hdrs[HDR_DEADLINE] = deadline_header(remaining, now)
+        hdrs[HDR_DEADLINE] = str(int(limit * 1000))  # docs/PROTOCOL.md: epoch milliseconds
         span = None
         if _tracing._enabled:
             span = _tracing.start(
@@ -97,15 +104,15 @@ class Client:
                 },
             )
             _tracing.inject(hdrs, span)
+        if span is None:
+            return await self._request(function_id, payload, response, remaining, hdrs)
         try:
             return await self._request(function_id, payload, response, remaining, hdrs)
         except FunctionError as err:
-            if span is not None:
-                _tracing.fail(span, err.code, err.message)
+            _tracing.fail(span, err.code, err.message)
             raise
         finally:
-            if span is not None:
-                span.end()
+            span.end()
 
     async def _request(
         self,
@@ -116,8 +123,9 @@ class Client:
         hdrs: dict[str, str],
     ) -> Any:
         try:
+            subject = _SUBJECTS.get(function_id) or _subject(function_id)
             msg = await self.nc.request(
-                subject_for(function_id), _codec.encode(payload), timeout=remaining, headers=hdrs
+                subject, _codec.encode(payload), timeout=remaining, headers=hdrs
             )
         except nats.errors.NoRespondersError:
             raise FunctionError(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import time
 
 from nats.micro.request import ERROR_CODE_HEADER, ERROR_HEADER
 
@@ -15,7 +14,6 @@ __all__ = [
     "HDR_TRACEPARENT",
     "HDR_TRIGGER",
     "SUBJECT_PREFIX",
-    "deadline_header",
     "parse_deadline",
     "subject_for",
     "validate_function_id",
@@ -43,10 +41,6 @@ def validate_function_id(function_id: str) -> str:
 
 def subject_for(function_id: str) -> str:
     return SUBJECT_PREFIX + function_id.replace("::", ".")
-
-
-def deadline_header(timeout: float, now: float | None = None) -> str:
-    return str(int(((now if now is not None else time.time()) + timeout) * 1000))
 
 
 def parse_deadline(value: str | None) -> float | None:

@@ -183,15 +183,36 @@ class State:
                 span.end()
 
     async def keys(self, prefix: str = "") -> list[str]:
+        """Live keys (deleted ones left out) starting with `prefix`.
+
+        nats-py's watcher may send its end-of-snapshot marker before the snapshot's first
+        entries (it checks the consumer's pending count while they are in flight), which made
+        a listing come back short. So the stream's per-subject state says how many subjects
+        there are (a deleted key still has its marker), and the watcher is read until that
+        many entries arrived, or until it stays quiet after the marker.
+        """
         # A prefix ending at a token boundary becomes a server-side subject filter.
         pattern = f"{prefix}>" if prefix.endswith(".") else ">"
-        watcher = await self.kv.watch(pattern, meta_only=True, ignore_deletes=True)
+        pre = f"$KV.{self.bucket}."
+        info = await self.kv._js.stream_info(f"KV_{self.bucket}", subjects_filter=pre + pattern)
+        expected = len(info.state.subjects or {})
+        if expected == 0:
+            return []
+        watcher = await self.kv.watch(pattern, meta_only=True)
         out: list[str] = []
+        seen = 0
+        marker = False
         try:
-            async for e in watcher:
+            while seen < expected:
+                try:
+                    e = await watcher.updates(timeout=0.5 if marker else 5.0)
+                except nats.errors.TimeoutError:
+                    break  # keys removed since the count: what arrived is the listing
                 if e is None:
-                    break
-                if e.key.startswith(prefix):
+                    marker = True
+                    continue
+                seen += 1
+                if e.operation not in ("DEL", "PURGE") and e.key.startswith(prefix):
                     out.append(e.key)
         finally:
             await watcher.stop()

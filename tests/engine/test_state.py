@@ -100,3 +100,14 @@ async def test_acknowledged_put_survives_sigkill_of_nats_server(tmp_path) -> Non
         await nc2.close()
     finally:
         srv2.kill()
+
+
+async def test_keys_lists_every_key_every_time(client: Client) -> None:
+    # Regression: the KV watcher's end-of-snapshot marker could overtake the snapshot's
+    # first entries, and a listing came back short (sometimes empty).
+    st = await client.state("t7")
+    await asyncio.gather(*(st.put(f"k.{i}", i) for i in range(300)))
+    await st.delete("k.7")
+    for _ in range(15):
+        keys = await st.keys("k.")
+        assert len(keys) == 299 and "k.7" not in keys
