@@ -72,8 +72,9 @@ class Hit(msgspec.Struct, kw_only=True):
     score: float
 
 
-@dataclass
-class Meta:
+class Meta(msgspec.Struct, array_like=True):
+    """What a hit shows without a KV read; stored as is in snapshots (compact arrays)."""
+
     id: str
     kind: str
     project: str

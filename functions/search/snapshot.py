@@ -13,22 +13,10 @@ from functions.search.index import Meta, SearchIndex
 FORMAT = 3
 
 
-class _Meta(msgspec.Struct, array_like=True):
-    id: str
-    kind: str
-    project: str
-    agent_id: str
-    session_id: str
-    timestamp: str
-    title: str
-    type: str
-    importance: int
-
-
 class IndexSnapshot(msgspec.Struct, kw_only=True):
     format: int = FORMAT
     seq: int
-    meta: list[_Meta | None]
+    meta: list[Meta | None]
     alive: bytes
     project: bytes
     agent: bytes
@@ -55,7 +43,7 @@ def dump(index: SearchIndex) -> bytes:
     vec = index.vectors
     snap = IndexSnapshot(
         seq=index.seq,
-        meta=[None if m is None else _Meta(**m.__dict__) for m in index.meta],
+        meta=list(index.meta),
         alive=index.alive.tobytes(),
         project=index.project.tobytes(),
         agent=index.agent.tobytes(),
@@ -88,7 +76,7 @@ def load(blob: bytes, index: SearchIndex) -> SearchIndex:
     if snap.format != FORMAT:
         raise ValueError(f"snapshot format {snap.format} is not {FORMAT}")
     index.seq = snap.seq
-    index.meta = [None if m is None else Meta(*msgspec.structs.astuple(m)) for m in snap.meta]
+    index.meta = list(snap.meta)
     index.doc_of = {m.id: i for i, m in enumerate(index.meta) if m is not None}
     for name, code in (("alive", "b"), ("project", "i"), ("agent", "i"), ("kind", "b"),
                        ("session", "i"), ("day", "i")):  # fmt: skip
