@@ -114,6 +114,7 @@ def test_workers_lists_each_running_worker_with_pid_and_functions(console: Conso
     assert ex["state"] == "running" and ex["pid"] == who and ex["restarts"] == 0
     assert "example::relay" in ex["functions"]
     assert ex["instances"] == 1 and ex["last_seen"] is not None
+    assert ex["rss_mb"] > 5 and ex["cpu_s"] >= 0  # the supervisor's per-worker metrics
     # The trigger host names its service differently; it is still matched to its worker.
     assert workers["triggers"]["instances"] == 1
     assert "engine::cron-fire" in workers["triggers"]["functions"]

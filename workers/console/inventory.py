@@ -47,6 +47,8 @@ class WorkerView(msgspec.Struct, kw_only=True):
     started_at: float | None
     last_exit: int | None
     last_seen: float | None
+    cpu_s: float | None = None
+    rss_mb: float | None = None
     instances: int
     """Micro service instances of this worker that answered the last discovery."""
     supervised: bool
@@ -159,6 +161,8 @@ class Inventory:
                     started_at=w.get("started_at"),
                     last_exit=w.get("last_exit"),
                     last_seen=self.last_seen.get(name),
+                    cpu_s=w.get("cpu_s"),
+                    rss_mb=w.get("rss_mb"),
                     instances=counts.get(name, 0),
                     supervised=True,
                 )

@@ -71,7 +71,7 @@ function workersPage() {
   const body = h("tbody");
   page("Workers", h("table", { id: "workers-table" },
     h("thead", {}, h("tr", {}, ["worker", "replica", "state", "pid", "restarts", "functions",
-      "started", "last exit", "last seen", "instances"].map((c) => h("th", { text: c })))),
+      "started", "last exit", "last seen", "cpu s", "rss MB", "instances"].map((c) => h("th", { text: c })))),
     body));
   every(async () => {
     try {
@@ -83,7 +83,8 @@ function workersPage() {
         h("td", { text: w.pid ?? "—" }), h("td", { text: w.restarts }),
         h("td", {}, w.functions.map((f) => h("a", { href: `#/functions/${f}`, text: f + " " }))),
         h("td", { text: when(w.started_at) }), h("td", { text: w.last_exit ?? "—" }),
-        h("td", { text: ago(w.last_seen) }), h("td", { text: w.instances }))));
+        h("td", { text: ago(w.last_seen) }), h("td", { text: w.cpu_s ?? "—" }),
+        h("td", { text: w.rss_mb ?? "—" }), h("td", { text: w.instances }))));
     } catch (e) { toast(e.message, "err"); }
   }, 3000);
 }
