@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from engine._client import Client
     from engine._connect import connect
     from engine._context import Context
-    from engine._errors import FunctionError
+    from engine._errors import FunctionError, invalid_request
     from engine._protocol import subject_for
     from engine._state import CasConflict, Change, Entry, State
     from engine._triggers import TRIGGERS_BUCKET, HttpRequest, HttpResponse, TriggerSpec
@@ -36,6 +36,7 @@ _WHERE = {
     "connect": "engine._connect",
     "Context": "engine._context",
     "FunctionError": "engine._errors",
+    "invalid_request": "engine._errors",
     "subject_for": "engine._protocol",
     "CasConflict": "engine._state",
     "Change": "engine._state",
@@ -76,6 +77,7 @@ __all__ = [
     "TriggerSpec",
     "Worker",
     "connect",
+    "invalid_request",
     "subject_for",
     "tracing",
 ]

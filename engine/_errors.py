@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import msgspec
@@ -94,6 +95,23 @@ def _int(value: str | None) -> int | None:
         return int(value) if value else None
     except ValueError:
         return None
+
+
+_AT_RE = re.compile(r"at `\$\.?([^`]*)`")
+_MISSING_RE = re.compile(r"missing required field `([^`]+)`")
+
+
+def invalid_request(exc: msgspec.ValidationError | msgspec.DecodeError) -> FunctionError:
+    """A msgspec decoding failure as BAD_REQUEST naming the field at fault (dotted path)."""
+    text = str(exc)
+    if not isinstance(exc, msgspec.ValidationError):
+        return FunctionError("BAD_REQUEST", f"request body is not valid JSON: {text}")
+    missing = _MISSING_RE.search(text)
+    at = _AT_RE.search(text)
+    name = missing.group(1) if missing else None
+    if at and at.group(1):
+        name = f"{at.group(1)}.{name}" if name else at.group(1)
+    return FunctionError("BAD_REQUEST", f"invalid request: {text}", field=name)
 
 
 def bad_request(message: str, field: str | None = None) -> FunctionError:

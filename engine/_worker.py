@@ -21,7 +21,7 @@ from nats.micro.service import Service
 from engine import _codec, _tracing
 from engine._client import Client
 from engine._context import Context
-from engine._errors import FunctionError
+from engine._errors import FunctionError, invalid_request
 from engine._protocol import (
     ERROR_CODE_HEADER,
     ERROR_HEADER,
@@ -42,8 +42,6 @@ Hook = Callable[[Client], Awaitable[None]]
 DEADLINE_SWEEP = 0.02
 BUCKETS_MS = (0.5, 1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000)
 _BUCKETS_NS = tuple(int(b * 1e6) for b in BUCKETS_MS)
-_FIELD_RE = re.compile(r"at `\$\.?([^`]*)`")
-_MISSING_RE = re.compile(r"missing required field `([^`]+)`")
 
 
 @dataclass
@@ -401,13 +399,5 @@ def _endpoint_name(function_id: str) -> str:
 def _decode_request(data: bytes, type_: Any) -> Any:
     try:
         return _codec.decode(data, type_)
-    except msgspec.ValidationError as exc:
-        text = str(exc)
-        m = _MISSING_RE.search(text)
-        at = _FIELD_RE.search(text)
-        field_name = m.group(1) if m else None
-        if at and at.group(1):
-            field_name = f"{at.group(1)}.{field_name}" if field_name else at.group(1)
-        raise FunctionError("BAD_REQUEST", f"invalid request: {text}", field=field_name) from None
-    except msgspec.DecodeError as exc:
-        raise FunctionError("BAD_REQUEST", f"request body is not valid JSON: {exc}") from None
+    except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+        raise invalid_request(exc) from None

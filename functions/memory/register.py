@@ -4,14 +4,13 @@ and as a REST route `/agentmemory/<path>` served by an http trigger through the 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 import msgspec
 
-from engine import Context, FunctionError, HttpRequest, HttpResponse, Worker
+from engine import Context, FunctionError, HttpRequest, HttpResponse, Worker, invalid_request
 from functions.memory.schemas import response_schema
 from functions.memory.service import MemoryService
 from functions.memory.status import status_html
@@ -30,8 +29,6 @@ from functions.memory.wire import (
 )
 
 PREFIX = "/agentmemory/"
-_FIELD_RE = re.compile(r"at `\$\.?([^`]*)`")
-_MISSING_RE = re.compile(r"missing required field `([^`]+)`")
 _OBSERVE_STATUS = {"accepted": 201, "duplicate": 200, "retrying": 202}
 
 
@@ -83,16 +80,6 @@ def _ops() -> list[Op]:
 OPS = _ops()
 
 
-def _bad_request(exc: msgspec.ValidationError) -> FunctionError:
-    text = str(exc)
-    m = _MISSING_RE.search(text)
-    at = _FIELD_RE.search(text)
-    name = m.group(1) if m else None
-    if at and at.group(1):
-        name = f"{at.group(1)}.{name}" if name else at.group(1)
-    return FunctionError("BAD_REQUEST", f"invalid request: {text}", field=name)
-
-
 def decode_rest(op: Op, req: HttpRequest) -> Any:
     agent = req.headers.get("x-agent-id", "")
     try:
@@ -105,7 +92,7 @@ def decode_rest(op: Op, req: HttpRequest) -> Any:
         else:
             return Empty()
     except msgspec.ValidationError as exc:
-        raise _bad_request(exc) from None
+        raise invalid_request(exc) from None
     except msgspec.DecodeError as exc:
         raise FunctionError("BAD_REQUEST", f"body is not valid JSON: {exc}", field="body") from None
     if agent and hasattr(out, "agent_id") and not out.agent_id:

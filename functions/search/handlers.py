@@ -8,7 +8,7 @@ from typing import Any
 
 import msgspec
 
-from engine import Context, FunctionError, HttpRequest, HttpResponse, Worker
+from engine import Context, FunctionError, HttpRequest, HttpResponse, Worker, invalid_request
 from functions.search.embed_queue import QUEUE, EmbedIn, EmbedOut, embed_call
 from functions.search.feeder import IndexHolder
 from functions.search.service import SearchService
@@ -107,9 +107,7 @@ def _rest(
             else:
                 payload = req.json(req_t)
         except msgspec.ValidationError as exc:
-            raise FunctionError(
-                "BAD_REQUEST", f"invalid request: {exc}", field=_field(str(exc))
-            ) from None
+            raise invalid_request(exc) from None
         except msgspec.DecodeError as exc:
             raise FunctionError(
                 "BAD_REQUEST", f"body is not valid JSON: {exc}", field="body"
@@ -127,12 +125,3 @@ def _rest(
         "tags": ["search"],
     }
     worker.trigger("http", fid, **config)
-
-
-def _field(text: str) -> str | None:
-    import re
-
-    m = re.search(r"at `\$\.?([^`]*)`", text) or re.search(
-        r"missing required field `([^`]+)`", text
-    )
-    return m.group(1) if m and m.group(1) else None

@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any, TypeVar
 
 import msgspec
 from starlette.requests import Request
 from starlette.responses import Response
 
-from engine import FunctionError
+from engine import FunctionError, invalid_request
 
 T = TypeVar("T")
 
-_AT_RE = re.compile(r"at `\$\.?([^`]*)`")
-_MISSING_RE = re.compile(r"missing required field `([^`]+)`")
 MAX_BODY = 1 << 20
 
 
@@ -32,16 +29,8 @@ async def read_json(request: Request, type_: type[T]) -> T:
         raise FunctionError("TOO_LARGE", f"request body over {MAX_BODY} bytes")
     try:
         return msgspec.json.decode(body or b"{}", type=type_)
-    except msgspec.ValidationError as exc:
-        text = str(exc)
-        missing = _MISSING_RE.search(text)
-        at = _AT_RE.search(text)
-        field = missing.group(1) if missing else None
-        if at and at.group(1):
-            field = f"{at.group(1)}.{field}" if field else at.group(1)
-        raise FunctionError("BAD_REQUEST", f"invalid request: {text}", field=field) from None
     except msgspec.DecodeError as exc:
-        raise FunctionError("BAD_REQUEST", f"request body is not valid JSON: {exc}") from None
+        raise invalid_request(exc) from None
 
 
 def query_int(request: Request, name: str, default: int, lo: int, hi: int) -> int:
