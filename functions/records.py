@@ -6,6 +6,7 @@ Timestamps are ISO-8601 strings in UTC as the upstream clients send them.
 
 from __future__ import annotations
 
+import hashlib
 from typing import Literal
 
 import msgspec
@@ -21,6 +22,10 @@ LESSONS_BUCKET = "mem_lessons"  # key: <lessonId>
 LIFECYCLE_BUCKET = "mem_lifecycle"  # key: run.<tier>, stage.<run>.<n>, cursor.<name>
 GRAPH_BUCKET = "mem_graph"  # key: n.<nodeId> / e.<edgeId>
 PROFILES_BUCKET = "mem_profiles"  # key: <sha of project>
+# mem_graph also holds: stats (GraphStats), m.<memoryId> (nodes and edges a memory made, for
+# supersession), rm.<seq> (ids forgotten, pending compaction). Edge keys are
+# e.<srcNodeId>.<dstNodeId>.<kind>, so a node's edges are a subject filter away.
+# mem_profiles: key profile_key(project) -> ProjectProfile.
 EVENTS_STREAM = "MEM_EVENTS"
 EVENTS_SUBJECT = "mem.events"  # mem.events.<kind>
 
@@ -173,6 +178,10 @@ class GraphNode(msgspec.Struct, omit_defaults=True, kw_only=True):
     last_seen: str = ""
     source_ids: list[str] = msgspec.field(default_factory=list)
     """Most recent records naming the node, capped."""
+    degree: int = 0
+    """Live edges (validTo unset) touching the node; recounted exactly by compaction."""
+    seq: int = 0
+    """Last MEM_EVENTS sequence folded in: a replayed batch skips what is already in."""
 
 
 class GraphEdge(msgspec.Struct, omit_defaults=True, kw_only=True):
@@ -187,6 +196,53 @@ class GraphEdge(msgspec.Struct, omit_defaults=True, kw_only=True):
     valid_to: str | None = None
     """None while the relation holds; set when superseded or compacted away."""
     source_ids: list[str] = msgspec.field(default_factory=list)
+    seq: int = 0
+    """Last MEM_EVENTS sequence folded in (see GraphNode.seq)."""
+
+
+class GraphStats(msgspec.Struct, omit_defaults=True, kw_only=True):
+    """`mem_graph/stats`: counts kept up to date by the feed, recounted by compaction."""
+
+    nodes_by_type: dict[str, int] = msgspec.field(default_factory=dict)
+    edges_by_type: dict[str, int] = msgspec.field(default_factory=dict)
+    expired_edges: int = 0
+    updated_at: str = ""
+    seq: int = 0
+    compacted_at: str = ""
+
+
+class ProfileTerm(msgspec.Struct, omit_defaults=True, kw_only=True):
+    name: str
+    score: float
+    """Decayed count: halves every `half_life_days` of event time without a new mention."""
+    count: int = 0
+    """Plain count since first seen."""
+    last: str = ""
+
+
+class ProjectProfile(msgspec.Struct, omit_defaults=True, kw_only=True):
+    """`mem_profiles/<profile_key(project)>`: maintained by the lifecycle from MEM_EVENTS.
+    Each list keeps at most its top-N terms by decayed score, so it never grows unbounded."""
+
+    project: str
+    updated_at: str = ""
+    last_activity: str = ""
+    observations: int = 0
+    sessions: int = 0
+    concepts: list[ProfileTerm] = msgspec.field(default_factory=list)
+    files: list[ProfileTerm] = msgspec.field(default_factory=list)
+    commands: list[ProfileTerm] = msgspec.field(default_factory=list)
+    errors: list[ProfileTerm] = msgspec.field(default_factory=list)
+    conventions: list[str] = msgspec.field(default_factory=list)
+    recent_sessions: list[str] = msgspec.field(default_factory=list)
+    """The last few session ids seen (to count distinct sessions without a set)."""
+    seq: int = 0
+    """Last MEM_EVENTS sequence folded in."""
+
+
+def profile_key(project: str) -> str:
+    """The `mem_profiles` key of a project (any project name, as a valid KV key)."""
+    return "p_" + hashlib.sha256(project.encode()).hexdigest()[:32]
 
 
 class AuditEntry(msgspec.Struct, omit_defaults=True, kw_only=True):

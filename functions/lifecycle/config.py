@@ -47,6 +47,60 @@ class ForgetConfig:
     """A superseded memory is kept this long for its version chain, then removed."""
     batch: int = 256
     """Ids per removal call (one audit entry and one RecordsRemoved event each)."""
+    max_obs_per_session: int = 500
+    """A session above this many observations loses its lowest-value oldest ones (0: off)."""
+
+
+@dataclass(frozen=True)
+class GraphConfig:
+    batch: int = 1000
+    """MEM_EVENTS messages folded per step (the only events held in memory at once)."""
+    retention_days: float = 90.0
+    """Expired edges (validTo set) are kept this long; idle unlinked nodes too."""
+
+
+@dataclass(frozen=True)
+class ProfileConfig:
+    top: int = 50
+    """Terms kept per list (concepts, files, commands, errors)."""
+    half_life_days: float = 30.0
+    """A term's score halves after this much event time without a mention."""
+
+
+@dataclass(frozen=True)
+class LlmConfig:
+    provider: str = ""
+    """"openai", "anthropic" or "" (no provider: deterministic text only)."""
+    api_key: str = ""
+    base_url: str = ""
+    model: str = ""
+    timeout: float = 30.0
+    max_calls: int = 20
+    """LLM rewrites per consolidation run; the rest keep deterministic text until later runs."""
+
+    @classmethod
+    def from_env(cls) -> LlmConfig:
+        timeout = _float("CONSOLIDATION_LLM_TIMEOUT_S", 30.0)
+        calls = max(0, _int("CONSOLIDATION_LLM_MAX_CALLS", 20))
+        if os.environ.get("ANTHROPIC_API_KEY"):
+            return cls(
+                provider="anthropic",
+                api_key=os.environ["ANTHROPIC_API_KEY"],
+                base_url=os.environ.get("ANTHROPIC_BASE_URL") or "https://api.anthropic.com",
+                model=os.environ.get("ANTHROPIC_MODEL") or "claude-3-5-haiku-latest",
+                timeout=timeout,
+                max_calls=calls,
+            )
+        if os.environ.get("OPENAI_API_KEY"):
+            return cls(
+                provider="openai",
+                api_key=os.environ["OPENAI_API_KEY"],
+                base_url=os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1",
+                model=os.environ.get("OPENAI_MODEL") or "gpt-4o-mini",
+                timeout=timeout,
+                max_calls=calls,
+            )
+        return cls()
 
 
 @dataclass(frozen=True)
@@ -63,6 +117,9 @@ class LifecycleConfig:
     audit_retention_months: int = 12
     decay: DecayConfig = field(default_factory=DecayConfig)
     forget: ForgetConfig = field(default_factory=ForgetConfig)
+    graph: GraphConfig = field(default_factory=GraphConfig)
+    profile: ProfileConfig = field(default_factory=ProfileConfig)
+    llm: LlmConfig = field(default_factory=LlmConfig)
 
     @classmethod
     def from_env(cls) -> LifecycleConfig:
@@ -82,5 +139,15 @@ class LifecycleConfig:
             forget=ForgetConfig(
                 low_value_days=_float("AGENTMEMORY_LOW_VALUE_DAYS", 30.0),
                 superseded_grace_days=_float("AGENTMEMORY_SUPERSEDED_GRACE_DAYS", 7.0),
+                max_obs_per_session=max(0, _int("AGENTMEMORY_MAX_OBS_PER_SESSION", 500)),
             ),
+            graph=GraphConfig(
+                batch=max(1, _int("AGENTMEMORY_GRAPH_BATCH", 1000)),
+                retention_days=_float("AGENTMEMORY_GRAPH_RETENTION_DAYS", 90.0),
+            ),
+            profile=ProfileConfig(
+                top=max(5, _int("AGENTMEMORY_PROFILE_TOP", 50)),
+                half_life_days=_float("AGENTMEMORY_PROFILE_HALF_LIFE_DAYS", 30.0),
+            ),
+            llm=LlmConfig.from_env(),
         )

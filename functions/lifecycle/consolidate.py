@@ -24,6 +24,7 @@ import nats.js.errors
 from engine import State
 from functions.lifecycle import clock
 from functions.lifecycle.episodes import sweep
+from functions.lifecycle.llm import Rewriter
 from functions.lifecycle.procedural import ProcedurePlanner
 from functions.lifecycle.scan import scan_kv
 from functions.lifecycle.semantic import SemanticPlanner
@@ -64,6 +65,9 @@ class ConsolidateOut(msgspec.Struct, rename="camel", kw_only=True):
     procedural: TierCounts
     recovered: str = ""
     """The id of an interrupted, committed run this one finished first."""
+    llm_calls: int = 0
+    llm_failed: int = 0
+    """Rewrites that fell back to the deterministic text (error, timeout, bad answer)."""
 
 
 def _same(a: Memory, b: Memory) -> bool:
@@ -102,11 +106,14 @@ class Consolidator:
         min_sessions: int = 3,
         cap: int = 32,
         fault: Fault | None = None,
+        rewriter: Rewriter | None = None,
     ) -> None:
         self.store = store
         self.min_sessions = min_sessions
         self.cap = cap
         self.fault = fault
+        self.rewriter = rewriter
+        """Optional LLM wording (llm.py); None: the deterministic text only."""
 
     async def run(self, now: datetime) -> ConsolidateOut:
         st = self.store
@@ -122,6 +129,8 @@ class Consolidator:
         counts = {"semantic": TierCounts(), "procedural": TierCounts()}
         changed: list[Memory] = []
         planned_all = [*semantic.facts(), *procedural.procedures()]
+        if self.rewriter is not None:
+            planned_all = await self.rewriter.apply(planned_all)
         for chunk in _chunks(planned_all, CONCURRENCY):
             olds = await asyncio.gather(*(st.get(st.memories, p.id, Memory) for p in chunk))
             for planned, old in zip(chunk, olds, strict=True):
@@ -153,6 +162,8 @@ class Consolidator:
             semantic=counts["semantic"],
             procedural=counts["procedural"],
             recovered=recovered,
+            llm_calls=self.rewriter.calls if self.rewriter else 0,
+            llm_failed=self.rewriter.failed if self.rewriter else 0,
         )
 
     def _fault(self, phase: str, i: int) -> None:

@@ -16,6 +16,7 @@ from functions.lifecycle.config import LifecycleConfig
 from functions.lifecycle.decay import decay_lesson, decay_memory, reinforce_memory, tier
 from functions.lifecycle.forgetting import ForgetPlan, MemoryRules, low_value
 from functions.lifecycle.scan import scan_kv
+from functions.lifecycle.session_cap import SessionCap
 from functions.memory.forget import forget
 from functions.memory.store import MemoryStore
 from functions.memory.wire import ForgetIn
@@ -24,9 +25,11 @@ from functions.records import (
     LESSONS_BUCKET,
     MEMORIES_BUCKET,
     OBSERVATIONS_BUCKET,
+    SESSIONS_BUCKET,
     Lesson,
     Memory,
     Observation,
+    Session,
 )
 
 PARALLEL_REMOVALS = 8
@@ -118,8 +121,11 @@ async def auto_forget(
             asyncio.create_task(_remove(store, ForgetIn(observation_ids=ids), "low-value"))
         )
 
+    cap = await _session_cap(store, cfg.forget.max_obs_per_session)
     async for _, o in scan_kv(store.js, OBSERVATIONS_BUCKET, Observation):
         if not low_value(o, cfg.forget, now):
+            if cap is not None:
+                cap.count(o)
             continue
         count += 1
         if len(preview) < PREVIEW:
@@ -137,7 +143,45 @@ async def auto_forget(
     if count:
         removed["low-value"] = count
         ids["low-value"] = preview
+    if cap is not None:
+        await _apply_cap(store, cfg, cap, now, dry_run, removed, ids)
     return ForgetOut(dry_run=dry_run, removed=removed, ids=ids)
+
+
+async def _session_cap(store: MemoryStore, limit: int) -> SessionCap | None:
+    if limit <= 0:
+        return None
+    hinted = set()
+    async for sid, s in scan_kv(store.js, SESSIONS_BUCKET, Session):
+        if s.observation_count > limit:
+            hinted.add(s.id or sid)
+    return SessionCap(limit, hinted)
+
+
+async def _apply_cap(
+    store: MemoryStore,
+    cfg: LifecycleConfig,
+    cap: SessionCap,
+    now: datetime,
+    dry_run: bool,
+    removed: dict[str, int],
+    ids: dict[str, list[str]],
+) -> None:
+    late = cap.unannounced()
+    if late:  # sessions over the cap that their stored count did not announce
+        async for _, o in scan_kv(store.js, OBSERVATIONS_BUCKET, Observation):
+            if o.session_id in late and not low_value(o, cfg.forget, now):
+                cap.keep(o)
+    extra = cap.excess()
+    if not extra:
+        return
+    removed["session-cap"] = len(extra)
+    ids["session-cap"] = extra[:PREVIEW]
+    if not dry_run:
+        for i in range(0, len(extra), cfg.forget.batch):
+            await _remove(
+                store, ForgetIn(observation_ids=extra[i : i + cfg.forget.batch]), "session-cap"
+            )
 
 
 async def _remove(store: MemoryStore, req: ForgetIn, reason: str) -> None:

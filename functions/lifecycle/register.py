@@ -10,15 +10,18 @@ from typing import Any
 import msgspec
 
 from engine import Context, HttpRequest, HttpResponse, Worker
+from functions.graph.wire import GraphQueryIn, GraphStatsIn
 from functions.lifecycle.config import LifecycleConfig
 from functions.lifecycle.service import LifecycleService
 from functions.lifecycle.wire import (
     AutoForgetIn,
     ConsolidateIn,
     DecayIn,
+    DigestIn,
     LessonRecallIn,
     LessonReinforceIn,
     LessonSaveIn,
+    ProjectProfileIn,
     ReinforceIn,
     SummarizeIn,
     SweepIn,
@@ -56,6 +59,11 @@ def ops() -> list[Op]:
         Op("mem::lesson::save", LessonSaveIn, lambda s, r: s.lesson_save(r), "Save (or reinforce) a lesson", 30.0, ("POST", "lessons"), status=201),
         Op("mem::lesson::recall", LessonRecallIn, lambda s, r: s.lesson_recall(r), "Recall lessons by relevance and strength", 30.0, ("POST", "lessons/recall")),
         Op("mem::lesson::reinforce", LessonReinforceIn, lambda s, r: s.lesson_reinforce(r), "Reinforce a lesson that helped", 30.0, ("POST", "lessons/reinforce")),
+        Op("mem::digest-events", DigestIn, lambda s, r: s.digest_events(r), "Fold new MEM_EVENTS into the knowledge graph and project profiles", LONG),
+        Op("mem::graph-compact", DecayIn, lambda s, r: s.graph_compact(r), "Drop expired edges, idle nodes and forgotten provenance from the graph", LONG),
+        Op("mem::graph-query", GraphQueryIn, lambda s, r: s.graph_query(r), "Knowledge graph: nodes by name, a walk from a node, or the best connected", 60.0, ("POST", "graph/query")),
+        Op("mem::graph-stats", GraphStatsIn, lambda s, r: s.graph_stats(r), "Knowledge graph counts by node and edge type", 30.0, ("GET", "graph/stats"), source="query"),
+        Op("mem::project-profile", ProjectProfileIn, lambda s, r: s.project_profile(r), "A project's profile: top concepts, files, commands, errors, conventions", 120.0),
     ]  # fmt: skip
 
 
@@ -67,6 +75,8 @@ def schedules(cfg: LifecycleConfig) -> dict[str, str]:
         "mem::decay": "@every 1h",
         "mem::auto-forget": "@every 1h",
         "mem::audit-retention": "@daily",
+        "mem::digest-events": "@every 1m",
+        "mem::graph-compact": "@daily",
     }
 
 

@@ -40,6 +40,9 @@ async def _pages(
         return
     sub = await js.pull_subscribe(subject, stream=stream, config=config)
     try:
+        # A filtered scan may match nothing: ask rather than wait out a fetch timeout.
+        if (await sub.consumer_info()).num_pending == 0:
+            return
         done = False
         while not done:
             try:
@@ -59,10 +62,16 @@ async def _pages(
 
 
 async def scan_kv(
-    js: JetStreamContext, bucket: str, type_: type[T], *, page: int = PAGE
+    js: JetStreamContext,
+    bucket: str,
+    type_: type[T],
+    *,
+    page: int = PAGE,
+    keys: str | list[str] = ">",
 ) -> AsyncIterator[tuple[str, T]]:
-    """(key, value) for every live key of `bucket`, in pages; unreadable values are skipped
-    (one corrupt record must not stop a sweep)."""
+    """(key, value) for every live key of `bucket` matching `keys` (KV key patterns with
+    NATS wildcards: `n.>`, `e.*.<id>.>`; a list is one consumer with several filters), in
+    pages; unreadable values are skipped (one corrupt record must not stop a sweep)."""
     prefix = f"$KV.{bucket}."
     try:
         info = await js.stream_info(f"KV_{bucket}")
@@ -77,8 +86,15 @@ async def scan_kv(
         inactive_threshold=30.0,
         mem_storage=True,
     )
+    if isinstance(keys, list):
+        if not keys:
+            return
+        config.filter_subjects = [prefix + k for k in keys]
+        subject = prefix + keys[0]
+    else:
+        subject = prefix + keys
     decoder = msgspec.json.Decoder(type_)
-    async for msgs in _pages(js, f"KV_{bucket}", prefix + ">", config, page):
+    async for msgs in _pages(js, f"KV_{bucket}", subject, config, page):
         for m in msgs:
             if m.headers and m.headers.get("KV-Operation") in _DELETED:
                 continue

@@ -8,28 +8,44 @@ from datetime import datetime
 from typing import Any
 
 from engine import Client, FunctionError
+from functions.graph.compact import compact
+from functions.graph.feed import GraphFeed
+from functions.graph.query import GraphQuery
+from functions.graph.wire import GraphQueryIn, GraphStatsIn
 from functions.lifecycle import clock, lessons
 from functions.lifecycle.config import LifecycleConfig
 from functions.lifecycle.consolidate import Consolidator
 from functions.lifecycle.decay import tier
+from functions.lifecycle.digest import Sink, digest
 from functions.lifecycle.episodes import summarize_sessions, sweep
 from functions.lifecycle.lease import held
+from functions.lifecycle.llm import Rewriter
 from functions.lifecycle.maintenance import auto_forget, purge_audit, reinforce, run_decay
+from functions.lifecycle.profile import ProfileFeed, profile_wire
 from functions.lifecycle.wire import (
     AutoForgetIn,
     Clocked,
     ConsolidateIn,
     DecayIn,
+    DigestIn,
     LessonRecallIn,
     LessonReinforceIn,
     LessonSaveIn,
+    ProjectProfileIn,
     ReinforceIn,
     SummarizeIn,
     SweepIn,
 )
 from functions.memory.store import MemoryStore
 from functions.memory.wire import to_wire
-from functions.records import LIFECYCLE_BUCKET, SessionSummary
+from functions.records import (
+    GRAPH_BUCKET,
+    LIFECYCLE_BUCKET,
+    PROFILES_BUCKET,
+    ProjectProfile,
+    SessionSummary,
+    profile_key,
+)
 
 
 def when(req: Clocked) -> datetime:
@@ -59,6 +75,8 @@ class LifecycleService:
     async def start(self, client: Client) -> None:
         self._store = await MemoryStore(client).open()
         await client.state(LIFECYCLE_BUCKET)
+        await client.state(GRAPH_BUCKET)
+        await client.state(PROFILES_BUCKET)
 
     async def stop(self, client: Client) -> None:
         return None
@@ -88,8 +106,15 @@ class LifecycleService:
         return {"abandoned": out.abandoned, "summarized": out.summarized}
 
     async def consolidate(self, req: ConsolidateIn) -> dict[str, Any]:
+        rewriter = None
+        if self.config.consolidation_llm and self.config.llm.provider:
+            life = await self.store.client.state(LIFECYCLE_BUCKET)
+            rewriter = Rewriter(self.config.llm, life)
         c = Consolidator(
-            self.store, min_sessions=self.config.min_sessions, cap=self.config.provenance_cap
+            self.store,
+            min_sessions=self.config.min_sessions,
+            cap=self.config.provenance_cap,
+            rewriter=rewriter,
         )
         async with self._local, await self._exclusive("consolidate"):
             out = await c.run(when(req))
@@ -129,3 +154,58 @@ class LifecycleService:
     async def lesson_reinforce(self, req: LessonReinforceIn) -> dict[str, Any]:
         lesson = await lessons.reinforce(self.store, req.id, self.config.decay, when(req))
         return {"success": True, "lesson": to_wire(lesson)}
+
+    # ---- knowledge graph and project profiles (fed from MEM_EVENTS) -------------------
+    async def _sinks(self) -> list[Sink]:
+        c = self.store.client
+        graph = GraphFeed(await c.state(GRAPH_BUCKET), cap=self.config.provenance_cap)
+        profile = ProfileFeed(await c.state(PROFILES_BUCKET), self.config.profile)
+        return [graph, profile]
+
+    async def _digest(self) -> dict[str, int]:
+        life = await self.store.client.state(LIFECYCLE_BUCKET)
+        return await digest(self.store, life, await self._sinks(), batch=self.config.graph.batch)
+
+    async def digest_events(self, req: DigestIn) -> dict[str, Any]:
+        # One lease for the feed and compaction: both rewrite graph records.
+        async with await self._exclusive("graph"):
+            folded = await self._digest()
+        return {"folded": folded}
+
+    async def graph_compact(self, req: DecayIn) -> dict[str, Any]:
+        async with await self._exclusive("graph"):
+            folded = await self._digest()  # compact what the events say, all of it
+            out = await compact(
+                await self.store.client.state(GRAPH_BUCKET),
+                self.store.js,
+                when(req),
+                retention_days=self.config.graph.retention_days,
+                cap=self.config.provenance_cap,
+            )
+        return {**to_wire(out), "folded": folded}
+
+    async def _graph(self) -> GraphQuery:
+        return GraphQuery(await self.store.client.state(GRAPH_BUCKET), self.store.js)
+
+    async def graph_query(self, req: GraphQueryIn) -> dict[str, Any]:
+        return await (await self._graph()).query(req)
+
+    async def graph_stats(self, req: GraphStatsIn) -> dict[str, Any]:
+        return await (await self._graph()).stats()
+
+    async def project_profile(self, req: ProjectProfileIn) -> dict[str, Any]:
+        if req.refresh:
+            try:
+                async with await self._exclusive("graph"):
+                    await self._digest()
+            except FunctionError as err:
+                if err.code != "CONFLICT":
+                    raise  # a feed already running: serve what is stored
+        state = await self.store.client.state(PROFILES_BUCKET)
+        p: ProjectProfile | None = await state.get(profile_key(req.project), ProjectProfile)
+        if p is None:
+            return {"project": req.project, "profile": None, "reason": "no_observations"}
+        return {
+            "project": req.project,
+            "profile": profile_wire(p, self.config.profile.half_life_days),
+        }

@@ -60,12 +60,11 @@ class LessonReinforceIn(Clocked, kw_only=True):
     id: Id
 
 
-class ProfileIn(Clocked, kw_only=True):
-    project: str = ""
+class ProjectProfileIn(msgspec.Struct, rename="camel", kw_only=True):
+    project: Annotated[str, msgspec.Meta(min_length=1, max_length=512)]
+    refresh: bool = False
+    """Fold MEM_EVENTS that arrived since the last run first (read-your-writes)."""
 
 
-class GraphQueryIn(msgspec.Struct, rename="camel", kw_only=True):
-    entity: Annotated[str, msgspec.Meta(min_length=1, max_length=512)]
-    project: str = ""
-    depth: Annotated[int, msgspec.Meta(ge=1, le=3)] = 1
-    limit: Annotated[int, msgspec.Meta(ge=1, le=200)] = 50
+class DigestIn(Clocked, kw_only=True):
+    pass

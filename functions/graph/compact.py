@@ -1,0 +1,110 @@
+"""Graph compaction (daily): keeps `mem_graph` bounded and its counters exact.
+
+1. Forgotten ids (`rm.*`, noted by the feed from RecordsRemoved) leave every provenance
+   list; an edge left with no provenance closes (`validTo` = now).
+2. Edges closed longer ago than the retention are deleted.
+3. Degrees are recounted from the live edges; a node with no live edge whose last mention
+   is older than the retention (or that lost all its provenance) is deleted.
+4. Provenance lists are trimmed to the cap; type counts are recounted into `stats`.
+5. Memory indexes (`m.*`) of forgotten memories and the `rm.*` notes are dropped.
+
+It streams the bucket twice (edges, then nodes); what it holds is the forgotten ids of one
+round (at most `REMOVED_ROUND`; more wait for the next run) and one counter per node with a
+live edge.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections import Counter
+from datetime import datetime
+
+import msgspec
+import nats.js.errors
+from nats.js.client import JetStreamContext
+
+from engine import State
+from functions.graph.keys import STATS, MemoryIndex, Removed
+from functions.lifecycle import clock
+from functions.lifecycle.scan import scan_kv
+from functions.records import GRAPH_BUCKET, GraphEdge, GraphNode, GraphStats
+
+REMOVED_ROUND = 200_000
+
+
+async def _drop(js: JetStreamContext, key: str) -> None:
+    """Remove a key with its history and no tombstone: a compacted graph takes no space for
+    what it dropped (nothing watches this bucket, so no delete marker is needed)."""
+    with contextlib.suppress(nats.js.errors.NotFoundError):
+        await js.purge_stream(f"KV_{GRAPH_BUCKET}", subject=f"$KV.{GRAPH_BUCKET}.{key}")
+
+
+class CompactOut(msgspec.Struct, rename="camel", kw_only=True):
+    edges_closed: int = 0
+    edges_deleted: int = 0
+    nodes_deleted: int = 0
+    nodes_updated: int = 0
+    forgotten_ids: int = 0
+
+
+async def compact(
+    state: State, js: JetStreamContext, now: datetime, *, retention_days: float, cap: int
+) -> CompactOut:
+    out = CompactOut()
+    removed: set[str] = set()
+    notes: list[str] = []
+    async for key, r in scan_kv(js, GRAPH_BUCKET, Removed, keys="rm.>"):
+        if len(removed) >= REMOVED_ROUND:
+            break
+        removed.update(r.ids)
+        notes.append(key)
+    out.forgotten_ids = len(removed)
+    at = clock.iso(now)
+    live: Counter[str] = Counter()
+    stats = GraphStats(compacted_at=at)
+    prior: GraphStats | None = await state.get(STATS, GraphStats)
+    stats.seq = prior.seq if prior else 0
+
+    async for key, e in scan_kv(js, GRAPH_BUCKET, GraphEdge, keys="e.>"):
+        sources = [s for s in e.source_ids if s not in removed][:cap]
+        changed = sources != e.source_ids
+        if changed:
+            e.source_ids = sources
+        if e.valid_to is None and not sources:
+            e.valid_to, changed = at, True  # nothing evidences the relation any more
+            out.edges_closed += 1
+        if e.valid_to is not None and clock.days_between(e.valid_to, now) > retention_days:
+            await _drop(js, key)
+            out.edges_deleted += 1
+            continue
+        if changed:
+            await state.put(key, e)
+        stats.edges_by_type[e.kind] = stats.edges_by_type.get(e.kind, 0) + 1
+        if e.valid_to is None:
+            live[e.src] += 1
+            live[e.dst] += 1
+        else:
+            stats.expired_edges += 1
+
+    async for key, n in scan_kv(js, GRAPH_BUCKET, GraphNode, keys="n.>"):
+        sources = [s for s in n.source_ids if s not in removed][:cap]
+        degree = live.get(n.id, 0)
+        idle = clock.days_between(n.last_seen, now) > retention_days
+        if degree == 0 and (idle or not sources):
+            await _drop(js, key)
+            out.nodes_deleted += 1
+            continue
+        if sources != n.source_ids or degree != n.degree:
+            n.source_ids, n.degree = sources, degree
+            await state.put(key, n)
+            out.nodes_updated += 1
+        stats.nodes_by_type[n.kind] = stats.nodes_by_type.get(n.kind, 0) + 1
+
+    if removed:
+        async for key, _ in scan_kv(js, GRAPH_BUCKET, MemoryIndex, keys="m.>"):
+            if key[2:] in removed:
+                await _drop(js, key)
+    for key in notes:
+        await _drop(js, key)
+    await state.put(STATS, stats)
+    return out

@@ -1,0 +1,65 @@
+"""Requests and response shapes of the graph functions (upstream agentmemory's wire:
+camelCase, `type`, `sourceNodeId`/`targetNodeId`, `sourceObservationIds`)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+import msgspec
+
+from functions.records import GraphEdge, GraphNode
+
+NodeType = Literal["file", "symbol", "package", "error", "command", "concept"]
+MAX_DEPTH = 5
+MAX_LIMIT = 5000
+
+
+class GraphQueryIn(msgspec.Struct, rename="camel", kw_only=True):
+    query: Annotated[str, msgspec.Meta(max_length=512)] = ""
+    """Nodes whose name contains this (case-insensitive)."""
+    start_node_id: Annotated[str, msgspec.Meta(max_length=64)] = ""
+    """Walk breadth-first from this node, up to `maxDepth` hops."""
+    node_type: NodeType | None = None
+    max_depth: Annotated[int, msgspec.Meta(ge=1)] = 3
+    """Clamped to 5, as upstream does."""
+    limit: Annotated[int, msgspec.Meta(ge=1)] = 500
+    """Clamped to 5000, as upstream does."""
+    offset: Annotated[int, msgspec.Meta(ge=0)] = 0
+    project: str = ""
+    include_expired: bool = False
+    """Also edges whose validTo is set (closed relations not yet compacted away)."""
+
+
+class GraphStatsIn(msgspec.Struct, rename="camel", kw_only=True):
+    pass
+
+
+def node_wire(n: GraphNode) -> dict[str, Any]:
+    return {
+        "id": n.id,
+        "type": n.kind,
+        "name": n.name,
+        "project": n.project,
+        "properties": {},
+        "weight": n.weight,
+        "degree": n.degree,
+        "sourceObservationIds": n.source_ids,
+        "createdAt": n.first_seen,
+        "updatedAt": n.last_seen,
+    }
+
+
+def edge_wire(e: GraphEdge) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "id": e.id,
+        "type": e.kind,
+        "sourceNodeId": e.src,
+        "targetNodeId": e.dst,
+        "project": e.project,
+        "weight": e.weight,
+        "validFrom": e.valid_from,
+        "validTo": e.valid_to,
+        "sourceObservationIds": e.source_ids,
+        "createdAt": e.valid_from,
+    }
+    return out
