@@ -26,6 +26,8 @@ Mask = npt.NDArray[np.bool_]
 PREFIX_MIN_LEN = 3
 PREFIX_MAX_EXPANSIONS = 12
 ALT_CAP = 0.5
+CACHE_TERMS = 512
+"""Terms remembered per scope before its caches start over."""
 """A synonym or prefix match earns at most this share of the weakest exact match."""
 
 
@@ -50,6 +52,20 @@ class Scope:
     parts: tuple[int, ...] | None = None
     """Posting partitions that can hold documents of the scope (None: all)."""
     cache: dict[tuple[str, int], tuple[I32, F64]] = field(default_factory=dict)
+    """term -> (docs, tf) inside the scope."""
+    contrib: dict[tuple[str, int], tuple[I32, F64]] = field(default_factory=dict)
+    """term -> (docs, BM25 contribution): a pure function of the scope's statistics, so it
+    is computed once per scope (a write makes a new scope) rather than once per query."""
+    entities: dict[int, I32] = field(default_factory=dict)
+    """Entity-graph node -> its records inside the scope (kept here for the same reason)."""
+
+    def remember(
+        self, store: dict[tuple[str, int], tuple[I32, F64]], key: tuple[str, int],
+        value: tuple[I32, F64],
+    ) -> None:  # fmt: skip
+        if len(store) > CACHE_TERMS:
+            store.clear()
+        store[key] = value
 
 
 @dataclass
@@ -128,10 +144,14 @@ class BM25Index:
             return hit
         out = self._matches(arrays, scope)
         if key is not None:
-            if len(scope.cache) > 512:
-                scope.cache.clear()
-            scope.cache[key] = out
+            scope.remember(scope.cache, key, out)
         return out
+
+    def _key(self, term: str, scope: Scope) -> tuple[str, int] | None:
+        # The posting length is part of the key, so a scope held across a write (a caller
+        # that keeps one) never answers from postings that have grown since.
+        arrays = self._arrays(term, scope)
+        return (term, sum(len(d) for d, _ in arrays)) if arrays else None
 
     def _arrays(self, term: str, scope: Scope) -> list[tuple[array[int], array[float]]]:
         parts = self.postings.get(term)
@@ -161,14 +181,23 @@ class BM25Index:
 
     def term_scores(self, term: str, scope: Scope) -> tuple[I32, F64]:
         """(docs, BM25 contribution) of one term over the scope; unsorted, unique docs."""
+        key = self._key(term, scope)
+        if key is None:
+            return np.zeros(0, np.int32), np.zeros(0, np.float64)
+        hit = scope.contrib.get(key)
+        if hit is not None:
+            return hit
         dd, tf = self.matches(term, scope)
         df = len(dd)
         if df == 0:
-            return dd, np.zeros(0, np.float64)
-        idf = math.log(1.0 + (scope.n - df + 0.5) / (df + 0.5))
-        dl = self.lengths()[dd].astype(np.float64)
-        norm = self.k1 * (1.0 - self.b + self.b * dl / scope.avgdl)
-        return dd, idf * tf * (self.k1 + 1.0) / (tf + norm)
+            out: tuple[I32, F64] = (dd, np.zeros(0, np.float64))
+        else:
+            idf = math.log(1.0 + (scope.n - df + 0.5) / (df + 0.5))
+            dl = self.lengths()[dd].astype(np.float64)
+            norm = self.k1 * (1.0 - self.b + self.b * dl / scope.avgdl)
+            out = (dd, idf * tf * (self.k1 + 1.0) / (tf + norm))
+        scope.remember(scope.contrib, key, out)
+        return out
 
     def score(self, clauses: Iterable[Clause], scope: Scope) -> tuple[F64, I32]:
         """Dense scores over the scope (zeros outside it), and the documents touched."""
@@ -203,6 +232,8 @@ class BM25Index:
     ) -> I32:
         # Each document takes its best alternative; documents with the exact term take none,
         # and no alternative may reach the weakest exact match of the same term.
+        # Work is sparse, over the matched documents only: a dense pass over every slot
+        # costs more than the whole query on a large index.
         parts_d: list[I32] = []
         parts_c: list[F64] = []
         for term, w in alts:
@@ -212,14 +243,21 @@ class BM25Index:
                 parts_c.append(c * w)
         if not parts_d:
             return np.zeros(0, np.int32)
-        best = np.zeros(len(scores), np.float64)
-        alt_docs = np.concatenate(parts_d)
-        np.maximum.at(best, alt_docs, np.concatenate(parts_c))
+        touched = docs = parts_d[0] if len(parts_d) == 1 else np.concatenate(parts_d)
+        best = parts_c[0] if len(parts_c) == 1 else np.concatenate(parts_c)
+        if len(parts_d) > 1:  # a document matched by several alternatives takes the best
+            order = np.lexsort((-best, docs))
+            docs, best = docs[order], best[order]
+            first = np.ones(len(docs), np.bool_)
+            np.not_equal(docs[1:], docs[:-1], out=first[1:])
+            docs, best = docs[first], best[first]
         if len(exact_docs):
-            best[exact_docs] = 0.0
-            np.minimum(best, ALT_CAP * float(exact.min()), out=best)
-        scores += weight * best
-        return alt_docs
+            exact_mark = np.zeros(len(scores), np.bool_)
+            exact_mark[exact_docs] = True
+            keep = ~exact_mark[docs]
+            docs, best = docs[keep], np.minimum(best[keep], ALT_CAP * float(exact.min()))
+        scores[docs] += weight * best
+        return touched
 
     # ---- persistence -------------------------------------------------------------
     def dump(self) -> dict[str, list[tuple[int, bytes, bytes]]]:

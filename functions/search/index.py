@@ -9,7 +9,6 @@ of one session lead the list.
 
 from __future__ import annotations
 
-import math
 from array import array
 from collections import Counter
 from collections.abc import Iterable
@@ -38,10 +37,9 @@ from functions.search.documents import (
 )
 from functions.search.fusion import FusionWeights, diversify, rrf
 from functions.search.graph import EntityGraph
-from functions.search.temporal import day_number, query_ranges
+from functions.search.streams import session_stream, time_stream, top
+from functions.search.temporal import day_number
 from functions.search.vectors import VectorIndex
-
-SESSION_MAX_SHARE = 0.5
 
 
 @dataclass(frozen=True)
@@ -289,13 +287,19 @@ class SearchIndex:
             scores, touched = self.bm25.score(clauses, scope)
         else:
             scores, touched = np.zeros(0), np.zeros(0, np.int32)
-        streams["bm25"] = _top(scores, depth, touched)
+        streams["bm25"] = top(scores, depth, touched)
         if clauses and self.config.fusion.session > 0:
-            streams["session"] = self._session_stream(clauses, scope, sscope, scores, depth)
+            streams["session"] = session_stream(
+                clauses, lambda t: self.bm25.matches(t, scope),
+                np.frombuffer(self.session, dtype=np.int32), scope, sscope, self._sess_len,
+                self.members, scores, depth, self.config.session_depth, self.config.k1,
+                self.config.b,
+            )  # fmt: skip
         if self.vectors is not None and query_vector is not None and self.vectors.enabled:
             streams["vector"] = self.vectors.search(query_vector, scope.mask, depth)
         if self.config.fusion.time > 0:
-            streams["time"] = self._time_stream(query, scope, scores, depth)
+            day = np.frombuffer(self.day, dtype=np.int32)
+            streams["time"] = time_stream(query, day, scope, scores, depth)
         if self.config.fusion.graph > 0:
             streams["graph"] = self.graph.search(query, scope.mask, depth, scope.parts, scope.n)
         fused = rrf(streams, self.config.fusion)
@@ -312,62 +316,6 @@ class SearchIndex:
                     importance=m.importance, score=round(s * 1000.0, 4))
             )  # fmt: skip
         return out
-
-    def _session_stream(
-        self, clauses: list[Clause], scope: Scope, sscope: Scope, doc_scores: np.ndarray, depth: int
-    ) -> list[int]:
-        # BM25 with a session as the document: term frequencies summed over its records.
-        sess = np.frombuffer(self.session, dtype=np.int32)
-        n_sess = len(sscope.mask)
-        lens = self._sess_len
-        total = np.zeros(n_sess, np.float64)
-        k1, b = self.config.k1, self.config.b
-        touched: list[np.ndarray] = []
-        for c in clauses:
-            dd, dtf = self.bm25.matches(c.term, scope)
-            if not len(dd) or len(dd) > SESSION_MAX_SHARE * scope.n:
-                continue  # on most records, so on nearly every session: it ranks none
-            # only the sessions the term occurs in: cost follows matches, not sessions
-            hit, inv = np.unique(sess[dd], return_inverse=True)
-            t = np.bincount(inv, weights=dtf)
-            idf = math.log(1.0 + (sscope.n - len(hit) + 0.5) / (len(hit) + 0.5))
-            norm = k1 * (1.0 - b + b * lens[hit] / sscope.avgdl)
-            total[hit] += c.weight * idf * t * (k1 + 1.0) / (t + norm)
-            touched.append(hit)
-        if not touched:
-            return []
-        among = np.unique(np.concatenate(touched)) if len(touched) > 1 else touched[0]
-        best = _top(total, self.config.session_depth, among)
-        if not best:
-            return []
-        rank = np.full(n_sess, -1.0)
-        rank[best] = np.arange(len(best), 0, -1, dtype=np.float64)
-        cand = np.concatenate([np.frombuffer(self.members[s], dtype=np.int32) for s in best])
-        cand = cand[cand < len(scope.mask)]
-        cand = cand[scope.mask[cand]]
-        if not len(cand):
-            return []
-        own = doc_scores[cand] if len(doc_scores) else np.zeros(len(cand))
-        order = np.lexsort((-own, -rank[sess[cand]]))
-        return [int(x) for x in cand[order][:depth]]
-
-    def _time_stream(
-        self, query: str, scope: Scope, doc_scores: np.ndarray, depth: int
-    ) -> list[int]:
-        # Records dated inside a range the query names, best text match first.
-        ranges = query_ranges(query)
-        if not ranges:
-            return []
-        day = np.frombuffer(self.day, dtype=np.int32)[: len(scope.mask)]
-        inside = np.zeros(len(day), bool)
-        for lo, hi in ranges:
-            inside |= (day >= lo) & (day <= hi)
-        cand = np.flatnonzero(inside & scope.mask)
-        if not len(cand):
-            return []
-        own = doc_scores[cand] if len(doc_scores) else np.zeros(len(cand))
-        order = np.lexsort((cand, -own))
-        return [int(x) for x in cand[order][:depth]]
 
     def status(self) -> dict[str, object]:
         return {
@@ -387,17 +335,3 @@ class _SessionView:
 
     def __getitem__(self, doc: int) -> str:
         return str(self.sess[doc])
-
-
-def _top(scores: np.ndarray, k: int, among: np.ndarray | None = None) -> list[int]:
-    if not len(scores):
-        return []
-    if among is not None:
-        nz = among[scores[among] > 0]
-    else:
-        nz = np.flatnonzero(scores > 0)
-    if len(nz) > k:
-        part = np.argpartition(-scores[nz], k - 1)[:k]
-        nz = nz[part]
-    order = np.lexsort((nz, -scores[nz]))
-    return [int(x) for x in nz[order]]

@@ -1,0 +1,130 @@
+"""Per-scope caches and sparse scoring give exactly what a fresh index and the plain
+dense computation give: a write invalidates what it changes, and no shortcut moves a score."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import numpy as np
+import pytest
+
+from functions.records import MemEvent, Observation, ObservationAdded, RecordsRemoved
+from functions.search import streams
+from functions.search.bm25 import ALT_CAP, BM25Index, Clause, Scope
+from functions.search.index import SearchIndex
+
+WORDS = "cache cached caching timeout auth authz login parser parse config deploy retry".split()
+FILES = ["src/app/main.py", "src/app/cache.py", "lib/auth.ts"]
+QUERIES = ["cache timeout", "auth login", "pars", "src/app/main.py retry", "cach deploy"]
+
+
+def events(n: int, seed: int = 3) -> list[MemEvent]:
+    rnd = random.Random(seed)
+    out: list[MemEvent] = []
+    for i in range(n):
+        if i % 9 == 8:
+            out.append(RecordsRemoved(ids=[f"o{rnd.randrange(i)}"], reason="forget"))
+            continue
+        text = " ".join(rnd.choices(WORDS, k=6))
+        out.append(ObservationAdded(observation=Observation(
+            id=f"o{i}", session_id=f"s{i % 7}", project=f"p{i % 2}", hook_type="post_tool_use",
+            timestamp=f"2026-01-{1 + i % 28:02d}T00:00:00Z", title=text[:20], narrative=text,
+            files=[rnd.choice(FILES)], concepts=[rnd.choice(WORDS)],
+        )))  # fmt: skip
+    return out
+
+
+def results(idx: SearchIndex) -> list[list[tuple[str, float]]]:
+    return [
+        [(h.id, h.score) for h in idx.search(q, project=p, limit=20)]
+        for q in QUERIES
+        for p in (None, "p0", "p1")
+    ]
+
+
+def test_an_index_queried_between_writes_ranks_like_a_fresh_one() -> None:
+    evs = events(240)
+    live = SearchIndex()
+    for i, e in enumerate(evs, 1):
+        live.apply(e)
+        if i % 30 == 0:
+            fresh = SearchIndex()
+            for f in evs[:i]:
+                fresh.apply(f)
+            # twice: the second answer comes from the caches the first one filled
+            assert results(live) == results(fresh)
+            assert results(live) == results(fresh)
+    assert any(results(live))
+
+
+def _dense_reference(
+    index: BM25Index, clauses: list[Clause], scope: Scope
+) -> np.ndarray:  # the scoring as first written: dense arrays over every slot
+    scores = np.zeros(len(scope.mask), np.float64)
+    for c in clauses:
+        dd, contrib = index.term_scores(c.term, scope)
+        alts = [(s, index.synonym_weight) for s in c.synonyms]
+        if c.prefix:
+            alts += [(t, index.prefix_weight) for t in index.completions(c.term)]
+        best = np.zeros(len(scores), np.float64)
+        for t, w in alts:
+            d, v = index.term_scores(t, scope)
+            np.maximum.at(best, d, v * w)
+        if len(dd):
+            best[dd] = 0.0
+            np.minimum(best, ALT_CAP * float(contrib.min()), out=best)
+        scores += c.weight * best
+        scores[dd] += c.weight * contrib
+    return scores
+
+
+def test_sparse_alternatives_score_exactly_like_the_dense_reference() -> None:
+    rnd = random.Random(5)
+    index = BM25Index()
+    vocab = ["cache", "cached", "caching", "cacheline", "auth", "authz", "author", "zone"]
+    for d in range(300):
+        tfs = {w: float(rnd.randint(1, 3)) for w in rnd.sample(vocab, rnd.randint(1, 4))}
+        index.add(d, tfs, float(sum(tfs.values())), part=d % 3)
+    mask = np.array([rnd.random() < 0.8 for _ in range(300)])
+    scope = index.scope(mask)
+    for clauses in (
+        [Clause("cache", prefix=True), Clause("auth", 2.0, synonyms=("authz",), prefix=True)],
+        [Clause("cach", prefix=True)],  # no exact match: the alternatives are uncapped
+        [Clause("zone", synonyms=("cached", "caching"))],
+    ):
+        scores, touched = index.score(clauses, scope)
+        reference = _dense_reference(index, clauses, scope)
+        assert np.array_equal(scores, reference)
+        assert np.array_equal(touched, np.flatnonzero(reference > 0))
+
+
+def test_contributions_follow_the_scope_statistics() -> None:
+    index = BM25Index()
+    for d in range(10):
+        index.add(d, {"cache": 1.0, "x": float(d)}, 1.0 + d)
+    small = index.scope(np.arange(10) < 4)
+    large = index.scope(np.ones(10, np.bool_))
+    _, in_small = index.term_scores("cache", small)
+    _, in_large = index.term_scores("cache", large)
+    idf = math.log(1.0 + (4 - 4 + 0.5) / (4 + 0.5))
+    assert math.isclose(float(in_small[0]), idf * 2.2 / (1.0 + 1.2 * (0.25 + 0.75 / 2.5)))
+    assert len(in_small) == 4 and len(in_large) == 10
+    index.add(10, {"cache": 1.0}, 1.0)
+    grown = index.scope(np.ones(11, np.bool_))
+    assert len(index.term_scores("cache", grown)[0]) == 11
+    # a scope held across a write answers for its own documents, from fresh postings
+    assert np.array_equal(index.term_scores("cache", large)[1], in_large)
+
+
+def test_session_tf_dense_and_sorted_paths_agree(monkeypatch: pytest.MonkeyPatch) -> None:
+    rnd = np.random.default_rng(2)
+    sess = rnd.integers(0, 50, 400).astype(np.int32)
+    docs = np.sort(rnd.choice(400, 120, replace=False)).astype(np.int32)
+    tf = rnd.random(120) * 3
+    dense = streams.session_tf(sess, docs, tf, 50)
+    monkeypatch.setattr(streams, "DENSE_SESSIONS_MIN", 0)
+    sorted_path = streams.session_tf(sess, docs, tf, 10_000)
+    assert np.array_equal(dense[0], sorted_path[0])
+    assert np.array_equal(dense[1], sorted_path[1])  # bit for bit: same order of additions
+    assert np.array_equal(dense[0], np.unique(sess[docs]))
