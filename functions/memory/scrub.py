@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import ahocorasick_rs
+
 _RULES: list[tuple[str, re.Pattern[str], int]] = [
     # (kind, pattern, group to replace: 0 = whole match)
     ("private", re.compile(r"<private>.*?(?:</private>|\Z)", re.S), 0),
@@ -86,8 +88,11 @@ _IGNORECASE = {
     kind: re.compile(p.pattern, p.flags | re.I) for kind, p, _g in _RULES if kind in _ON_LOWER
 }
 
-_PLAN = [(kind, p, g, _HINTS[kind]) for kind, p, g in _RULES]
 _NEEDLES = tuple(dict.fromkeys(h for hs in _HINTS.values() for h in hs))
+_PLAN = [(kind, p, g, frozenset(_NEEDLES.index(h) for h in _HINTS[kind])) for kind, p, g in _RULES]
+# One pass over the text finds every hint at once: 25 `in` scans of an 8 KB tool output
+# cost ~140 µs, the automaton ~20 µs, and this gate runs on every string of every write.
+_AUTOMATON = ahocorasick_rs.AhoCorasick(list(_NEEDLES))
 _SHORTEST = 8  # `pwd=abcd`: nothing shorter can hold a secret we recognise
 
 _ALREADY = re.compile(r"^\[REDACTED:[a-z_]+\]$")
@@ -118,11 +123,11 @@ def scrub(text: str) -> str:
 
 
 def _scrub(text: str) -> str:
-    hints = text.lower()
-    if not any(h in hints for h in _NEEDLES):  # the common case: nothing to do
+    found = {i for i, _s, _e in _AUTOMATON.find_matches_as_indexes(text.lower(), overlapping=True)}
+    if not found:  # the common case: nothing to do
         return text
     for kind, pattern, group, needles in _PLAN:
-        if not any(h in hints for h in needles):
+        if found.isdisjoint(needles):
             continue
         if kind in _ON_LOWER:
             lowered = text.lower()

@@ -134,6 +134,23 @@ end
 
 
 # ---- processes -------------------------------------------------------------------------
+def profile(out: str, groups: dict[str, list[int]], seconds: int) -> list[subprocess.Popen[bytes]]:
+    """py-spy (installed by hand: not a dependency) sampling each worker for the run."""
+    spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
+    Path(out).mkdir(parents=True, exist_ok=True)
+    return [
+        subprocess.Popen(
+            [spy, "record", "-p", str(pid), "-d", str(seconds), "-r", "200", "-f", "raw",
+             "-o", str(Path(out) / f"{name}-{pid}.txt")],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        for name, pids in groups.items()
+        if name != "nats_server"
+        for pid in pids
+    ]  # fmt: skip
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--quick", action="store_true")
@@ -141,6 +158,12 @@ def main() -> None:
     ap.add_argument("--duration", type=int, default=0)
     ap.add_argument("--connections", type=int, default=32)
     ap.add_argument("--serve-bare", type=int, default=0, help=argparse.SUPPRESS)
+    ap.add_argument(
+        "--py-spy",
+        metavar="DIR",
+        default="",
+        help="record py-spy flame graphs of the worker processes during the observe run",
+    )
     args = ap.parse_args()
     if args.serve_bare:
         serve_bare(args.serve_bare)
@@ -185,11 +208,14 @@ def main() -> None:
         bare_url = f"http://127.0.0.1:{bare_port}/agentmemory/observe"
         wait_http(observe_url, probe.encode(), SECRET)
         wait_http(bare_url, probe.encode(), SECRET)
-        script = tmp / "post.lua"
+        # Every wrk run restarts its request counter: warm-ups get their own tag so the
+        # measured run's eventIds are all new (a replayed id takes the cheaper duplicate path).
+        script, warm = tmp / "post.lua", tmp / "warm.lua"
         lua_script(script, f"run{int(time.time())}")
-        run_wrk(bare_url, script, args.connections, 1)  # warm-up
+        lua_script(warm, f"warm{int(time.time())}")
+        run_wrk(bare_url, warm, args.connections, 1)
         bare = run_wrk(bare_url, script, args.connections, seconds)
-        run_wrk(observe_url, script, args.connections, 1)
+        run_wrk(observe_url, warm, args.connections, 1)
         assert srv.proc is not None
         groups = {
             "memory_worker": [p.pid for p in procs[: args.replicas]],
@@ -201,7 +227,10 @@ def main() -> None:
             return sum(process_usage(p)[0] or 0.0 for p in pids)
 
         before = {k: cpu(v) for k, v in groups.items()}
+        spies = profile(args.py_spy, groups, seconds) if args.py_spy else []
         observe = run_wrk(observe_url, script, args.connections, seconds)
+        for spy in spies:
+            spy.wait()
         done = observe["rps"] * seconds
         cpu_ms = {
             f"cpu_ms_per_obs_{k}": round((cpu(v) - before[k]) * 1000 / max(done, 1), 3)

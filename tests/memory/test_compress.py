@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from functions.memory.compress import compress
+import re
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from functions.memory.compress import compress, paths_in_text
 
 
 def test_edit_tool_becomes_a_file_edit_with_the_file_and_language() -> None:
@@ -78,3 +83,32 @@ def test_mcp_tool_names_map_by_their_last_part_and_paths_come_from_text() -> Non
 def test_raw_is_capped() -> None:
     c = compress("post_tool_use", {"tool_name": "Read", "tool_output": "x" * 50_000})
     assert len(c.raw) <= 8000
+
+
+# The path scan runs on every tool output: it matches runs of path characters instead of
+# searching with a look-behind. The look-behind search is the definition; they must agree.
+_REFERENCE_PATH = re.compile(r"(?<![\w/.-])((?:\.{0,2}/)?(?:[\w.-]+/)*[\w-]+\.[A-Za-z0-9]{1,8})\b")
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet=st.sampled_from([*"ab_-./ :é1\n'\"(", "py", "src/", "x.ts"])))
+def test_path_scan_finds_what_the_lookbehind_search_finds(text: str) -> None:
+    expected = [m.group(1) for m in _REFERENCE_PATH.finditer(text) if "/" in m.group(1)]
+    assert paths_in_text(text) == expected
+
+
+def test_failure_words_and_error_names_are_found_behind_their_literal_gates() -> None:
+    out = compress(
+        "post_tool_use",
+        {
+            "tool_name": "Bash",
+            "tool_input": {"command": "make"},
+            "tool_output": "building...\nKeyError: 'x'\nmake: *** [all] Error 2 (fatal)",
+        },
+    )
+    quiet = compress(
+        "post_tool_use",
+        {"tool_name": "Bash", "tool_input": {"command": "make"}, "tool_output": "all good"},
+    )
+    assert "keyerror" in out.concepts
+    assert out.importance == quiet.importance + 2
