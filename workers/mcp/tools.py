@@ -159,6 +159,36 @@ def register_tools(app: MCPServer, provider: GatewayProvider) -> None:
     async def memory_consolidate() -> dict[str, Any]:
         return as_dict(await call(provider, "POST", "/agentmemory/consolidate", {}))
 
+    @app.tool(
+        name="memory_graph_query",
+        description=(
+            "Knowledge graph of files, symbols, packages, errors, commands and concepts: "
+            "nodes whose name contains `query`, a walk from `startNodeId`, or the best "
+            "connected nodes."
+        ),
+    )
+    async def memory_graph_query(
+        query: Annotated[str, Field(description="Match node names containing this.")] = "",
+        start_node_id: Annotated[str, Field(description="Walk from this node id.")] = "",
+        node_type: Annotated[
+            Literal["file", "symbol", "package", "error", "command", "concept"] | None,
+            Field(description="Only nodes of this type."),
+        ] = None,
+        max_depth: Annotated[int, Field(ge=1, le=5, description="Hops of a walk.")] = 3,
+        limit: Limit = 50,
+        project: Project = None,
+    ) -> dict[str, Any]:
+        body: dict[str, Any] = {"maxDepth": max_depth, "limit": limit}
+        if query.strip():
+            body["query"] = query.strip()
+        if start_node_id.strip():
+            body["startNodeId"] = start_node_id.strip()
+        if node_type:
+            body["nodeType"] = node_type
+        if project:
+            body["project"] = project
+        return as_dict(await call(provider, "POST", "/agentmemory/graph/query", body))
+
     @app.tool(name="memory_audit", description="The audit log: deletions, imports, merges.")
     async def memory_audit(limit: Limit = 50) -> dict[str, Any]:
         data = await call(provider, "GET", "/agentmemory/audit", query={"limit": str(limit)})
