@@ -59,7 +59,8 @@ SUPERSEDE_PAIRS = 4
 """New and dropped entities linked by `supersedes` per side."""
 INDEX_CAP = 64
 """Nodes and edges remembered per memory (for supersession)."""
-CONCURRENCY = 64
+CONCURRENCY = 256
+"""KV reads and writes in flight per step: a batch is bound by round trips, not CPU."""
 
 # One operation on a record, in stream order: (seq, at, source id); source "" = close.
 Op = tuple[int, str, str]

@@ -32,7 +32,16 @@ async def edges_of(
     js: JetStreamContext, ids: list[str], *, incoming: bool = True
 ) -> AsyncIterator[tuple[str, GraphEdge]]:
     """Edges leaving (and, with `incoming`, entering) these nodes. The two shapes go to
-    separate consumers: NATS refuses overlapping filters in one (`e.A.>` and `e.*.A.>`)."""
+    separate consumers: NATS refuses overlapping filters in one (`e.A.>` and `e.*.A.>`).
+    For many nodes one pass over all edges is cheaper than many filtered consumers (the
+    server walks the stream for each), so past `FILTERS` nodes it reads `e.>` and filters
+    here."""
+    if len(ids) > FILTERS:
+        wanted = set(ids)
+        async for key, e in scan_kv(js, GRAPH_BUCKET, GraphEdge, keys="e.>"):
+            if e.src in wanted or (incoming and e.dst in wanted):
+                yield key, e
+        return
     shapes = ["e.{}.>", "e.*.{}.>"] if incoming else ["e.{}.>"]
     for shape in shapes:
         for i in range(0, len(ids), FILTERS):
