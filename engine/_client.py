@@ -8,6 +8,7 @@ from typing import Any, TypeVar, overload
 
 import nats.errors
 from nats.aio.client import Client as NATS
+from nats.aio.msg import Msg
 
 from engine import _codec, _tracing
 from engine._errors import FunctionError
@@ -17,6 +18,7 @@ from engine._protocol import (
     HDR_DEADLINE,
     subject_for,
 )
+from engine._requests import Requester
 from engine._state import State
 from engine._tracing import SpanKind
 
@@ -38,6 +40,7 @@ class Client:
 
     def __init__(self, nc: NATS) -> None:
         self.nc = nc
+        self._requester = Requester(nc)
         self._js = nc.jetstream()
         self._states: dict[str, State] = {}
 
@@ -124,9 +127,7 @@ class Client:
     ) -> Any:
         try:
             subject = _SUBJECTS.get(function_id) or _subject(function_id)
-            msg = await self.nc.request(
-                subject, _codec.encode(payload), timeout=remaining, headers=hdrs
-            )
+            msg = await self._requester.request(subject, _codec.encode(payload), remaining, hdrs)
         except nats.errors.NoRespondersError:
             raise FunctionError(
                 "UNAVAILABLE", f"no worker serves {function_id} right now", retryable=True
@@ -154,6 +155,13 @@ class Client:
             raise FunctionError(
                 "INTERNAL", f"{function_id} replied with an invalid body: {exc}"
             ) from None
+
+    async def request(
+        self, subject: str, data: bytes, timeout: float, headers: dict[str, str] | None = None
+    ) -> Msg:
+        """A plain NATS request on this connection's shared reply inbox (JetStream publishes
+        that need their ack, for instance). Raises nats-py's errors as they are."""
+        return await self._requester.request(subject, data, timeout, headers)
 
     async def fire(
         self, function_id: str, payload: Any = None, *, headers: Mapping[str, str] | None = None

@@ -161,7 +161,7 @@ class MemoryStore:
     async def _write(self, subject: str, data: bytes, headers: dict[str, str] | None) -> _PubAck:
         # The observe hot path writes three times per call: a plain request with a msgspec
         # decoded ack costs about half of nats-py's JetStream/KV wrappers (json + dataclasses).
-        msg = await self.client.nc.request(subject, data, timeout=PUBLISH_TIMEOUT, headers=headers)
+        msg = await self.client.request(subject, data, PUBLISH_TIMEOUT, headers)
         ack = _ack_decoder.decode(msg.data)
         if ack.error is not None:
             raise JetStreamWriteError(ack.error)
