@@ -22,7 +22,9 @@ from functions.lifecycle.scan import scan_kv
 from functions.records import GRAPH_BUCKET, GraphEdge, GraphNode, GraphStats
 
 WALK_CAP = 5000
-"""Nodes a walk or a name match keeps as its universe (for totals and page edges)."""
+"""Nodes a walk keeps."""
+UNIVERSE_CAP = 1000
+"""Matched nodes among which edges are counted for `totalEdges`; past it, the page's."""
 EDGE_CAP = 20_000
 FILTERS = 64
 """Node ids per filtered consumer (NATS takes a list of disjoint subject filters)."""
@@ -98,7 +100,7 @@ class GraphQuery:
             total += 1
             if universe is not None:
                 universe.add(n.id)
-                if len(universe) > WALK_CAP:
+                if len(universe) > UNIVERSE_CAP:
                     universe = None  # too many to count edges among: page edges only
             item = (_rank(n), n)
             if len(best) < want:
@@ -108,8 +110,12 @@ class GraphQuery:
         ordered = [n for _, n in sorted(best, key=lambda x: x[0], reverse=True)]
         page = ordered[req.offset : req.offset + limit]
         page_ids = {n.id for n in page}
-        scope = universe if universe is not None else page_ids
+        everything = not q and req.node_type is None and not req.project
+        scope = universe if universe is not None and not everything else page_ids
         edges, total_edges = await self._edges_among(scope, page_ids, req)
+        if everything:  # every node matched: the stored counts say how many edges there are
+            s = await self.stats()
+            total_edges = s["totalEdges"] - (0 if req.include_expired else s["expiredEdges"])
         return {
             "nodes": [node_wire(n) for n in page],
             "edges": [edge_wire(e) for e in edges],
