@@ -51,6 +51,9 @@ class Scope:
     avgdl: float
     parts: tuple[int, ...] | None = None
     """Posting partitions that can hold documents of the scope (None: all)."""
+    whole: bool = False
+    """Every document of those partitions (as of the scope's making) is in the scope, so
+    postings need no selection by the mask."""
     cache: dict[tuple[str, int], tuple[I32, F64]] = field(default_factory=dict)
     """term -> (docs, tf) inside the scope."""
     contrib: dict[tuple[str, int], tuple[I32, F64]] = field(default_factory=dict)
@@ -58,6 +61,17 @@ class Scope:
     is computed once per scope (a write makes a new scope) rather than once per query."""
     entities: dict[int, I32] = field(default_factory=dict)
     """Entity-graph node -> its records inside the scope (kept here for the same reason)."""
+    _numbering: tuple[I32, I32] | None = None
+
+    def numbering(self) -> tuple[I32, I32]:
+        """(ids, pos): the scope's ids ascending, and each id's position among them (-1
+        outside), so per-query work can run over the scope's own few columns."""
+        if self._numbering is None:
+            ids = np.flatnonzero(self.mask).astype(np.int32)
+            pos = np.full(len(self.mask), -1, np.int32)
+            pos[ids] = np.arange(len(ids), dtype=np.int32)
+            self._numbering = (ids, pos)
+        return self._numbering
 
     def remember(
         self, store: dict[tuple[str, int], tuple[I32, F64]], key: tuple[str, int],
@@ -107,11 +121,16 @@ class BM25Index:
             else np.zeros(0, np.float32)
         )
 
-    def scope(self, mask: Mask, parts: tuple[int, ...] | None = None) -> Scope:
+    def scope(
+        self, mask: Mask, parts: tuple[int, ...] | None = None, in_parts: int | None = None
+    ) -> Scope:
+        """`in_parts`: how many slots (removed ones included) the partitions hold; when the
+        scope has them all, postings are read without selection."""
         n = int(mask.sum())
         lens = self.lengths()[: len(mask)]
         avgdl = float(lens[mask[: len(lens)]].mean()) if n else 1.0
-        return Scope(mask, n, max(avgdl, 1e-6), parts)
+        whole = in_parts is not None and in_parts == n
+        return Scope(mask, n, max(avgdl, 1e-6), parts, whole)
 
     # ---- reads -------------------------------------------------------------------
     def vocabulary(self) -> list[str]:
@@ -138,20 +157,14 @@ class BM25Index:
         """(docs, tf) of one term inside the scope; remembered for the scope's lifetime
         so the streams of one query (and repeated queries) select postings once."""
         arrays = self._arrays(term, scope)
-        key = (term, sum(len(d) for d, _ in arrays)) if arrays else None
-        hit = scope.cache.get(key) if key is not None else None
-        if hit is not None:
-            return hit
-        out = self._matches(arrays, scope)
-        if key is not None:
-            scope.remember(scope.cache, key, out)
-        return out
-
-    def _key(self, term: str, scope: Scope) -> tuple[str, int] | None:
-        # The posting length is part of the key, so a scope held across a write (a caller
-        # that keeps one) never answers from postings that have grown since.
-        arrays = self._arrays(term, scope)
-        return (term, sum(len(d) for d, _ in arrays)) if arrays else None
+        if not arrays:
+            return np.zeros(0, np.int32), np.zeros(0, np.float64)
+        key = _key(term, arrays)
+        hit = scope.cache.get(key)
+        if hit is None:
+            hit = self._matches(arrays, scope)
+            scope.remember(scope.cache, key, hit)
+        return hit
 
     def _arrays(self, term: str, scope: Scope) -> list[tuple[array[int], array[float]]]:
         parts = self.postings.get(term)
@@ -164,26 +177,33 @@ class BM25Index:
     def _matches(
         self, arrays: list[tuple[array[int], array[float]]], scope: Scope
     ) -> tuple[I32, F64]:
-        if not arrays or scope.n == 0:
+        if scope.n == 0:
             return np.zeros(0, np.int32), np.zeros(0, np.float64)
+        mask = scope.mask
+        # postings are appended in slot order, so a partition's last doc is its largest
+        beyond = any(d[-1] >= len(mask) for d, _ in arrays)
         if len(arrays) == 1:
             docs = np.frombuffer(arrays[0][0], dtype=np.int32)
             tfs = np.frombuffer(arrays[0][1], dtype=np.float32)
         else:
             docs = np.concatenate([np.frombuffer(d, dtype=np.int32) for d, _ in arrays])
             tfs = np.concatenate([np.frombuffer(f, dtype=np.float32) for _, f in arrays])
-        mask = scope.mask
-        inside = docs < len(mask)
-        if not inside.all():
+        if beyond:
+            inside = docs < len(mask)
             docs, tfs = docs[inside], tfs[inside]
+        if scope.whole and not beyond:
+            # every document of the scope's partitions is visible: no selection, but a
+            # copy, since a view would pin the postings' buffer (arrays cannot grow then)
+            return docs.copy(), tfs.astype(np.float64)
         sel = mask[docs]
         return docs[sel], tfs[sel].astype(np.float64)
 
     def term_scores(self, term: str, scope: Scope) -> tuple[I32, F64]:
         """(docs, BM25 contribution) of one term over the scope; unsorted, unique docs."""
-        key = self._key(term, scope)
-        if key is None:
+        arrays = self._arrays(term, scope)
+        if not arrays:
             return np.zeros(0, np.int32), np.zeros(0, np.float64)
+        key = _key(term, arrays)
         hit = scope.contrib.get(key)
         if hit is not None:
             return hit
@@ -279,3 +299,9 @@ class BM25Index:
         self.doc_len.frombytes(doc_len)
         self._vocab = sorted(self.postings)
         self._pending_vocab = []
+
+
+def _key(term: str, arrays: list[tuple[array[int], array[float]]]) -> tuple[str, int]:
+    # The posting length is part of the key, so a scope held across a write (a caller
+    # that keeps one) never answers from postings that have grown since.
+    return term, len(arrays[0][0]) if len(arrays) == 1 else sum(len(d) for d, _ in arrays)

@@ -235,7 +235,9 @@ class SearchIndex:
         if project is not None:
             codes = [self.projects.of[p] for p in {project, ""} if p in self.projects.of]
             parts = tuple(sorted(codes))
-        docs = self.bm25.scope(m, parts)
+        proj = np.frombuffer(self.project, dtype=np.int32)
+        in_parts = len(m) if parts is None else int(np.isin(proj, parts).sum())
+        docs = self.bm25.scope(m, parts, in_parts)
         sess = np.frombuffer(self.session, dtype=np.int32)
         n_sess = len(self.sessions.names)
         lens: np.ndarray = np.bincount(
@@ -301,7 +303,9 @@ class SearchIndex:
             day = np.frombuffer(self.day, dtype=np.int32)
             streams["time"] = time_stream(query, day, scope, scores, depth)
         if self.config.fusion.graph > 0:
-            streams["graph"] = self.graph.search(query, scope.mask, depth, scope.parts, scope.n)
+            streams["graph"] = self.graph.search(
+                query, scope.mask, depth, scope.parts, scope.n, scope.entities
+            )
         fused = rrf(streams, self.config.fusion)
         sess = self.session
         fused = diversify(fused, _SessionView(sess), self.config.per_session, limit)

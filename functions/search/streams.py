@@ -75,22 +75,21 @@ def session_stream(
     """BM25 with a session as the document (term frequencies summed over its records);
     the records of the best sessions, best session first, then by their own score."""
     n_sess = len(sscope.mask)
-    total = np.zeros(n_sess, np.float64)
-    touched: list[I32] = []
+    used: list[Clause] = []
+    matched: list[tuple[I32, F64]] = []
     for c in clauses:
         dd, dtf = matches(c.term)
         if not len(dd) or len(dd) > SESSION_MAX_SHARE * scope.n:
             continue  # on most records, so on nearly every session: it ranks none
-        hit, t = session_tf(sess, dd, dtf, n_sess)
-        idf = math.log(1.0 + (sscope.n - len(hit) + 0.5) / (len(hit) + 0.5))
-        norm = k1 * (1.0 - b + b * sess_len[hit] / sscope.avgdl)
-        total[hit] += c.weight * idf * t * (k1 + 1.0) / (t + norm)
-        touched.append(hit)
-    if not touched:
+        used.append(c)
+        matched.append((dd, dtf))
+    if not used:
         return []
-    # every touched session scored > 0, so a dense scan finds the same (sorted) set
-    dense = _dense(n_sess, sum(len(h) for h in touched))
-    among = None if dense else np.unique(np.concatenate(touched))
+    args = (used, matched, sess, sscope, sess_len, k1, b)
+    if _dense(n_sess, sum(len(d) for d, _ in matched)):
+        total, among = _dense_totals(*args), None
+    else:
+        total, among = _sparse_totals(*args)
     # Records of the best session first, each session's by their own score (a stable
     # sort, so ties keep member order); only as many sessions as fill `depth` are read.
     out: list[int] = []
@@ -105,6 +104,61 @@ def session_stream(
         if len(out) >= depth:
             break
     return out
+
+
+def _sparse_totals(
+    used: list[Clause], matched: list[tuple[I32, F64]], sess: I32, sscope: Scope,
+    sess_len: F64, k1: float, b: float,
+) -> tuple[F64, I32]:  # fmt: skip
+    """Session BM25 totals, term by term over the sessions each term is in; and the
+    sessions touched (sorted)."""
+    total = np.zeros(len(sscope.mask), np.float64)
+    touched: list[I32] = []
+    for c, (dd, dtf) in zip(used, matched, strict=True):
+        hit, t = session_tf(sess, dd, dtf, len(total))
+        idf = math.log(1.0 + (sscope.n - len(hit) + 0.5) / (len(hit) + 0.5))
+        norm = k1 * (1.0 - b + b * sess_len[hit] / sscope.avgdl)
+        total[hit] += c.weight * idf * t * (k1 + 1.0) / (t + norm)
+        touched.append(hit)
+    return total, np.unique(np.concatenate(touched)).astype(np.int32)
+
+
+def _dense_totals(
+    used: list[Clause], matched: list[tuple[I32, F64]], sess: I32, sscope: Scope,
+    sess_len: F64, k1: float, b: float,
+) -> F64:  # fmt: skip
+    """What `_sparse_totals` computes, as a (term x session) matrix from one `bincount`
+    (few sessions: a handful of numpy calls per query instead of per term). Each cell sums
+    its tfs in match order and takes the same expression; cells a term is not in are
+    zeroed and add 0.0, so the totals are equal bit for bit. Every session a term is in
+    scores > 0, so the touched sessions are the positive totals."""
+    # columns are the scope's sessions only (a project's hundred, not every session)
+    cols, pos = sscope.numbering()
+    n_cols = len(cols)
+    rows = len(used)
+    docs = matched[0][0] if rows == 1 else np.concatenate([d for d, _ in matched])
+    tfs = matched[0][1] if rows == 1 else np.concatenate([tf for _, tf in matched])
+    keys = pos[sess[docs]].astype(np.int64)
+    if rows > 1:
+        keys += np.repeat(np.arange(rows, dtype=np.int64) * n_cols, [len(d) for d, _ in matched])
+    size = rows * n_cols
+    absent = (np.bincount(keys, minlength=size) == 0).reshape(rows, n_cols)
+    t = np.bincount(keys, weights=tfs, minlength=size).reshape(rows, n_cols)
+    df = n_cols - absent.sum(axis=1)
+    scale = np.array([
+        c.weight * math.log(1.0 + (sscope.n - int(h) + 0.5) / (int(h) + 0.5))
+        for c, h in zip(used, df.tolist(), strict=True)
+    ])  # fmt: skip
+    norm = k1 * (1.0 - b + b * sess_len[cols] / sscope.avgdl)
+    with np.errstate(divide="ignore", invalid="ignore"):  # absent cells of empty sessions
+        cells = scale[:, None] * t * (k1 + 1.0) / (t + norm)
+    cells[absent] = 0.0
+    local = cells[0].copy()
+    for row in cells[1:]:
+        local += row
+    total = np.zeros(len(sscope.mask), np.float64)
+    total[cols] = local
+    return cast(F64, total)
 
 
 def _dense(n_sess: int, matched: int) -> bool:

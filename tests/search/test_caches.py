@@ -128,3 +128,39 @@ def test_session_tf_dense_and_sorted_paths_agree(monkeypatch: pytest.MonkeyPatch
     assert np.array_equal(dense[0], sorted_path[0])
     assert np.array_equal(dense[1], sorted_path[1])  # bit for bit: same order of additions
     assert np.array_equal(dense[0], np.unique(sess[docs]))
+
+
+def test_dense_and_sparse_session_totals_agree() -> None:
+    rnd = np.random.default_rng(4)
+    n_docs, n_sess = 500, 40
+    sess = rnd.integers(0, n_sess, n_docs).astype(np.int32)
+    sess[sess == 7] = 8  # a session with no records: the dense path must leave it at 0
+    present = np.bincount(sess, minlength=n_sess) > 0
+    sess_len = np.bincount(sess, weights=rnd.random(n_docs) * 9, minlength=n_sess)
+    sscope = Scope(present, int(present.sum()), float(sess_len[present].mean()))
+    used = [Clause("a", 1.0), Clause("b", 2.0), Clause("c", 1.0)]
+    matched = []
+    for size in (30, 200, 3):
+        d = np.sort(rnd.choice(n_docs, size, replace=False)).astype(np.int32)
+        matched.append((d, rnd.random(size) * 2 + 0.5))
+    dense = streams._dense_totals(used, matched, sess, sscope, sess_len, 1.2, 0.75)
+    sparse, touched = streams._sparse_totals(used, matched, sess, sscope, sess_len, 1.2, 0.75)
+    assert np.array_equal(dense, sparse)
+    assert np.array_equal(np.flatnonzero(dense > 0), touched)
+    assert dense[7] == 0.0 and len(touched) > 10
+
+
+def test_reading_whole_partitions_ranks_like_selecting_by_mask() -> None:
+    idx = SearchIndex()
+    for e in events(120):
+        if isinstance(e, ObservationAdded):
+            idx.apply(e)
+    before = results(idx)
+    scope, _ = idx._scope("p0", None, None)
+    assert scope.whole  # nothing removed: the project's postings are read without selection
+    for key in list(idx._scopes):  # the same scopes, made to select by mask
+        version, docs, sscope, lens = idx._scopes[key]
+        docs.whole = False
+        docs.cache.clear()
+        docs.contrib.clear()
+    assert results(idx) == before
