@@ -1,12 +1,13 @@
 """`mem::observe`: validate, scrub, dedup, compress, store, publish — and reply only once
 JetStream has acknowledged the write.
 
-Idempotency without losing anything: the observation id is derived from the dedup key, so
-every replay of one event names the same record. The dedup claim is an atomic KV create;
-a replay that finds the claim but no observation (the first attempt died between claim
-and store) completes the store itself, while a deleted observation (forgotten, tombstone
-kept) stays deleted. The event is published with `Nats-Msg-Id` = observation id before
-the observation is written, so "observation present" implies "event published".
+Idempotency without losing anything, in two JetStream writes: the observation id is
+derived from the dedup key, so every replay of one event names the same record, and the
+record's own KV create (expected last subject sequence 0) is the dedup claim. Its event goes
+to a subject of its own, also written with expected sequence 0, so neither write can happen
+twice. A replay whose create finds the record present re-sends the event (the first attempt
+may have died between the two writes: then the replay completes it and is "accepted");
+a record found deleted (forgotten, tombstone kept) stays deleted.
 """
 
 from __future__ import annotations
@@ -118,11 +119,14 @@ class Observer:
         self, key: str, obs: Observation
     ) -> Literal["accepted", "duplicate"]:
         st = self.store
-        claimed = await st.kv_create_fast(st.dedup, key, DedupRecord(obs_id=obs.id, at=now_iso()))
-        if claimed is None and await st.presence(st.observations, obs.id) != "absent":
-            return "duplicate"
-        await st.publish(ObservationAdded(observation=obs), msg_id=obs.id)
-        await st.kv_put_fast(st.observations, obs.id, obs)
+        if await st.kv_create_fast(st.observations, obs.id, obs) is None:
+            stored = await st.get(st.observations, obs.id, Observation)
+            if stored is None:  # forgotten
+                return "duplicate"
+            if not await st.publish_once(ObservationAdded(observation=stored)):
+                return "duplicate"
+        else:
+            await st.publish_once(ObservationAdded(observation=obs))
         await self._touch_session(obs)
         return "accepted"
 

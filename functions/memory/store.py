@@ -73,12 +73,11 @@ def new_id(prefix: str) -> str:
 
 
 def _event_subject(event: MemEvent) -> str:
-    kind = {
-        ObservationAdded: "observation",
-        MemoryAdded: "memory",
-        SummaryAdded: "summary",
-        RecordsRemoved: "removed",
-    }[type(event)]
+    if isinstance(event, ObservationAdded):
+        # One subject per observation: "has this observation's event been written?" is then
+        # a per-subject sequence check that JetStream answers on the write itself.
+        return f"{EVENTS_SUBJECT}.observation.{kv_key(event.observation.id)}"
+    kind = {MemoryAdded: "memory", SummaryAdded: "summary", RecordsRemoved: "removed"}[type(event)]
     return f"{EVENTS_SUBJECT}.{kind}"
 
 
@@ -158,6 +157,21 @@ class MemoryStore:
         ack = await self._write(_event_subject(event), _event_encoder.encode(event), headers)
         return ack.seq
 
+    async def publish_once(self, event: ObservationAdded) -> bool:
+        """Append an observation's event unless its subject already holds one: False when it
+        was there (a replay), whatever the age of the first write."""
+        try:
+            await self._write(
+                _event_subject(event),
+                _event_encoder.encode(event),
+                {"Nats-Expected-Stream": EVENTS_STREAM, "Nats-Expected-Last-Subject-Sequence": "0"},
+            )
+        except JetStreamWriteError as err:
+            if err.err_code == WRONG_LAST_SEQUENCE:
+                return False
+            raise
+        return True
+
     async def _write(self, subject: str, data: bytes, headers: dict[str, str] | None) -> _PubAck:
         # The observe hot path writes three times per call: a plain request with a msgspec
         # decoded ack costs about half of nats-py's JetStream/KV wrappers (json + dataclasses).
@@ -175,7 +189,8 @@ class MemoryStore:
         return ack.seq
 
     async def kv_create_fast(self, state: State, key: str, value: Any) -> int | None:
-        """KV create of a key that is never deleted (dedup claims): None when it exists."""
+        """KV create: None when the key holds a value or a tombstone (a deleted key is never
+        re-created this way, so a forgotten observation stays forgotten)."""
         try:
             ack = await self._write(
                 f"$KV.{state.bucket}.{kv_key(key)}",

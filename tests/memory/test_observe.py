@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
+import nats.errors
 import pytest
 
 from engine import Client, FunctionError
-from functions.memory.wire import ObserveOut
-from functions.records import OBSERVATIONS_BUCKET, Observation
+from functions.memory.wire import ObserveIn, ObserveOut
+from functions.records import OBSERVATIONS_BUCKET, Observation, ObservationAdded
 from tests.memory.conftest import live_keys
 
 
@@ -86,21 +88,55 @@ async def test_concurrent_replays_of_one_event_store_one_observation(
     assert len(await live_keys(client, OBSERVATIONS_BUCKET)) == 1
 
 
-async def test_claimed_but_unstored_event_is_completed_on_resend(
+async def _events_of(client: Client, obs_id: str) -> list[ObservationAdded]:
+    from functions.records import EVENTS_STREAM, EVENTS_SUBJECT
+
+    js = client.nc.jetstream()
+    sub = await js.subscribe(
+        f"{EVENTS_SUBJECT}.observation.{obs_id}", stream=EVENTS_STREAM, ordered_consumer=True
+    )
+    out: list[ObservationAdded] = []
+    try:
+        while True:
+            msg = await sub.next_msg(timeout=0.5)
+            out.append(msgspec.json.decode(msg.data, type=ObservationAdded))
+    except nats.errors.TimeoutError:
+        return out
+    finally:
+        await sub.unsubscribe()
+
+
+async def test_stored_but_unpublished_observation_is_completed_on_resend(
     client: Client, memory_worker: Any
 ) -> None:
-    from functions.memory.observe import DedupRecord, dedup_key, observation_id
-    from functions.records import DEDUP_BUCKET
+    from functions.memory.observe import build, dedup_key, observation_id
 
     memory_worker()
+    await observe(client, payload(eventId="toolu_warm"))  # the worker has made the stream
     key = dedup_key("toolu_crash", "", "", "", None, None, "")
-    dedup = await client.state(DEDUP_BUCKET)
-    # what a worker killed right after its dedup claim leaves behind
-    await dedup.create(key, DedupRecord(obs_id=observation_id(key), at="x"))
-    out = await observe(client, payload(eventId="toolu_crash"))
-    assert out.status == "accepted"
+    oid = observation_id(key)
+    # what a worker killed between its two writes leaves behind: the record, no event
+    _key, obs = build(msgspec.convert(payload(eventId="toolu_crash"), ObserveIn), "")
     kv = await client.state(OBSERVATIONS_BUCKET)
-    assert await kv.get(observation_id(key), Observation) is not None
+    await kv.create(oid, obs)
+    assert await _events_of(client, oid) == []
+    first = await observe(client, payload(eventId="toolu_crash"))
+    again = await observe(client, payload(eventId="toolu_crash"))
+    assert (first.status, again.status) == ("accepted", "duplicate")
+    events = await _events_of(client, oid)
+    assert [e.observation.id for e in events] == [oid]  # published once, by the resend
+
+
+async def test_forgotten_observation_stays_forgotten_on_replay(
+    client: Client, memory_worker: Any
+) -> None:
+    memory_worker()
+    first = await observe(client, payload(eventId="toolu_gone"))
+    await client.call("mem::forget", {"observationIds": [first.observation_id]}, timeout=10)
+    again = await observe(client, payload(eventId="toolu_gone"))
+    assert again.status == "duplicate"
+    assert await live_keys(client, OBSERVATIONS_BUCKET) == []
+    assert len(await _events_of(client, first.observation_id)) == 1
 
 
 @pytest.mark.parametrize(
