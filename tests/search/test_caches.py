@@ -159,8 +159,23 @@ def test_reading_whole_partitions_ranks_like_selecting_by_mask() -> None:
     scope, _ = idx._scope("p0", None, None)
     assert scope.whole  # nothing removed: the project's postings are read without selection
     for key in list(idx._scopes):  # the same scopes, made to select by mask
-        version, docs, sscope, lens = idx._scopes[key]
+        docs = idx._scopes[key][1]
         docs.whole = False
         docs.cache.clear()
         docs.contrib.clear()
     assert results(idx) == before
+
+
+def test_a_removal_or_a_filter_turns_off_reading_whole_partitions() -> None:
+    idx = SearchIndex()
+    for i in range(6):
+        idx.add(Observation(id=f"o{i}", session_id="s", project=f"p{i % 2}",
+                            hook_type="x", narrative="cache timeout", agent_id="a",
+                            timestamp="2026-01-01T00:00:00Z"))  # fmt: skip
+    assert idx._scope("p0", None, None)[0].whole and idx._scope(None, None, None)[0].whole
+    idx.remove(["o1"])  # in p1
+    assert idx._scope("p0", None, None)[0].whole
+    assert not idx._scope("p1", None, None)[0].whole
+    assert not idx._scope(None, None, None)[0].whole
+    assert not idx._scope("p0", "b", None)[0].whole  # agent b has none of p0's records
+    assert [h.id for h in idx.search("cache", project="p1")] == ["o3", "o5"]
