@@ -41,16 +41,19 @@ async def digest(
     sinks: list[Sink],
     *,
     batch: int = 1000,
+    limit: int = 200_000,
     fault: Callable[[str, int], None] | None = None,
 ) -> dict[str, int]:
-    """Fold every event not yet seen into each sink; returns events read per sink."""
+    """Fold the events not yet seen into each sink, at most about `limit` per run (a run
+    must end well within its lease; the next run goes on); returns events per sink."""
     cursors: dict[str, int] = {}
     for s in sinks:
         got: int | None = await life.get(cursor_key(s.name), int)
         cursors[s.name] = got or 0
     folded = dict.fromkeys(cursors, 0)
     after = min(cursors.values(), default=0)
-    while True:
+    start = after
+    while after - start < limit:
         events: list[tuple[int, MemEvent]] = []
         last = after
         reader = read_stream(store.js, EVENTS_STREAM, f"{EVENTS_SUBJECT}.>", after, page=batch)
@@ -74,3 +77,4 @@ async def digest(
             cursors[sink.name] = last
             folded[sink.name] += len(mine)
         after = last
+    return folded

@@ -81,8 +81,10 @@ class _Terms:
         if at >= t.last:
             t.score = self.score_at(t, at) + 1.0
             t.last = at
-        else:  # an older event arriving late counts as of its own time
+        elif self.half_life > 0:  # an older event arriving late counts as of its own time
             t.score += float(0.5 ** (clock.days_between(at, clock.parse(t.last)) / self.half_life))
+        else:
+            t.score += 1.0
         t.count += 1
 
     def trim(self, at: str) -> None:

@@ -198,6 +198,11 @@ async def test_replay_after_a_crash_with_other_batch_boundaries_counts_nothing_t
     assert prof is not None and prof.observations == 30 and prof.sessions == 3
     assert prof.seq == 30 and prof.files[0].name == "core.py" and prof.files[0].count == 30
 
+    # a run stops after about `limit` events; the next one goes on from there
+    await put_obs(store, *(obs("s9", n, files=["late.py"]) for n in range(12)))
+    assert await digest(store, life, sinks(), batch=5, limit=5) == {"graph": 5, "profile": 5}
+    assert await digest(store, life, sinks(), batch=5) == {"graph": 7, "profile": 7}
+
 
 async def test_compaction_forgets_removed_provenance_and_drops_expired_edges_and_idle_nodes(
     store: MemoryStore, lifecycle: LifecycleService
