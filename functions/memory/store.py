@@ -115,6 +115,7 @@ class MemoryStore:
         self.boot_id = secrets.token_hex(8)
         self.started = time.time()
         self.isolated = os.environ.get("AGENTMEMORY_AGENT_SCOPE", "").lower() == "isolated"
+        self._default_agent = os.environ.get("AGENTMEMORY_AGENT_ID", "")
         self.observations: State
         self.memories: State
         self.sessions: State
@@ -271,7 +272,7 @@ class MemoryStore:
         return not self.isolated or record_agent == agent_id
 
     def default_agent(self, agent_id: str) -> str:
-        return agent_id or os.environ.get("AGENTMEMORY_AGENT_ID", "")
+        return agent_id or self._default_agent
 
 
 def decode_any(data: bytes) -> Any:
