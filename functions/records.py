@@ -27,7 +27,7 @@ PROFILES_BUCKET = "mem_profiles"  # key: <sha of project>
 # e.<srcNodeId>.<dstNodeId>.<kind>, so a node's edges are a subject filter away.
 # mem_profiles: key profile_key(project) -> ProjectProfile.
 EVENTS_STREAM = "MEM_EVENTS"
-EVENTS_SUBJECT = "mem.events"  # mem.events.<kind>
+EVENTS_SUBJECT = "mem.events"  # mem.events.<kind>; observations: mem.events.observation.<id>
 
 HookType = Literal[
     "session_start",
