@@ -92,6 +92,9 @@ class BM25Index:
     """term -> partition (the project's code) -> (doc ids, tfs). A query scoped to a project
     reads only that project's postings, however large the others are."""
     doc_len: array[float] = field(default_factory=lambda: array("f"))
+    _len64: F64 = field(default_factory=lambda: np.zeros(0, np.float64))
+    """`doc_len` widened to float64 (what scoring computes in), kept in step on write so
+    a query gathers lengths without converting them; grown by doubling."""
     _vocab: list[str] = field(default_factory=list)
     _pending_vocab: list[str] = field(default_factory=list)
 
@@ -100,6 +103,11 @@ class BM25Index:
         if doc >= len(self.doc_len):
             self.doc_len.extend([0.0] * (doc + 1 - len(self.doc_len)))
         self.doc_len[doc] += length
+        if doc >= len(self._len64):
+            grown = np.zeros(max(2 * len(self._len64), doc + 1, 1024), np.float64)
+            grown[: len(self._len64)] = self._len64
+            self._len64 = grown
+        self._len64[doc] = self.doc_len[doc]
         for term, tf in tfs.items():
             parts = self.postings.get(term)
             if parts is None:
@@ -113,6 +121,9 @@ class BM25Index:
 
     def size(self) -> int:
         return len(self.doc_len)
+
+    def lengths64(self) -> F64:
+        return self._len64[: len(self.doc_len)]
 
     def lengths(self) -> F32:
         return (
@@ -200,6 +211,11 @@ class BM25Index:
 
     def term_scores(self, term: str, scope: Scope) -> tuple[I32, F64]:
         """(docs, BM25 contribution) of one term over the scope; unsorted, unique docs."""
+        local, contrib = self.local_scores(term, scope)
+        return scope.numbering()[0][local], contrib
+
+    def local_scores(self, term: str, scope: Scope) -> tuple[I32, F64]:
+        """`term_scores` with documents as positions in the scope (`Scope.numbering`)."""
         arrays = self._arrays(term, scope)
         if not arrays:
             return np.zeros(0, np.int32), np.zeros(0, np.float64)
@@ -213,18 +229,19 @@ class BM25Index:
             out: tuple[I32, F64] = (dd, np.zeros(0, np.float64))
         else:
             idf = math.log(1.0 + (scope.n - df + 0.5) / (df + 0.5))
-            dl = self.lengths()[dd].astype(np.float64)
+            dl = self.lengths64()[dd]
             norm = self.k1 * (1.0 - self.b + self.b * dl / scope.avgdl)
-            out = (dd, idf * tf * (self.k1 + 1.0) / (tf + norm))
+            out = (scope.numbering()[1][dd], idf * tf * (self.k1 + 1.0) / (tf + norm))
         scope.remember(scope.contrib, key, out)
         return out
 
     def score(self, clauses: Iterable[Clause], scope: Scope) -> tuple[F64, I32]:
-        """Dense scores over the scope (zeros outside it), and the documents touched."""
-        scores = np.zeros(len(scope.mask), np.float64)
+        """Scores over the scope's positions (`Scope.numbering`: a project's few thousand
+        records, not every slot of the index), and the positions touched, ascending."""
+        scores = np.zeros(len(scope.numbering()[0]), np.float64)
         touched: list[I32] = []
         for c in clauses:
-            dd, contrib = self.term_scores(c.term, scope)
+            dd, contrib = self.local_scores(c.term, scope)
             alts: list[tuple[str, float]] = [(s, self.synonym_weight) for s in c.synonyms]
             if c.prefix and len(c.term) >= PREFIX_MIN_LEN:
                 alts.extend((t, self.prefix_weight) for t in self.completions(c.term))
@@ -257,7 +274,7 @@ class BM25Index:
         parts_d: list[I32] = []
         parts_c: list[F64] = []
         for term, w in alts:
-            d, c = self.term_scores(term, scope)
+            d, c = self.local_scores(term, scope)
             if len(d):
                 parts_d.append(d)
                 parts_c.append(c * w)
@@ -297,6 +314,7 @@ class BM25Index:
                 out[part] = (da, fa)
         self.doc_len = array("f")
         self.doc_len.frombytes(doc_len)
+        self._len64 = self.lengths().astype(np.float64)
         self._vocab = sorted(self.postings)
         self._pending_vocab = []
 

@@ -37,15 +37,18 @@ def rrf(
     """Fuse ranked lists of doc ids; streams that returned nothing take no part."""
     scores: dict[int, float] = {}
     votes: dict[int, int] = {}
+    count_votes = weights.agreement > 0  # off by default: skip the second dict
+    get = scores.get
     for name, ranked in streams.items():
         w = weights.of(name)
         if not ranked or w <= 0:
             continue
-        for rank, doc in enumerate(ranked):
-            scores[doc] = scores.get(doc, 0.0) + w / (k + rank + 1)
-            if rank < weights.agreement_depth:
+        for rank, doc in enumerate(ranked, k + 1):
+            scores[doc] = get(doc, 0.0) + w / rank
+        if count_votes:
+            for doc in ranked[: weights.agreement_depth]:
                 votes[doc] = votes.get(doc, 0) + 1
-    if weights.agreement > 0:
+    if count_votes:
         unit = weights.agreement / (k + 1)
         for doc, v in votes.items():
             if v > 1:

@@ -289,22 +289,23 @@ class SearchIndex:
             scores, touched = self.bm25.score(clauses, scope)
         else:
             scores, touched = np.zeros(0), np.zeros(0, np.int32)
-        streams["bm25"] = top(scores, depth, touched)
+        ids, pos = scope.numbering()  # bm25 scores are over the scope's positions
+        streams["bm25"] = ids[top(scores, depth, touched)].tolist()
         if clauses and self.config.fusion.session > 0:
             streams["session"] = session_stream(
                 clauses, lambda t: self.bm25.matches(t, scope),
                 np.frombuffer(self.session, dtype=np.int32), scope, sscope, self._sess_len,
-                self.members, scores, depth, self.config.session_depth, self.config.k1,
+                self.members, scores, pos, depth, self.config.session_depth, self.config.k1,
                 self.config.b,
             )  # fmt: skip
         if self.vectors is not None and query_vector is not None and self.vectors.enabled:
             streams["vector"] = self.vectors.search(query_vector, scope.mask, depth)
         if self.config.fusion.time > 0:
             day = np.frombuffer(self.day, dtype=np.int32)
-            streams["time"] = time_stream(query, day, scope, scores, depth)
+            streams["time"] = time_stream(query, day, scope, scores, pos, depth)
         if self.config.fusion.graph > 0:
             streams["graph"] = self.graph.search(
-                query, scope.mask, depth, scope.parts, scope.n, scope.entities
+                query, scope.mask, depth, scope.parts, scope.n, scope.entities, scope.numbering()
             )
         fused = rrf(streams, self.config.fusion)
         sess = self.session

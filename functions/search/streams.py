@@ -67,6 +67,7 @@ def session_stream(
     sess_len: F64,
     members: Mapping[int, array[int]],
     doc_scores: F64,
+    doc_pos: I32,
     depth: int,
     session_depth: int,
     k1: float,
@@ -99,7 +100,7 @@ def session_stream(
         cand = cand[scope.mask[cand]]
         if not len(cand):
             continue
-        own = doc_scores[cand] if len(doc_scores) else np.zeros(len(cand))
+        own = doc_scores[doc_pos[cand]] if len(doc_scores) else np.zeros(len(cand))
         out.extend(cand[np.argsort(-own, kind="stable")][: depth - len(out)].tolist())
         if len(out) >= depth:
             break
@@ -165,8 +166,11 @@ def _dense(n_sess: int, matched: int) -> bool:
     return n_sess <= DENSE_SESSIONS_MIN + DENSE_SESSIONS * matched
 
 
-def time_stream(query: str, day: I32, scope: Scope, doc_scores: F64, depth: int) -> list[int]:
-    """Records dated inside a range the query names, best text match first."""
+def time_stream(
+    query: str, day: I32, scope: Scope, doc_scores: F64, doc_pos: I32, depth: int
+) -> list[int]:
+    """Records dated inside a range the query names, best text match first. `doc_scores`
+    are indexed by `doc_pos[doc]` (positions in the scope, see `Scope.numbering`)."""
     ranges = query_ranges(query)
     if not ranges:
         return []
@@ -177,7 +181,7 @@ def time_stream(query: str, day: I32, scope: Scope, doc_scores: F64, depth: int)
     cand = np.flatnonzero(inside & scope.mask)
     if not len(cand):
         return []
-    own = doc_scores[cand] if len(doc_scores) else np.zeros(len(cand))
+    own = doc_scores[doc_pos[cand]] if len(doc_scores) else np.zeros(len(cand))
     order = np.lexsort((cand, -own))
     out: list[int] = cand[order][:depth].tolist()
     return out
