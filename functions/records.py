@@ -25,6 +25,7 @@ PROFILES_BUCKET = "mem_profiles"  # key: <sha of project>
 # mem_graph also holds: stats (GraphStats), m.<memoryId> (nodes and edges a memory made, for
 # supersession), rm.<seq> (ids forgotten, pending compaction). Edge keys are
 # e.<srcNodeId>.<dstNodeId>.<kind>, so a node's edges are a subject filter away.
+# mem_graph a.<nodeId>: the node's strongest edges, bounded (functions.graph.adjacency).
 # mem_profiles: key profile_key(project) -> ProjectProfile.
 EVENTS_STREAM = "MEM_EVENTS"
 EVENTS_SUBJECT = "mem.events"  # mem.events.<kind>; observations: mem.events.observation.<id>
@@ -209,6 +210,9 @@ class GraphStats(msgspec.Struct, omit_defaults=True, kw_only=True):
     updated_at: str = ""
     seq: int = 0
     compacted_at: str = ""
+    adjacency: int = 0
+    """Version of the per-node adjacency index (`a.<nodeId>`) the graph holds: a graph
+    older than the index (0) gets it built by its next compaction."""
 
 
 class ProfileTerm(msgspec.Struct, omit_defaults=True, kw_only=True):

@@ -7,6 +7,9 @@
    is older than the retention (or that lost all its provenance) is deleted.
 4. Provenance lists are trimmed to the cap; type counts are recounted into `stats`.
 5. Memory indexes (`m.*`) of forgotten memories and the `rm.*` notes are dropped.
+6. The adjacency lists (`a.*`) of the ends of every closed or deleted edge are updated, a
+   deleted node's list is dropped, and lists left short are refilled from the edges
+   (functions.graph.reindex); a graph older than the index gets every list built.
 
 It streams the bucket twice (edges, then nodes); what it holds is the forgotten ids of one
 round (at most `REMOVED_ROUND`; more wait for the next run) and one counter per node with a
@@ -24,6 +27,8 @@ import nats.js.errors
 from nats.js.client import JetStreamContext
 
 from engine import State
+from functions.graph import reindex
+from functions.graph.adjacency import ADJ_VERSION
 from functions.graph.keys import STATS, MemoryIndex, Removed
 from functions.lifecycle import clock
 from functions.lifecycle.scan import scan_kv
@@ -45,6 +50,7 @@ class CompactOut(msgspec.Struct, rename="camel", kw_only=True):
     nodes_deleted: int = 0
     nodes_updated: int = 0
     forgotten_ids: int = 0
+    adjacency_written: int = 0
 
 
 async def compact(
@@ -64,6 +70,7 @@ async def compact(
     stats = GraphStats(compacted_at=at)
     prior: GraphStats | None = await state.get(STATS, GraphStats)
     stats.seq = prior.seq if prior else 0
+    changes = reindex.Changes()
 
     async for key, e in scan_kv(js, GRAPH_BUCKET, GraphEdge, keys="e.>"):
         sources = [s for s in e.source_ids if s not in removed][:cap]
@@ -75,10 +82,12 @@ async def compact(
             out.edges_closed += 1
         if e.valid_to is not None and clock.days_between(e.valid_to, now) > retention_days:
             await _drop(js, key)
+            changes.deleted(key, e)
             out.edges_deleted += 1
             continue
         if changed:
             await state.put(key, e)
+            changes.changed(key, e)
         stats.edges_by_type[e.kind] = stats.edges_by_type.get(e.kind, 0) + 1
         if e.valid_to is None:
             live[e.src] += 1
@@ -92,6 +101,8 @@ async def compact(
         idle = clock.days_between(n.last_seen, now) > retention_days
         if degree == 0 and (idle or not sources):
             await _drop(js, key)
+            await reindex.drop(js, n.id)
+            changes.node_deleted(n.id)
             out.nodes_deleted += 1
             continue
         if sources != n.source_ids or degree != n.degree:
@@ -106,5 +117,14 @@ async def compact(
                 await _drop(js, key)
     for key in notes:
         await _drop(js, key)
+    if prior is not None and prior.adjacency < ADJ_VERSION:
+        # A graph fed before the index existed: build every list (nodes alive now).
+        ids = [k[2:] async for k, _ in scan_kv(js, GRAPH_BUCKET, GraphNode, keys="n.>")]
+        for i in range(0, len(ids), reindex.ROUND):
+            await reindex.rebuild(state, js, set(ids[i : i + reindex.ROUND]))
+        out.adjacency_written = len(ids)
+    else:
+        out.adjacency_written = await reindex.apply(state, js, changes)
+    stats.adjacency = ADJ_VERSION
     await state.put(STATS, stats)
     return out

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+from collections import defaultdict
 from collections.abc import Awaitable, Iterable
 from dataclasses import dataclass, field
 from typing import TypeVar
@@ -28,6 +29,7 @@ from typing import TypeVar
 import msgspec
 
 from engine import Entry, State
+from functions.graph.adjacency import ADJ_VERSION, Adjacency, AdjEdge, adj_key, merge, read_many
 from functions.graph.extract import Entity, memory_entities, observation_entities
 from functions.graph.keys import (
     CO_OCCURS,
@@ -200,7 +202,9 @@ class GraphFeed:
             st.entry(k, GraphEdge) for k in edge_keys
         )
         stats_entry: Entry[GraphStats] | None = await st.entry(STATS, GraphStats)
-        stats = stats_entry.value if stats_entry else GraphStats()
+        # A new graph has its adjacency index from the first event; an older one gets it
+        # from its next compaction (see `adjacency` in GraphStats).
+        stats = stats_entry.value if stats_entry else GraphStats(adjacency=ADJ_VERSION)
         stat_ops: list[tuple[int, str, str, int]] = []  # (seq, "node"|"edge"|"expired", kind, +-)
         edge_writes: list[tuple[str, GraphEdge, int]] = []
         for key, cur, ed in zip(edge_keys, edge_cur, d.edges.values(), strict=True):
@@ -217,8 +221,12 @@ class GraphFeed:
             if node is not None:
                 node_writes.append((node_key(nid), node, ncur.revision if ncur else 0))
         self._fold_stats(stats, stat_ops, hi)
-        # Every record is guarded by its own seq, so the write order does not matter for a
-        # replay; stats go last only so a reader sees them lag rather than lead.
+        adj_writes = await self._adjacency(edge_writes, d, edge_cur, edge_keys, hi)
+        # Every record is guarded by its own seq. Adjacency goes before the edges: a crash
+        # between them replays an edge's birth into a record that already counted it (and
+        # skips it); the other way round the edge would exist and its birth never reach the
+        # index. Stats go last only so a reader sees them lag rather than lead.
+        await _gather_chunked(st.compare_and_set(k, v, rev) for k, v, rev in adj_writes)
         await _gather_chunked(st.compare_and_set(k, v, rev) for k, v, rev in node_writes)
         await _gather_chunked(st.compare_and_set(k, v, rev) for k, v, rev in edge_writes)
         await _gather_chunked(st.put(f"m.{mid}", ix) for mid, ix in d.memories.items())
@@ -228,6 +236,32 @@ class GraphFeed:
         else:
             await st.compare_and_set(STATS, stats, stats_entry.revision)
         return {"nodes": len(node_writes), "edges": len(edge_writes)}
+
+    async def _adjacency(
+        self,
+        edge_writes: list[tuple[str, GraphEdge, int]],
+        d: Delta,
+        edge_cur: list[Entry[GraphEdge] | None],
+        edge_keys: list[str],
+        hi: int,
+    ) -> list[tuple[str, Adjacency, int]]:
+        """The `a.<id>` records of both ends of every edge this batch writes, with the edge's
+        new state upserted (and its birth sequence when it is new)."""
+        existed = {k for k, c in zip(edge_keys, edge_cur, strict=True) if c is not None}
+        ups: dict[str, list[tuple[AdjEdge, int]]] = defaultdict(list)
+        for key, e, _ in edge_writes:
+            born = 0 if key in existed else min(s for s, _, src in d.edges[key].ops if src)
+            entry = AdjEdge(key, e.weight, e.valid_to is None, e.seq)
+            ups[e.src].append((entry, born))
+            ups[e.dst].append((entry, born))
+        ids = list(ups)
+        out: list[tuple[str, Adjacency, int]] = []
+        for nid, cur in zip(ids, await read_many(self.state, ids), strict=True):
+            new = merge(cur.value if cur else None, ups[nid], hi)
+            if cur and new.edges == cur.value.edges and new.total == cur.value.total:
+                continue  # a replay: nothing to write
+            out.append((adj_key(nid), new, cur.revision if cur else 0))
+        return out
 
     def _fold_edge(
         self,

@@ -1,22 +1,25 @@
 """`mem::graph-query` and `mem::graph-stats` over the `mem_graph` bucket.
 
-No query loads the graph: node listings stream the `n.>` keys keeping only the best
-`offset + limit` (a heap), and a node's edges are read through subject filters on its key
-(`e.<id>.>`, `e.*.<id>.>`). A walk stops at `WALK_CAP` nodes or `EDGE_CAP` edges and says
-`truncated`.
+No query reads every edge. Node listings stream the `n.>` keys (there are far fewer nodes
+than edges) keeping only the best `offset + limit` (a heap); the edges among a page, and a
+walk, go through the nodes' adjacency records (`a.<id>`, functions.graph.adjacency): one
+key per node, then the page's edges read by key. So a walk costs a read per node it
+expands plus the page, never a pass over the edges. A walk stops at `WALK_CAP` nodes or
+`EDGE_CAP` edges, and says `truncated` then, or when it went through a node whose
+adjacency list is a cut (more edges than `ADJ_CAP`: only its strongest are followed).
 """
 
 from __future__ import annotations
 
 import asyncio
 import heapq
-from collections.abc import AsyncIterator
 from typing import Any
 
 from nats.js.client import JetStreamContext
 
 from engine import FunctionError, State
-from functions.graph.keys import STATS, node_key
+from functions.graph.adjacency import READS, AdjEdge, read_many
+from functions.graph.keys import STATS, node_key, parse_edge_key
 from functions.graph.wire import MAX_DEPTH, MAX_LIMIT, GraphQueryIn, edge_wire, node_wire
 from functions.lifecycle.scan import scan_kv
 from functions.records import GRAPH_BUCKET, GraphEdge, GraphNode, GraphStats
@@ -26,30 +29,19 @@ WALK_CAP = 5000
 UNIVERSE_CAP = 1000
 """Matched nodes among which edges are counted for `totalEdges`; past it, the page's."""
 EDGE_CAP = 20_000
-FILTERS = 64
-"""Node ids per filtered consumer (NATS takes a list of disjoint subject filters)."""
 
 
-async def edges_of(
-    js: JetStreamContext, ids: list[str], *, incoming: bool = True
-) -> AsyncIterator[tuple[str, GraphEdge]]:
-    """Edges leaving (and, with `incoming`, entering) these nodes. The two shapes go to
-    separate consumers: NATS refuses overlapping filters in one (`e.A.>` and `e.*.A.>`).
-    For many nodes one pass over all edges is cheaper than many filtered consumers (the
-    server walks the stream for each), so past `FILTERS` nodes it reads `e.>` and filters
-    here."""
-    if len(ids) > FILTERS:
-        wanted = set(ids)
-        async for key, e in scan_kv(js, GRAPH_BUCKET, GraphEdge, keys="e.>"):
-            if e.src in wanted or (incoming and e.dst in wanted):
-                yield key, e
-        return
-    shapes = ["e.{}.>", "e.*.{}.>"] if incoming else ["e.{}.>"]
-    for shape in shapes:
-        for i in range(0, len(ids), FILTERS):
-            keys = [shape.format(n) for n in ids[i : i + FILTERS]]
-            async for key, e in scan_kv(js, GRAPH_BUCKET, GraphEdge, keys=keys):
-                yield key, e
+async def _read(state: State, keys: list[str], kind: type[Any]) -> list[Any]:
+    """Values of these keys (None where absent), `READS` in flight."""
+    out: list[Any] = []
+    for i in range(0, len(keys), READS):
+        out.extend(await asyncio.gather(*(state.get(k, kind) for k in keys[i : i + READS])))
+    return out
+
+
+def _ends(key: str) -> tuple[str, str]:
+    src, dst, _ = parse_edge_key(key)
+    return src, dst
 
 
 def _rank(n: GraphNode) -> tuple[int, int, str]:
@@ -130,17 +122,20 @@ class GraphQuery:
     async def _edges_among(
         self, scope: set[str], page: set[str], req: GraphQueryIn
     ) -> tuple[list[GraphEdge], int]:
-        """Edges with both ends in `page` (held), and how many have both ends in `scope`
-        (counted). Every such edge leaves one of its ends, so outgoing filters suffice."""
-        out: list[GraphEdge] = []
-        count = 0
-        async for _, e in edges_of(self.js, sorted(scope), incoming=False):
-            if e.dst not in scope or not self._live(e, req):
-                continue
-            count += 1
-            if e.src in page and e.dst in page:
-                out.append(e)
-        return out, count
+        """Edges with both ends in `page` (read), and how many have both ends in `scope`
+        (counted from the adjacency records alone)."""
+        ids = sorted(scope)
+        keys: set[str] = set()
+        for nid, got in zip(ids, await read_many(self.state, ids), strict=True):
+            for a in got.value.edges if got else ():
+                if (req.include_expired or a.live) and a.other(nid) in scope:
+                    keys.add(a.key)
+        inside = sorted(k for k in keys if all(end in page for end in _ends(k)))
+        return await self._edges(inside, req), len(keys)
+
+    async def _edges(self, keys: list[str], req: GraphQueryIn) -> list[GraphEdge]:
+        got: list[GraphEdge | None] = await _read(self.state, keys, GraphEdge)
+        return [e for e in got if e is not None and self._live(e, req)]
 
     async def _walk(self, req: GraphQueryIn, max_depth: int, limit: int) -> dict[str, Any]:
         start: GraphNode | None = await self.state.get(node_key(req.start_node_id), GraphNode)
@@ -150,45 +145,60 @@ class GraphQuery:
             )
         order = [start.id]
         seen = {start.id}
-        edges: dict[str, GraphEdge] = {}
+        edges: dict[str, AdjEdge] = {}
         frontier = [start.id]
-        truncated = False
+        stopped = cut = False
         for _ in range(max_depth):
             nxt: list[str] = []
-            async for key, e in edges_of(self.js, frontier):
-                if key in edges or not self._live(e, req):
+            for nid, got in zip(frontier, await read_many(self.state, frontier), strict=True):
+                if got is None or len(edges) >= EDGE_CAP:
                     continue
-                if len(edges) >= EDGE_CAP:
-                    truncated = True
-                    break
-                edges[key] = e
-                for end in (e.src, e.dst):
+                adj = got.value
+                if adj.total > len(adj.edges) and (req.include_expired or adj.edges[-1].live):
+                    cut = True  # a cut list: edges past the strongest were not followed
+                for a in adj.edges:
+                    if a.key in edges or not (req.include_expired or a.live):
+                        continue
+                    if len(edges) >= EDGE_CAP:
+                        stopped = True
+                        break
+                    edges[a.key] = a
+                    end = a.other(nid)
                     if end not in seen and len(seen) < WALK_CAP:
                         seen.add(end)
                         order.append(end)
                         nxt.append(end)
                     elif end not in seen:
-                        truncated = True
+                        stopped = True
             frontier = nxt
-            if not frontier or truncated:
+            if not frontier or stopped:
                 break
-        nodes: list[GraphNode] = []
-        for i in range(0, len(order), 64):
-            got: list[GraphNode | None] = await asyncio.gather(
-                *(self.state.get(node_key(n), GraphNode) for n in order[i : i + 64])
+        if req.node_type is not None or req.project or req.include_expired:
+            # Filtering needs every reached node (and a closed edge may outlive its end).
+            got_all: list[GraphNode | None] = await _read(
+                self.state, [node_key(n) for n in order], GraphNode
             )
-            nodes.extend(n for n in got if n is not None and self._keep(n, req))
-        kept = {n.id for n in nodes}
-        page = nodes[req.offset : req.offset + limit]
+            nodes = [n for n in got_all if n is not None and self._keep(n, req)]
+            kept = {n.id for n in nodes}
+            page = nodes[req.offset : req.offset + limit]
+        else:
+            # A live edge's ends exist (nodes are written before their edges, and compaction
+            # drops only nodes without live edges): read the page's nodes only.
+            kept = set(order)
+            got_page: list[GraphNode | None] = await _read(
+                self.state, [node_key(n) for n in order[req.offset : req.offset + limit]], GraphNode
+            )
+            page = [n for n in got_page if n is not None]
         page_ids = {n.id for n in page}
-        inside = [e for e in edges.values() if e.src in kept and e.dst in kept]
+        inside = [k for k in edges if all(end in kept for end in _ends(k))]
+        shown = [k for k in inside if all(end in page_ids for end in _ends(k))]
         return {
             "nodes": [node_wire(n) for n in page],
-            "edges": [edge_wire(e) for e in inside if e.src in page_ids and e.dst in page_ids],
+            "edges": [edge_wire(e) for e in await self._edges(shown, req)],
             "depth": max_depth,
-            "totalNodes": len(nodes),
+            "totalNodes": len(kept),
             "totalEdges": len(inside),
-            "truncated": truncated or len(nodes) > len(page),
+            "truncated": stopped or cut or len(kept) > len(page),
             "limit": limit,
             "offset": req.offset,
         }
