@@ -94,42 +94,33 @@ class SpanContext(msgspec.Struct, frozen=True):
         return f"00-{self.trace_id}-{self.span_id}-{'01' if self.sampled else '00'}"
 
 
-class LeanSpan:
-    __slots__ = (
-        "attributes",
-        "context",
-        "end_ns",
-        "kind",
-        "name",
-        "parent_id",
-        "start_ns",
-        "status",
-        "status_message",
-    )
+class LeanSpan(msgspec.Struct, omit_defaults=True):
+    """A span being recorded; encoded as it stands into ENGINE_TRACES (its fields are
+    SpanRecord's, so the console reads it as one), with no copy at export."""
 
-    def __init__(
-        self,
-        name: str,
-        kind: SpanKind,
-        context: SpanContext,
-        parent_id: str,
-        attributes: dict[str, Any] | None,
-    ) -> None:
-        self.name = name
-        self.kind = kind
-        self.context = context
-        self.parent_id = parent_id
-        self.attributes = attributes if attributes is not None else {}
-        self.start_ns = time.time_ns()
-        self.end_ns = 0
-        self.status = "UNSET"
-        self.status_message = ""
+    trace_id: str
+    span_id: str
+    name: str
+    kind: str
+    service: str
+    start_ns: int
+    end_ns: int = 0
+    status: str = "UNSET"
+    parent_id: str = ""
+    status_message: str = ""
+    attributes: dict[str, Any] = msgspec.field(default_factory=dict)
+    sampled: bool = True
+    """Not a SpanRecord field: written only for an unsampled span kept for its error."""
+
+    @property
+    def context(self) -> SpanContext:
+        return SpanContext(self.trace_id, self.span_id, self.sampled)
 
     def get_span_context(self) -> SpanContext:
         return self.context
 
     def is_recording(self) -> bool:
-        return self.context.sampled
+        return self.sampled
 
     def set_attribute(self, key: str, value: Any) -> None:
         self.attributes[key] = value
@@ -144,7 +135,7 @@ class LeanSpan:
             return
         self.end_ns = time.time_ns()
         # Kept when sampled, and always when it failed.
-        if _exporter is not None and (self.context.sampled or self.status == "ERROR"):
+        if _exporter is not None and (self.sampled or self.status == "ERROR"):
             _exporter.buffer.append(self)
 
 
@@ -152,6 +143,7 @@ _current: contextvars.ContextVar[SpanContext | None] = contextvars.ContextVar(
     "engine_span", default=None
 )
 _enabled = False
+_service = ""
 _rate_bound = 1 << 64
 _exporter: _Exporter | None = None
 
@@ -169,14 +161,32 @@ def start(
     """A span under `parent`, else under the current span, else a new root."""
     if parent is None:
         parent = _current.get()
+    attrs = attributes if attributes is not None else {}
     if parent is not None and parent.is_valid:
-        ctx = SpanContext(parent.trace_id, _span_id(), parent.sampled)
-        return LeanSpan(name, kind, ctx, parent.span_id, attributes)
+        return LeanSpan(
+            parent.trace_id,
+            _span_id(),
+            name,
+            kind.name,
+            _service,
+            time.time_ns(),
+            parent_id=parent.span_id,
+            attributes=attrs,
+            sampled=parent.sampled,
+        )
     trace_id = random.getrandbits(128) or 1
     # The same decision as OTel's TraceIdRatioBased: the trace id's lower 64 bits.
     sampled = (trace_id & 0xFFFFFFFFFFFFFFFF) < _rate_bound
-    ctx = SpanContext(f"{trace_id:032x}", _span_id(), sampled)
-    return LeanSpan(name, kind, ctx, "", attributes)
+    return LeanSpan(
+        f"{trace_id:032x}",
+        _span_id(),
+        name,
+        kind.name,
+        _service,
+        time.time_ns(),
+        attributes=attrs,
+        sampled=sampled,
+    )
 
 
 def extract(headers: Mapping[str, str] | None) -> SpanContext | None:
@@ -257,23 +267,6 @@ def scrub_payload(data: bytes | str) -> str:
     return text[:PAYLOAD_LIMIT] + ("…" if len(text) > PAYLOAD_LIMIT else "")
 
 
-def to_record(span: LeanSpan, service: str) -> SpanRecord:
-    c = span.context
-    return SpanRecord(
-        trace_id=c.trace_id,
-        span_id=c.span_id,
-        parent_id=span.parent_id,
-        name=span.name,
-        kind=span.kind.name,
-        service=service,
-        start_ns=span.start_ns,
-        end_ns=span.end_ns,
-        status=span.status,
-        status_message=span.status_message,
-        attributes=span.attributes,
-    )
-
-
 class _Exporter:
     """Drains finished spans every FLUSH_INTERVAL: JSON on the bus, and OTLP if configured."""
 
@@ -312,8 +305,7 @@ class _Exporter:
             try:
                 # One message per batch: per-span messages cost more than the spans.
                 for i in range(0, len(spans), BATCH):
-                    batch = [to_record(s, self.service) for s in spans[i : i + BATCH]]
-                    await self.nc.publish(self.subject, self.enc.encode(batch))
+                    await self.nc.publish(self.subject, self.enc.encode(spans[i : i + BATCH]))
             except Exception as exc:  # reconnecting: the spans are dropped, the calls are not
                 log.debug("span export to the bus failed: %s", exc)
         if self.otlp is not None:
@@ -326,9 +318,8 @@ class _Exporter:
 
         out = []
         for s in spans:
-            c = s.context
             flags = api.TraceFlags(api.TraceFlags.SAMPLED)
-            tid, sid = int(c.trace_id, 16), int(c.span_id, 16)
+            tid, sid = int(s.trace_id, 16), int(s.span_id, 16)
             ctx = api.SpanContext(tid, sid, is_remote=False, trace_flags=flags)
             parent = (
                 api.SpanContext(tid, int(s.parent_id, 16), is_remote=True, trace_flags=flags)
@@ -343,7 +334,7 @@ class _Exporter:
                     parent=parent,
                     resource=self.resource,
                     attributes=s.attributes,
-                    kind=api.SpanKind(s.kind.value),
+                    kind=api.SpanKind[s.kind],
                     status=status,
                     start_time=s.start_ns,
                     end_time=s.end_ns,
@@ -359,9 +350,10 @@ def setup(
     service: str, nc: Any | None = None, loop: asyncio.AbstractEventLoop | None = None
 ) -> None:
     """Turn tracing on for this process (unless ENGINE_TRACING=off)."""
-    global _enabled, _rate_bound, _exporter
+    global _enabled, _rate_bound, _exporter, _service
     if os.environ.get("ENGINE_TRACING", "on").lower() in ("off", "0", "false", "no"):
         return
+    _service = service
     rate = min(max(float(os.environ.get("ENGINE_TRACE_SAMPLING", "1.0")), 0.0), 1.0)
     _rate_bound = int(rate * (1 << 64))
     _enabled = True
