@@ -55,12 +55,16 @@ class Scope:
     """Every document of those partitions (as of the scope's making) is in the scope, so
     postings need no selection by the mask."""
     cache: dict[tuple[str, int], tuple[I32, F64]] = field(default_factory=dict)
-    """term -> (docs, tf) inside the scope."""
+    """term -> (positions, tf) inside the scope."""
     contrib: dict[tuple[str, int], tuple[I32, F64]] = field(default_factory=dict)
-    """term -> (docs, BM25 contribution): a pure function of the scope's statistics, so it
+    """term -> (positions, BM25 contribution): a pure function of the scope's statistics, so it
     is computed once per scope (a write makes a new scope) rather than once per query."""
     entities: dict[int, I32] = field(default_factory=dict)
     """Entity-graph node -> its records inside the scope (kept here for the same reason)."""
+    norms: F64 | None = None
+    """BM25 length normalisation per position (`BM25Index._norms`)."""
+    by_position: dict[str, I32] = field(default_factory=dict)
+    """Per-document arrays gathered to the scope's positions (filled by their users)."""
     _numbering: tuple[I32, I32] | None = None
 
     def numbering(self) -> tuple[I32, I32]:
@@ -165,12 +169,17 @@ class BM25Index:
         return out
 
     def matches(self, term: str, scope: Scope) -> tuple[I32, F64]:
-        """(docs, tf) of one term inside the scope; remembered for the scope's lifetime
-        so the streams of one query (and repeated queries) select postings once."""
+        """(positions, tf) of one term inside the scope, positions as in `Scope.numbering`;
+        remembered for the scope's lifetime so the streams of one query (and repeated
+        queries) select postings once."""
         arrays = self._arrays(term, scope)
         if not arrays:
             return np.zeros(0, np.int32), np.zeros(0, np.float64)
-        key = _key(term, arrays)
+        return self._cached_matches(arrays, _key(term, arrays), scope)
+
+    def _cached_matches(
+        self, arrays: list[tuple[array[int], array[float]]], key: tuple[str, int], scope: Scope
+    ) -> tuple[I32, F64]:
         hit = scope.cache.get(key)
         if hit is None:
             hit = self._matches(arrays, scope)
@@ -191,23 +200,22 @@ class BM25Index:
         if scope.n == 0:
             return np.zeros(0, np.int32), np.zeros(0, np.float64)
         mask = scope.mask
-        # postings are appended in slot order, so a partition's last doc is its largest
-        beyond = any(d[-1] >= len(mask) for d, _ in arrays)
         if len(arrays) == 1:
             docs = np.frombuffer(arrays[0][0], dtype=np.int32)
             tfs = np.frombuffer(arrays[0][1], dtype=np.float32)
         else:
             docs = np.concatenate([np.frombuffer(d, dtype=np.int32) for d, _ in arrays])
             tfs = np.concatenate([np.frombuffer(f, dtype=np.float32) for _, f in arrays])
-        if beyond:
+        # postings are appended in slot order, so a partition's last doc is its largest
+        if any(d[-1] >= len(mask) for d, _ in arrays):
             inside = docs < len(mask)
             docs, tfs = docs[inside], tfs[inside]
-        if scope.whole and not beyond:
-            # every document of the scope's partitions is visible: no selection, but a
-            # copy, since a view would pin the postings' buffer (arrays cannot grow then)
-            return docs.copy(), tfs.astype(np.float64)
-        sel = mask[docs]
-        return docs[sel], tfs[sel].astype(np.float64)
+        # the gather makes new arrays: no view pins the postings' buffers (they must grow)
+        local = scope.numbering()[1][docs]
+        if scope.whole:  # every document of the scope's partitions is visible
+            return local, tfs.astype(np.float64)
+        sel = local >= 0
+        return local[sel], tfs[sel].astype(np.float64)
 
     def term_scores(self, term: str, scope: Scope) -> tuple[I32, F64]:
         """(docs, BM25 contribution) of one term over the scope; unsorted, unique docs."""
@@ -223,17 +231,23 @@ class BM25Index:
         hit = scope.contrib.get(key)
         if hit is not None:
             return hit
-        dd, tf = self.matches(term, scope)
+        dd, tf = self._cached_matches(arrays, key, scope)
         df = len(dd)
         if df == 0:
             out: tuple[I32, F64] = (dd, np.zeros(0, np.float64))
         else:
             idf = math.log(1.0 + (scope.n - df + 0.5) / (df + 0.5))
-            dl = self.lengths64()[dd]
-            norm = self.k1 * (1.0 - self.b + self.b * dl / scope.avgdl)
-            out = (scope.numbering()[1][dd], idf * tf * (self.k1 + 1.0) / (tf + norm))
+            out = (dd, idf * tf * (self.k1 + 1.0) / (tf + self._norms(scope)[dd]))
         scope.remember(scope.contrib, key, out)
         return out
+
+    def _norms(self, scope: Scope) -> F64:
+        # The length normalisation of every position in the scope, once per scope: the
+        # same expression, element by element, as computing it per term.
+        if scope.norms is None:
+            dl = self.lengths64()[scope.numbering()[0]]
+            scope.norms = self.k1 * (1.0 - self.b + self.b * dl / scope.avgdl)
+        return scope.norms
 
     def score(self, clauses: Iterable[Clause], scope: Scope) -> tuple[F64, I32]:
         """Scores over the scope's positions (`Scope.numbering`: a project's few thousand

@@ -253,6 +253,14 @@ class SearchIndex:
         self._scopes[key] = (self._version, docs, sscope, lens)
         return docs, sscope
 
+    def _sessions_at(self, scope: Scope) -> np.ndarray:
+        """The session of each position of the scope (see `Scope.numbering`)."""
+        at = scope.by_position.get("session")
+        if at is None:
+            sess = np.frombuffer(self.session, dtype=np.int32)
+            at = scope.by_position["session"] = sess[scope.numbering()[0]]
+        return at
+
     def clauses(self, query: str) -> list[Clause]:
         toks = tokenize(query)
         counts = Counter(toks)
@@ -293,8 +301,8 @@ class SearchIndex:
         streams["bm25"] = ids[top(scores, depth, touched)].tolist()
         if clauses and self.config.fusion.session > 0:
             streams["session"] = session_stream(
-                clauses, lambda t: self.bm25.matches(t, scope),
-                np.frombuffer(self.session, dtype=np.int32), scope, sscope, self._sess_len,
+                clauses, lambda t: self.bm25.matches(t, scope), self._sessions_at(scope),
+                scope, sscope, self._sess_len,
                 self.members, scores, pos, depth, self.config.session_depth, self.config.k1,
                 self.config.b,
             )  # fmt: skip

@@ -74,7 +74,10 @@ def session_stream(
     b: float,
 ) -> list[int]:
     """BM25 with a session as the document (term frequencies summed over its records);
-    the records of the best sessions, best session first, then by their own score."""
+    the records of the best sessions, best session first, then by their own score.
+    `matches(term)` gives (positions, tf) and `sess` the session of each position, both
+    over the scope's positions (`Scope.numbering`); `doc_scores[doc_pos[doc]]` is a
+    record's own score."""
     n_sess = len(sscope.mask)
     used: list[Clause] = []
     matched: list[tuple[I32, F64]] = []
