@@ -13,7 +13,7 @@ stronger evicted live edge out until its next mention; compaction refills lists 
 from the edges themselves.
 
 Replays: an entry is replaced only by the same edge at a later or equal `seq` (the edge's
-own guard), and `total` counts a new edge only when its birth sequence is past the record's
+own guard) or in the same state, and `total` counts a new edge only when its birth sequence is past the record's
 `seq`. The feed writes adjacency before edges, so a crash between them replays the edge's
 birth into a record that already counted it, and skips it.
 """
@@ -82,7 +82,10 @@ def merge(
     kept = {a.key: a for a in cur.edges} if cur else {}
     for a, born in upserts:
         old = kept.get(a.key)
-        if old is None or a.seq >= old.seq:
+        # A replay with other boundaries may bring an older state of the edge than a
+        # crashed run left here: keep the later one (the replay's next batch brings the
+        # edge there too), unless they are the same state (then the edge's own seq wins).
+        if old is None or a.seq >= old.seq or (a.weight, a.live) == (old.weight, old.live):
             kept[a.key] = a
         if born > done:
             total += 1

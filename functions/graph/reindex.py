@@ -3,8 +3,9 @@
 Compaction changes edges (closes those that lost all provenance, deletes those closed past
 the retention) and deletes nodes; it hands the changes here, which upserts and removes the
 entries at both ends. A list that lost entries while more edges touch its node than it
-holds is refilled from the edges themselves (one pass over `e.>` for all such nodes), so a
-hub's list does not stay short after its strongest edges went. A graph older than the index
+holds, or that keeps closed edges while more edges exist, is rebuilt from the edges
+themselves (one pass over `e.>` for all such nodes), so a hub's list does not stay short,
+or hold closed edges, after its strongest edges closed or went. A graph older than the index
 gets every list built the same way (`rebuild`), in rounds of `ROUND` nodes.
 """
 
@@ -75,8 +76,11 @@ async def apply(state: State, js: JetStreamContext, ch: Changes) -> int:
             cur.value.seq if cur else 0,
             removed=ch.removed.get(nid, []),
         )
-        if len(new.edges) < min(new.total, ADJ_CAP):
-            short.append(nid)  # lost kept edges while others wait outside the list
+        cut = new.total > len(new.edges)
+        if len(new.edges) < min(new.total, ADJ_CAP) or (cut and not new.edges[-1].live):
+            # Lost kept edges while others wait outside the list, or kept closed edges that
+            # a live one outside may outrank now: rebuild from the edges.
+            short.append(nid)
         await state.put(adj_key(nid), new)
         written += 1
     for i in range(0, len(short), ROUND):
