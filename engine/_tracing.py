@@ -94,7 +94,7 @@ class SpanContext(msgspec.Struct, frozen=True):
         return f"00-{self.trace_id}-{self.span_id}-{'01' if self.sampled else '00'}"
 
 
-class LeanSpan(msgspec.Struct, omit_defaults=True):
+class LeanSpan(msgspec.Struct, omit_defaults=True, gc=False):
     """A span being recorded; encoded as it stands into ENGINE_TRACES (its fields are
     SpanRecord's, so the console reads it as one), with no copy at export."""
 
