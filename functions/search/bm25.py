@@ -12,6 +12,7 @@ from __future__ import annotations
 import bisect
 import math
 from array import array
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -61,8 +62,11 @@ class Scope:
     is computed once per scope (a write makes a new scope) rather than once per query."""
     entities: dict[int, I32] = field(default_factory=dict)
     """Entity-graph node -> its records inside the scope (kept here for the same reason)."""
+    entity_links: dict[int, Counter[int]] = field(default_factory=dict)
+    """Entity-graph node -> the entities on its latest records inside the scope."""
     norms: F64 | None = None
     """BM25 length normalisation per position (`BM25Index._norms`)."""
+    norms_positive: bool = False
     by_position: dict[str, I32] = field(default_factory=dict)
     """Per-document arrays gathered to the scope's positions (filled by their users)."""
     _numbering: tuple[I32, I32] | None = None
@@ -241,6 +245,44 @@ class BM25Index:
         scope.remember(scope.contrib, key, out)
         return out
 
+    def prefetch(self, terms: Iterable[str], scope: Scope) -> None:
+        """Fill the scope's caches for every term not in them yet, all terms in one batch:
+        a query's terms (with synonyms and prefix completions, often ten or more) then
+        cost a dozen numpy calls together rather than a dozen each. Element by element the
+        arithmetic is `_matches` and `local_scores`' own (the idf repeated per posting is
+        the same scalar product), so the cached values are equal bit for bit."""
+        todo: list[tuple[tuple[str, int], list[tuple[array[int], array[float]]]]] = []
+        seen: set[str] = set()
+        for t in terms:
+            arrays = self._arrays(t, scope) if t not in seen else None
+            seen.add(t)
+            if arrays and (key := _key(t, arrays)) not in scope.contrib:
+                todo.append((key, arrays))
+        flat = [a for _, arrays in todo for a in arrays]
+        if len(todo) < 2 or scope.n == 0 or any(d[-1] >= len(scope.mask) for d, _ in flat):
+            return  # nothing to batch, or postings past a held scope: the plain path
+        docs = np.concatenate([np.frombuffer(d, dtype=np.int32) for d, _ in flat])
+        tfs = np.concatenate([np.frombuffer(f, dtype=np.float32) for _, f in flat])
+        lens = np.array([sum(len(d) for d, _ in arrays) for _, arrays in todo])
+        local = scope.numbering()[1][docs]
+        if not scope.whole:
+            sel = local >= 0
+            ends = np.cumsum(sel)[np.cumsum(lens) - 1]
+            lens = np.diff(ends, prepend=0)
+            local, tfs = local[sel], tfs[sel]
+        tf = tfs.astype(np.float64)
+        dfs: list[int] = lens.tolist()
+        idf = np.repeat(
+            [math.log(1.0 + (scope.n - df + 0.5) / (df + 0.5)) for df in dfs], dfs
+        )  # fmt: skip
+        contrib = idf * tf * (self.k1 + 1.0) / (tf + self._norms(scope)[local])
+        start = 0
+        for (key, _), df in zip(todo, dfs, strict=True):
+            piece = slice(start, start + df)
+            scope.remember(scope.cache, key, (local[piece], tf[piece]))
+            scope.remember(scope.contrib, key, (local[piece], contrib[piece]))
+            start += df
+
     def _norms(self, scope: Scope) -> F64:
         # The length normalisation of every position in the scope, once per scope: the
         # same expression, element by element, as computing it per term.
@@ -249,26 +291,35 @@ class BM25Index:
             scope.norms = self.k1 * (1.0 - self.b + self.b * dl / scope.avgdl)
         return scope.norms
 
-    def score(self, clauses: Iterable[Clause], scope: Scope) -> tuple[F64, I32]:
+    def score(
+        self, clauses: Iterable[Clause], scope: Scope, touched: bool = True
+    ) -> tuple[F64, I32 | None]:
         """Scores over the scope's positions (`Scope.numbering`: a project's few thousand
-        records, not every slot of the index), and the positions touched, ascending."""
+        records, not every slot of the index), and the positions touched, ascending (None
+        when not asked for: on a small scope a scan of the scores is as cheap)."""
         scores = np.zeros(len(scope.numbering()[0]), np.float64)
-        touched: list[I32] = []
+        hits: list[I32] = []
+        plan: list[tuple[Clause, list[tuple[str, float]]]] = []
         for c in clauses:
-            dd, contrib = self.local_scores(c.term, scope)
             alts: list[tuple[str, float]] = [(s, self.synonym_weight) for s in c.synonyms]
             if c.prefix and len(c.term) >= PREFIX_MIN_LEN:
                 alts.extend((t, self.prefix_weight) for t in self.completions(c.term))
+            plan.append((c, alts))
+        self.prefetch([t for c, alts in plan for t in (c.term, *(a for a, _ in alts))], scope)
+        for c, alts in plan:
+            dd, contrib = self.local_scores(c.term, scope)
             if alts:
-                touched.append(self._add_alternatives(scores, dd, contrib, alts, c.weight, scope))
+                hits.append(self._add_alternatives(scores, dd, contrib, alts, c.weight, scope))
             if len(dd):
                 scores[dd] += c.weight * contrib
-                touched.append(dd)
+                hits.append(dd)
         if not touched:
+            return scores, None
+        if not hits:
             return scores, np.zeros(0, np.int32)
         # a boolean mark and one scan beat sorting or hashing tens of thousands of ids
         hit = np.zeros(len(scores), np.bool_)
-        for dd in touched:
+        for dd in hits:
             hit[dd] = True
         return scores, np.flatnonzero(hit).astype(np.int32)
 

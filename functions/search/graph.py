@@ -115,6 +115,18 @@ class EntityGraph:
                 cache[nid] = docs
         return docs
 
+    def _links(self, nid: int, docs: I32, links: dict[int, Counter[int]] | None) -> Counter[int]:
+        """Entities on the node's most recent visible records, counted in first-seen order;
+        like `visible`, fixed for a scope's lifetime, so `links` may keep it."""
+        found = links.get(nid) if links is not None else None
+        if found is None:
+            ents = self.ents_of
+            sample = docs[-self.sample :].tolist()
+            found = Counter(chain.from_iterable(ents.get(d, ()) for d in sample))
+            if links is not None:
+                links[nid] = found
+        return found
+
     def search(
         self,
         query: str,
@@ -124,14 +136,16 @@ class EntityGraph:
         visible: int | None = None,
         cache: dict[int, I32] | None = None,
         numbering: tuple[I32, I32] | None = None,
+        links: dict[int, Counter[int]] | None = None,
     ) -> list[int]:
-        """`numbering`: the scope's (ids, positions), see `Scope.numbering`."""
+        """`numbering`: the scope's (ids, positions), see `Scope.numbering`; `cache` and
+        `links`: per-scope memories of `visible` and `_links`."""
         seeds = self.match(query)
         if not seeds:
             return []
         n_docs = max(visible if visible is not None else int(mask.sum()), 1)
         parts_d: list[I32] = []
-        parts_w: list[npt.NDArray[np.float64]] = []
+        gains: list[float] = []
         frontier = {nid: 1.0 for nid in seeds}
         visited = set(frontier)
         for hop in range(self.max_hops):
@@ -143,14 +157,11 @@ class EntityGraph:
                 # rare entities say more about a record than ubiquitous ones
                 gain = strength * math.log(1.0 + n_docs / len(docs))
                 parts_d.append(docs)
-                parts_w.append(np.full(len(docs), gain))
+                gains.append(gain)
                 if hop + 1 < self.max_hops:
-                    ents = self.ents_of
-                    # counted in C; visited nodes are dropped after, which leaves the
-                    # first-seen order (most_common's tie-break) of the others unchanged
-                    neighbours.update(
-                        chain.from_iterable(ents.get(d, ()) for d in docs[-self.sample :].tolist())
-                    )
+                    # visited nodes are dropped after, which leaves the first-seen order
+                    # (most_common's tie-break) of the others unchanged
+                    neighbours.update(self._links(nid, docs, links))
             for nid in visited:
                 neighbours.pop(nid, None)
             # most_common's order (count, then first seen) from one C sort, not a heap in Python
@@ -162,7 +173,7 @@ class EntityGraph:
         if not parts_d:
             return []
         docs_all = parts_d[0] if len(parts_d) == 1 else np.concatenate(parts_d)
-        weights = parts_w[0] if len(parts_w) == 1 else np.concatenate(parts_w)
+        weights = np.repeat(np.array(gains), [len(d) for d in parts_d])
         if numbering is not None and len(numbering[0]) <= DENSE_FACTOR * len(docs_all) + DENSE_MIN:
             return _best_dense(docs_all, weights, limit, *numbering)
         return _best(docs_all, weights, limit)
@@ -175,7 +186,7 @@ def _best_dense(
     than sorting). Sums take the weights in the same order; every weight is > 0, so the
     nonzero positions, ascending, are the distinct documents `_best` finds."""
     sums = np.bincount(pos[docs], weights=weights, minlength=len(ids))
-    nz = np.flatnonzero(sums)
+    nz = np.flatnonzero(sums > 0)  # a scan of a boolean is faster than of floats
     scores = sums[nz]
     k = min(limit, len(nz))
     top = np.argpartition(-scores, k - 1)[:k] if len(nz) > k else np.arange(len(nz))

@@ -41,6 +41,9 @@ from functions.search.streams import session_stream, time_stream, top
 from functions.search.temporal import day_number
 from functions.search.vectors import VectorIndex
 
+SCAN_MAX = 65536
+"""Scopes up to this many records find their touched documents by a scan of the scores."""
+
 
 @dataclass(frozen=True)
 class SearchConfig:
@@ -293,11 +296,14 @@ class SearchIndex:
         clauses = self.clauses(query)
         depth = max(min(self.config.depth, 3 * limit), 30, limit)
         streams: dict[str, list[int]] = {}
-        if clauses:
-            scores, touched = self.bm25.score(clauses, scope)
-        else:
-            scores, touched = np.zeros(0), np.zeros(0, np.int32)
         ids, pos = scope.numbering()  # bm25 scores are over the scope's positions
+        touched: np.ndarray | None = None
+        if clauses:
+            # all contributions are > 0, so on a small scope the positive scores, found by
+            # one scan, are the touched positions; a large one collects them as it scores
+            scores, touched = self.bm25.score(clauses, scope, len(ids) > SCAN_MAX)
+        else:
+            scores = np.zeros(0)
         streams["bm25"] = ids[top(scores, depth, touched)].tolist()
         if clauses and self.config.fusion.session > 0:
             streams["session"] = session_stream(
@@ -313,8 +319,9 @@ class SearchIndex:
             streams["time"] = time_stream(query, day, scope, scores, pos, depth)
         if self.config.fusion.graph > 0:
             streams["graph"] = self.graph.search(
-                query, scope.mask, depth, scope.parts, scope.n, scope.entities, scope.numbering()
-            )
+                query, scope.mask, depth, scope.parts, scope.n, scope.entities, scope.numbering(),
+                scope.entity_links,
+            )  # fmt: skip
         fused = rrf(streams, self.config.fusion)
         sess = self.session
         fused = diversify(fused, _SessionView(sess), self.config.per_session, limit)

@@ -91,13 +91,17 @@ def session_stream(
         return []
     args = (used, matched, sess, sscope, sess_len, k1, b)
     if _dense(n_sess, sum(len(d) for d, _ in matched)):
-        total, among = _dense_totals(*args), None
+        local, cols = _dense_totals(*args)
+        # the scope's sessions ascending: the same candidates in the same order as a scan
+        # of every session, so the same top
+        best = cols[top(local, session_depth)].tolist()
     else:
         total, among = _sparse_totals(*args)
+        best = top(total, session_depth, among)
     # Records of the best session first, each session's by their own score (a stable
     # sort, so ties keep member order); only as many sessions as fill `depth` are read.
     out: list[int] = []
-    for s in top(total, session_depth, among):
+    for s in best:
         cand = np.frombuffer(members[s], dtype=np.int32)
         cand = cand[cand < len(scope.mask)]
         cand = cand[scope.mask[cand]]
@@ -130,39 +134,45 @@ def _sparse_totals(
 def _dense_totals(
     used: list[Clause], matched: list[tuple[I32, F64]], sess: I32, sscope: Scope,
     sess_len: F64, k1: float, b: float,
-) -> F64:  # fmt: skip
-    """What `_sparse_totals` computes, as a (term x session) matrix from one `bincount`
-    (few sessions: a handful of numpy calls per query instead of per term). Each cell sums
-    its tfs in match order and takes the same expression; cells a term is not in are
-    zeroed and add 0.0, so the totals are equal bit for bit. Every session a term is in
-    scores > 0, so the touched sessions are the positive totals."""
-    # columns are the scope's sessions only (a project's hundred, not every session)
+) -> tuple[F64, I32]:  # fmt: skip
+    """What `_sparse_totals` computes, over the scope's sessions only (a project's hundred,
+    not every session), as a (term x session) matrix from one `bincount`: a handful of
+    numpy calls per query instead of per term. Returns (totals, their sessions). Each cell
+    sums its tfs in match order and takes the same expression; a cell the term is not in
+    is 0 (0 * x / norm) and adds 0.0, so the totals are equal bit for bit. Every session a
+    term is in scores > 0, so the touched sessions are the positive totals."""
     cols, pos = sscope.numbering()
     n_cols = len(cols)
     rows = len(used)
+    col = sscope.by_position.get("column")  # each record position's session column
+    if col is None:
+        col = sscope.by_position["column"] = pos[sess]
     docs = matched[0][0] if rows == 1 else np.concatenate([d for d, _ in matched])
     tfs = matched[0][1] if rows == 1 else np.concatenate([tf for _, tf in matched])
-    keys = pos[sess[docs]].astype(np.int64)
+    keys = col[docs]
     if rows > 1:
-        keys += np.repeat(np.arange(rows, dtype=np.int64) * n_cols, [len(d) for d, _ in matched])
+        keys = keys + np.repeat(np.arange(rows) * n_cols, [len(d) for d, _ in matched])
     size = rows * n_cols
-    absent = (np.bincount(keys, minlength=size) == 0).reshape(rows, n_cols)
+    count = np.bincount(keys, minlength=size).reshape(rows, n_cols)
     t = np.bincount(keys, weights=tfs, minlength=size).reshape(rows, n_cols)
-    df = n_cols - absent.sum(axis=1)
     scale = np.array([
-        c.weight * math.log(1.0 + (sscope.n - int(h) + 0.5) / (int(h) + 0.5))
-        for c, h in zip(used, df.tolist(), strict=True)
+        c.weight * math.log(1.0 + (sscope.n - h + 0.5) / (h + 0.5))
+        for c, h in zip(used, np.count_nonzero(count, axis=1).tolist(), strict=True)
     ])  # fmt: skip
-    norm = k1 * (1.0 - b + b * sess_len[cols] / sscope.avgdl)
-    with np.errstate(divide="ignore", invalid="ignore"):  # absent cells of empty sessions
+    if sscope.norms is None:  # once per scope
+        sscope.norms = k1 * (1.0 - b + b * sess_len[cols] / sscope.avgdl)
+        sscope.norms_positive = bool((sscope.norms > 0).all())
+    norm = sscope.norms
+    if sscope.norms_positive:
         cells = scale[:, None] * t * (k1 + 1.0) / (t + norm)
-    cells[absent] = 0.0
+    else:  # b = 1 and an empty session: 0 / 0 in cells the term is not in
+        with np.errstate(divide="ignore", invalid="ignore"):
+            cells = scale[:, None] * t * (k1 + 1.0) / (t + norm)
+        cells[count == 0] = 0.0
     local = cells[0].copy()
     for row in cells[1:]:
         local += row
-    total = np.zeros(len(sscope.mask), np.float64)
-    total[cols] = local
-    return cast(F64, total)
+    return cast(F64, local), cols
 
 
 def _dense(n_sess: int, matched: int) -> bool:

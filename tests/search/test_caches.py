@@ -133,24 +133,30 @@ def test_session_tf_dense_and_sorted_paths_agree(monkeypatch: pytest.MonkeyPatch
     assert np.array_equal(dense[0], np.unique(sess[docs]))
 
 
-def test_dense_and_sparse_session_totals_agree() -> None:
+@pytest.mark.parametrize("b", [0.75, 1.0])
+def test_dense_and_sparse_session_totals_agree(b: float) -> None:
     rnd = np.random.default_rng(4)
     n_docs, n_sess = 500, 40
     sess = rnd.integers(0, n_sess, n_docs).astype(np.int32)
     sess[sess == 7] = 8  # a session with no records: the dense path must leave it at 0
     present = np.bincount(sess, minlength=n_sess) > 0
     sess_len = np.bincount(sess, weights=rnd.random(n_docs) * 9, minlength=n_sess)
+    sess_len[3] = 0.0  # with b = 1 its norm is 0: cells of terms not in it are 0 / 0
     sscope = Scope(present, int(present.sum()), float(sess_len[present].mean()))
     used = [Clause("a", 1.0), Clause("b", 2.0), Clause("c", 1.0)]
     matched = []
     for size in (30, 200, 3):
         d = np.sort(rnd.choice(n_docs, size, replace=False)).astype(np.int32)
         matched.append((d, rnd.random(size) * 2 + 0.5))
-    dense = streams._dense_totals(used, matched, sess, sscope, sess_len, 1.2, 0.75)
-    sparse, touched = streams._sparse_totals(used, matched, sess, sscope, sess_len, 1.2, 0.75)
+    local, cols = streams._dense_totals(used, matched, sess, sscope, sess_len, 1.2, b)
+    assert np.array_equal(cols, np.flatnonzero(present))
+    dense = np.zeros(n_sess)
+    dense[cols] = local
+    sparse, touched = streams._sparse_totals(used, matched, sess, sscope, sess_len, 1.2, b)
     assert np.array_equal(dense, sparse)
     assert np.array_equal(np.flatnonzero(dense > 0), touched)
     assert dense[7] == 0.0 and len(touched) > 10
+    assert sscope.norms_positive == (b < 1.0)
 
 
 def test_reading_whole_partitions_ranks_like_selecting_by_mask() -> None:
