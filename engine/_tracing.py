@@ -163,7 +163,7 @@ def start(
             parent.trace_id,
             _span_id(),
             name,
-            kind.name,
+            kind._name_,  # the stored name: `.name` is a property, 10x slower
             _service,
             time.time_ns(),
             0,
@@ -178,7 +178,7 @@ def start(
         f"{trace_id:032x}",
         _span_id(),
         name,
-        kind.name,
+        kind._name_,
         _service,
         time.time_ns(),
         0,
