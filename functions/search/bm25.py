@@ -55,9 +55,9 @@ class Scope:
     whole: bool = False
     """Every document of those partitions (as of the scope's making) is in the scope, so
     postings need no selection by the mask."""
-    cache: dict[tuple[str, int], tuple[I32, F64]] = field(default_factory=dict)
+    cache: dict[str, tuple[I32, F64]] = field(default_factory=dict)
     """term -> (positions, tf) inside the scope."""
-    contrib: dict[tuple[str, int], tuple[I32, F64]] = field(default_factory=dict)
+    contrib: dict[str, tuple[I32, F64]] = field(default_factory=dict)
     """term -> (positions, BM25 contribution): a pure function of the scope's statistics, so it
     is computed once per scope (a write makes a new scope) rather than once per query."""
     entities: dict[int, I32] = field(default_factory=dict)
@@ -82,7 +82,7 @@ class Scope:
         return self._numbering
 
     def remember(
-        self, store: dict[tuple[str, int], tuple[I32, F64]], key: tuple[str, int],
+        self, store: dict[str, tuple[I32, F64]], key: str,
         value: tuple[I32, F64],
     ) -> None:  # fmt: skip
         if len(store) > CACHE_TERMS:
@@ -175,19 +175,16 @@ class BM25Index:
     def matches(self, term: str, scope: Scope) -> tuple[I32, F64]:
         """(positions, tf) of one term inside the scope, positions as in `Scope.numbering`;
         remembered for the scope's lifetime so the streams of one query (and repeated
-        queries) select postings once."""
-        arrays = self._arrays(term, scope)
-        if not arrays:
-            return np.zeros(0, np.int32), np.zeros(0, np.float64)
-        return self._cached_matches(arrays, _key(term, arrays), scope)
-
-    def _cached_matches(
-        self, arrays: list[tuple[array[int], array[float]]], key: tuple[str, int], scope: Scope
-    ) -> tuple[I32, F64]:
-        hit = scope.cache.get(key)
+        queries) select postings once. Keyed by the term alone: a scope's answer never
+        changes, since a write appends postings only for new slots, past its mask (and a
+        write makes the index take a new scope anyway)."""
+        hit = scope.cache.get(term)
         if hit is None:
+            arrays = self._arrays(term, scope)
+            if not arrays:
+                return np.zeros(0, np.int32), np.zeros(0, np.float64)
             hit = self._matches(arrays, scope)
-            scope.remember(scope.cache, key, hit)
+            scope.remember(scope.cache, term, hit)
         return hit
 
     def _arrays(self, term: str, scope: Scope) -> list[tuple[array[int], array[float]]]:
@@ -228,21 +225,17 @@ class BM25Index:
 
     def local_scores(self, term: str, scope: Scope) -> tuple[I32, F64]:
         """`term_scores` with documents as positions in the scope (`Scope.numbering`)."""
-        arrays = self._arrays(term, scope)
-        if not arrays:
-            return np.zeros(0, np.int32), np.zeros(0, np.float64)
-        key = _key(term, arrays)
-        hit = scope.contrib.get(key)
+        hit = scope.contrib.get(term)
         if hit is not None:
             return hit
-        dd, tf = self._cached_matches(arrays, key, scope)
+        dd, tf = self.matches(term, scope)
         df = len(dd)
         if df == 0:
             out: tuple[I32, F64] = (dd, np.zeros(0, np.float64))
         else:
             idf = math.log(1.0 + (scope.n - df + 0.5) / (df + 0.5))
             out = (dd, idf * tf * (self.k1 + 1.0) / (tf + self._norms(scope)[dd]))
-        scope.remember(scope.contrib, key, out)
+        scope.remember(scope.contrib, term, out)
         return out
 
     def prefetch(self, terms: Iterable[str], scope: Scope) -> None:
@@ -251,13 +244,15 @@ class BM25Index:
         cost a dozen numpy calls together rather than a dozen each. Element by element the
         arithmetic is `_matches` and `local_scores`' own (the idf repeated per posting is
         the same scalar product), so the cached values are equal bit for bit."""
-        todo: list[tuple[tuple[str, int], list[tuple[array[int], array[float]]]]] = []
+        todo: list[tuple[str, list[tuple[array[int], array[float]]]]] = []
         seen: set[str] = set()
         for t in terms:
-            arrays = self._arrays(t, scope) if t not in seen else None
+            if t in seen or t in scope.contrib:
+                continue
             seen.add(t)
-            if arrays and (key := _key(t, arrays)) not in scope.contrib:
-                todo.append((key, arrays))
+            arrays = self._arrays(t, scope)
+            if arrays:
+                todo.append((t, arrays))
         flat = [a for _, arrays in todo for a in arrays]
         if len(todo) < 2 or scope.n == 0 or any(d[-1] >= len(scope.mask) for d, _ in flat):
             return  # nothing to batch, or postings past a held scope: the plain path
@@ -382,9 +377,3 @@ class BM25Index:
         self._len64 = self.lengths().astype(np.float64)
         self._vocab = sorted(self.postings)
         self._pending_vocab = []
-
-
-def _key(term: str, arrays: list[tuple[array[int], array[float]]]) -> tuple[str, int]:
-    # The posting length is part of the key, so a scope held across a write (a caller
-    # that keeps one) never answers from postings that have grown since.
-    return term, len(arrays[0][0]) if len(arrays) == 1 else sum(len(d) for d, _ in arrays)
