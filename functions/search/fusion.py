@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Protocol
 
 RRF_K = 60
@@ -53,7 +54,9 @@ def rrf(
         for doc, v in votes.items():
             if v > 1:
                 scores[doc] += unit * (v - 1)
-    return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
+    # by score descending, then doc: two stable C-keyed sorts, no key tuple per item
+    by_doc = sorted(scores.items(), key=itemgetter(0))
+    return sorted(by_doc, key=itemgetter(1), reverse=True)
 
 
 def diversify(
