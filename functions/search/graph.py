@@ -89,28 +89,32 @@ class EntityGraph:
                     found.append(nid)
         return found
 
-    def _docs(self, nid: int, parts: tuple[int, ...] | None) -> I32:
+    def _parts(self, nid: int, parts: tuple[int, ...] | None) -> list[array[int]]:
         by_part = self.docs_of[nid]
-        arrays = (
+        return (
             list(by_part.values()) if parts is None else [by_part[p] for p in parts if p in by_part]
         )
-        if not arrays:
-            return np.zeros(0, np.int32)
-        if len(arrays) == 1:
-            return np.frombuffer(arrays[0], dtype=np.int32)
-        return np.concatenate([np.frombuffer(a, dtype=np.int32) for a in arrays])
 
     def visible(
-        self, nid: int, mask: Mask, parts: tuple[int, ...] | None, cache: dict[int, I32] | None
-    ) -> I32:
+        self, nid: int, mask: Mask, parts: tuple[int, ...] | None, cache: dict[int, I32] | None,
+        whole: bool = False,
+    ) -> I32:  # fmt: skip
         """A node's records inside the filter. A scope's mask never changes (a write makes a
         new scope, and new records take slots past its end), so `cache` may keep the answer
-        for the scope's lifetime."""
+        for the scope's lifetime. `whole`: every record of the partitions is in the scope
+        (`Scope.whole`), so they need no selection."""
         docs = cache.get(nid) if cache is not None else None
         if docs is None:
-            docs = self._docs(nid, parts)
-            docs = docs[docs < len(mask)]
-            docs = docs[mask[docs]]
+            arrays = self._parts(nid, parts)
+            if not arrays:
+                docs = np.zeros(0, np.int32)
+            else:
+                # a copy either way: a view would pin the array's buffer (it must grow)
+                docs = np.concatenate([np.frombuffer(a, dtype=np.int32) for a in arrays])
+                # records are appended in slot order: a partition's last is its largest
+                if not whole or any(a[-1] >= len(mask) for a in arrays):
+                    docs = docs[docs < len(mask)]
+                    docs = docs[mask[docs]]
             if cache is not None:
                 cache[nid] = docs
         return docs
@@ -137,9 +141,10 @@ class EntityGraph:
         cache: dict[int, I32] | None = None,
         numbering: tuple[I32, I32] | None = None,
         links: dict[int, Counter[int]] | None = None,
+        whole: bool = False,
     ) -> list[int]:
         """`numbering`: the scope's (ids, positions), see `Scope.numbering`; `cache` and
-        `links`: per-scope memories of `visible` and `_links`."""
+        `links`: per-scope memories of `visible` and `_links`; `whole` as in `visible`."""
         seeds = self.match(query)
         if not seeds:
             return []
@@ -151,7 +156,7 @@ class EntityGraph:
         for hop in range(self.max_hops):
             neighbours: Counter[int] = Counter()
             for nid, strength in frontier.items():
-                docs = self.visible(nid, mask, parts, cache)
+                docs = self.visible(nid, mask, parts, cache, whole)
                 if not len(docs) or len(docs) > self.max_share * n_docs:
                     continue  # an entity on most records ranks nothing
                 # rare entities say more about a record than ubiquitous ones

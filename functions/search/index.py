@@ -320,7 +320,7 @@ class SearchIndex:
         if self.config.fusion.graph > 0:
             streams["graph"] = self.graph.search(
                 query, scope.mask, depth, scope.parts, scope.n, scope.entities, scope.numbering(),
-                scope.entity_links,
+                scope.entity_links, scope.whole,
             )  # fmt: skip
         fused = rrf(streams, self.config.fusion)
         sess = self.session

@@ -170,8 +170,8 @@ def test_reading_whole_partitions_ranks_like_selecting_by_mask() -> None:
     for key in list(idx._scopes):  # the same scopes, made to select by mask
         docs = idx._scopes[key][1]
         docs.whole = False
-        docs.cache.clear()
-        docs.contrib.clear()
+        for memory in (docs.cache, docs.contrib, docs.entities, docs.entity_links):
+            memory.clear()
     assert results(idx) == before
 
 
