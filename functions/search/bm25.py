@@ -12,7 +12,6 @@ from __future__ import annotations
 import bisect
 import math
 from array import array
-from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -62,7 +61,7 @@ class Scope:
     is computed once per scope (a write makes a new scope) rather than once per query."""
     entities: dict[int, I32] = field(default_factory=dict)
     """Entity-graph node -> its records inside the scope (kept here for the same reason)."""
-    entity_links: dict[int, Counter[int]] = field(default_factory=dict)
+    entity_links: dict[int, list[int]] = field(default_factory=dict)
     """Entity-graph node -> the entities on its latest records inside the scope."""
     norms: F64 | None = None
     """BM25 length normalisation per position (`BM25Index._norms`)."""

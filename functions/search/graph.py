@@ -119,14 +119,15 @@ class EntityGraph:
                 cache[nid] = docs
         return docs
 
-    def _links(self, nid: int, docs: I32, links: dict[int, Counter[int]] | None) -> Counter[int]:
-        """Entities on the node's most recent visible records, counted in first-seen order;
-        like `visible`, fixed for a scope's lifetime, so `links` may keep it."""
+    def _links(self, nid: int, docs: I32, links: dict[int, list[int]] | None) -> list[int]:
+        """Entities on the node's most recent visible records, in order (repeats kept:
+        they are counted); like `visible`, fixed for a scope's lifetime, so `links` may
+        keep it."""
         found = links.get(nid) if links is not None else None
         if found is None:
             ents = self.ents_of
             sample = docs[-self.sample :].tolist()
-            found = Counter(chain.from_iterable(ents.get(d, ()) for d in sample))
+            found = list(chain.from_iterable(ents.get(d, ()) for d in sample))
             if links is not None:
                 links[nid] = found
         return found
@@ -140,7 +141,7 @@ class EntityGraph:
         visible: int | None = None,
         cache: dict[int, I32] | None = None,
         numbering: tuple[I32, I32] | None = None,
-        links: dict[int, Counter[int]] | None = None,
+        links: dict[int, list[int]] | None = None,
         whole: bool = False,
     ) -> list[int]:
         """`numbering`: the scope's (ids, positions), see `Scope.numbering`; `cache` and
@@ -154,7 +155,7 @@ class EntityGraph:
         frontier = {nid: 1.0 for nid in seeds}
         visited = set(frontier)
         for hop in range(self.max_hops):
-            neighbours: Counter[int] = Counter()
+            linked: list[list[int]] = []
             for nid, strength in frontier.items():
                 docs = self.visible(nid, mask, parts, cache, whole)
                 if not len(docs) or len(docs) > self.max_share * n_docs:
@@ -164,9 +165,10 @@ class EntityGraph:
                 parts_d.append(docs)
                 gains.append(gain)
                 if hop + 1 < self.max_hops:
-                    # visited nodes are dropped after, which leaves the first-seen order
-                    # (most_common's tie-break) of the others unchanged
-                    neighbours.update(self._links(nid, docs, links))
+                    linked.append(self._links(nid, docs, links))
+            # counted in C, in first-seen order (most_common's tie-break); visited nodes are
+            # dropped after, which leaves the order of the others unchanged
+            neighbours = Counter(chain.from_iterable(linked))
             for nid in visited:
                 neighbours.pop(nid, None)
             # most_common's order (count, then first seen) from one C sort, not a heap in Python
