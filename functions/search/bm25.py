@@ -305,7 +305,8 @@ class BM25Index:
             if alts:
                 hits.append(self._add_alternatives(scores, dd, contrib, alts, c.weight, scope))
             if len(dd):
-                scores[dd] += c.weight * contrib
+                # 1.0 * x is x: skip the multiplication for the common weight
+                scores[dd] += contrib if c.weight == 1.0 else c.weight * contrib
                 hits.append(dd)
         if not touched:
             return scores, None
