@@ -41,6 +41,11 @@ async def serial(call: Call, n: int) -> list[float]:
     return out
 
 
+def cpu_s(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 async def throughput(call: Call, inflight: int, seconds: float) -> float:
     done = 0
     stop_at = time.perf_counter() + seconds
@@ -76,7 +81,7 @@ async def main(quick: bool) -> None:
     n_serial = 1000 if quick else 5000
     seconds = 1.5 if quick else 5.0
     res: dict[str, list[float]] = {
-        f"{k}_{m}": [] for k in ("raw", "eng", "trc") for m in ("p50", "rps")
+        f"{k}_{m}": [] for k in ("raw", "eng", "trc") for m in ("p50", "rps", "ccpu", "rcpu")
     }
     with tempfile.TemporaryDirectory() as tmp:
         srv = NatsServer(store_dir=Path(tmp) / "js").start()
@@ -93,21 +98,27 @@ async def main(quick: bool) -> None:
             async def engine_call() -> object:
                 return await client.call("example::noop", PAYLOAD, response=bytes, timeout=5)
 
-            async def measure(name: str, call: Call) -> None:
+            async def measure(name: str, call: Call, responder: int) -> None:
                 await serial(call, 200)  # warm-up
                 res[f"{name}_p50"].append(median(await serial(call, n_serial)))
-                res[f"{name}_rps"].append(await throughput(call, 100, seconds))
+                # CPU per call of each side during the throughput run: where the time goes
+                c0, r0, t0 = time.process_time(), cpu_s(responder), time.perf_counter()
+                rps = await throughput(call, 100, seconds)
+                calls = rps * (time.perf_counter() - t0)
+                res[f"{name}_rps"].append(rps)
+                res[f"{name}_ccpu"].append((time.process_time() - c0) * 1e6 / calls)
+                res[f"{name}_rcpu"].append((cpu_s(responder) - r0) * 1e6 / calls)
 
             for r in range(rounds):
                 # Untraced and traced engine workers alternate; the raw responder stays up.
                 _tracing._enabled = False
-                await measure("raw", raw_call)
+                await measure("raw", raw_call, raw_p.pid)
                 w = start_worker(srv.url, tracing=False)
-                await measure("eng", engine_call)
+                await measure("eng", engine_call, w.pid)
                 stop(w)
                 _tracing._enabled = True
                 w = start_worker(srv.url, tracing=True)
-                await measure("trc", engine_call)
+                await measure("trc", engine_call, w.pid)
                 stop(w)
                 print(
                     f"round {r + 1}/{rounds}: raw {res['raw_p50'][-1]:.0f}us "
@@ -136,6 +147,9 @@ async def main(quick: bool) -> None:
         "traced_rps": round(m["trc_rps"]),
         "traced_p50_us": round(m["trc_p50"], 1),
         "trace_ratio": round(m["trc_rps"] / m["eng_rps"], 3),
+        # CPU µs per call at 100 in flight: caller / responder (raw) or worker (engine)
+        "cpu_us_caller": {k: round(m[f"{k}_ccpu"], 1) for k in ("raw", "eng", "trc")},
+        "cpu_us_responder": {k: round(m[f"{k}_rcpu"], 1) for k in ("raw", "eng", "trc")},
         "inflight": 100,
         "rounds": rounds,
         "cpus": os.cpu_count(),
