@@ -56,7 +56,7 @@ def register(worker: Worker, holder: IndexHolder | None = None) -> SearchService
         return await svc.timeline(req)
 
     async def profile(req: ProfileIn, ctx: Context) -> ProfileOut:
-        return svc.profile(req)
+        return await svc.profile(req)
 
     async def status(req: StatusIn | None, ctx: Context) -> dict[str, Any]:
         return svc.holder.status()

@@ -12,7 +12,14 @@ import msgspec
 import numpy as np
 
 from engine import Client, FunctionError
-from functions.records import MEMORIES_BUCKET, OBSERVATIONS_BUCKET, SUMMARIES_BUCKET
+from functions.records import (
+    MEMORIES_BUCKET,
+    OBSERVATIONS_BUCKET,
+    PROFILES_BUCKET,
+    SUMMARIES_BUCKET,
+    ProjectProfile,
+    profile_key,
+)
 from functions.search.documents import KIND_MEMORY, KIND_OBSERVATION, KIND_SUMMARY, KINDS
 from functions.search.feeder import IndexHolder
 from functions.search.index import Hit, Meta
@@ -159,7 +166,7 @@ class SearchService:
         for m in memories[:20]:
             label = "pinned" if m.importance >= 8 else "memory"
             blocks.append((label, f"- [{m.type}] {m.title}"))
-        prof = self.profile(ProfileIn(project=req.project, agent_id=req.agent_id))
+        prof = await self.profile(ProfileIn(project=req.project, agent_id=req.agent_id))
         if prof.observations:
             blocks.append(("profile", f"Project {prof.project}: {prof.sessions} sessions, "
                            f"{prof.observations} observations; files: {', '.join(prof.top_files[:8])}; "
@@ -215,7 +222,34 @@ class SearchService:
             for m in metas[: req.limit]
         ])  # fmt: skip
 
-    def profile(self, req: ProfileIn) -> ProfileOut:
+    async def profile(self, req: ProfileIn) -> ProfileOut:
+        """The lifecycle's incremental profile of the project (decayed top files, concepts,
+        commands, errors, conventions) when it has one; counts by type from the index.
+        With an agent filter, or before the lifecycle has folded the project, everything
+        comes from the index."""
+        out = self._index_profile(req, with_entities=False)
+        stored = None if req.agent_id else await self._stored_profile(req.project)
+        if stored is None or not stored.observations:
+            return self._index_profile(req, with_entities=True)
+        out.top_files = [t.name for t in stored.files[:10]]
+        out.top_concepts = [t.name for t in stored.concepts[:10]]
+        out.top_commands = [t.name for t in stored.commands[:10]]
+        out.recurring_errors = [t.name for t in stored.errors[:10]]
+        out.conventions = list(stored.conventions)
+        out.sessions = max(out.sessions, stored.sessions)
+        out.last_activity = max(out.last_activity, stored.last_activity)
+        return out
+
+    async def _stored_profile(self, project: str) -> ProjectProfile | None:
+        if self.client is None:
+            return None
+        try:
+            st = await self.client.state(PROFILES_BUCKET)
+            return await st.get(profile_key(project), ProjectProfile)
+        except Exception:  # absent, deleted, or the bucket not made yet: the index answers
+            return None
+
+    def _index_profile(self, req: ProfileIn, *, with_entities: bool) -> ProfileOut:
         idx = self.holder.index
         mask = idx.mask(req.project or None, req.agent_id, None)
         docs = np.flatnonzero(mask).tolist()
@@ -235,8 +269,9 @@ class SearchService:
             if m.session_id:
                 sessions.add(m.session_id)
             last = max(last, m.timestamp)
-            for e in idx.graph.ents_of.get(n, ()):
-                ents[idx.graph.names[e]] += 1
+            if with_entities:
+                for e in idx.graph.ents_of.get(n, ()):
+                    ents[idx.graph.names[e]] += 1
         files = [e for e, _ in ents.most_common(200) if "/" in e or "." in e][:10]
         concepts = [e for e, _ in ents.most_common(200) if "/" not in e and "." not in e][:10]
         return ProfileOut(

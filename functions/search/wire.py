@@ -107,3 +107,6 @@ class ProfileOut(msgspec.Struct, rename="camel", kw_only=True):
     top_concepts: list[str]
     types: dict[str, int]
     last_activity: str
+    top_commands: list[str] = msgspec.field(default_factory=list)
+    recurring_errors: list[str] = msgspec.field(default_factory=list)
+    conventions: list[str] = msgspec.field(default_factory=list)

@@ -118,3 +118,39 @@ async def test_a_restarted_worker_restores_its_snapshot_and_replays_the_tail(
 async def _snapshotted(client: Client) -> dict[str, Any] | None:
     st: dict[str, Any] = await client.call("mem::search-status", {})
     return st if st.get("snapshotSeq") else None
+
+
+async def test_profile_reads_the_lifecycle_profile_and_falls_back_to_the_index(
+    client: Client, spawn: Any
+) -> None:
+    from functions.records import PROFILES_BUCKET, ProfileTerm, ProjectProfile, profile_key
+
+    spawn("workers.memory", env=ENV)
+    first = await observe(client, "s1", "alpha", "Edit src/app/config.py to parse YAML")
+    await observe(client, "s2", "alpha", "Run pytest on tests/test_config.py")
+    await eventually(lambda: found(client, "parse yaml", "alpha", first))
+    before = await client.call("mem::profile", {"project": "alpha"})
+    assert before["observations"] == 2 and before["conventions"] == []
+    assert "src/stored/module.py" not in before["topFiles"]
+    # what the lifecycle's digest keeps up to date from MEM_EVENTS
+    profiles = await client.state(PROFILES_BUCKET)
+    stored = ProjectProfile(
+        project="alpha",
+        observations=2,
+        sessions=2,
+        files=[ProfileTerm(name="src/stored/module.py", score=3.0)],
+        concepts=[ProfileTerm(name="yaml", score=2.0)],
+        commands=[ProfileTerm(name="pytest", score=1.0)],
+        conventions=["tests under tests/ (pytest)"],
+    )
+    await profiles.put(profile_key("alpha"), stored)
+    after = await client.call("mem::profile", {"project": "alpha"})
+    assert after["topFiles"] == ["src/stored/module.py"]
+    assert after["topConcepts"] == ["yaml"] and after["topCommands"] == ["pytest"]
+    assert after["conventions"] == ["tests under tests/ (pytest)"]
+    assert after["observations"] == 2 and after["types"] == before["types"]
+    # an agent-scoped profile cannot come from the per-project record
+    scoped = await client.call("mem::profile", {"project": "alpha", "agentId": "someone"})
+    assert "src/stored/module.py" not in scoped["topFiles"]
+    context = await client.call("mem::context", {"project": "alpha", "sessionId": "s3"})
+    assert "src/stored/module.py" in context["context"]
