@@ -30,6 +30,7 @@ from engine import State
 from functions.graph import reindex
 from functions.graph.adjacency import ADJ_VERSION
 from functions.graph.keys import STATS, MemoryIndex, Removed
+from functions.graph.mirror import PURGED, PurgeNote
 from functions.lifecycle import clock
 from functions.lifecycle.scan import scan_kv
 from functions.records import GRAPH_BUCKET, GraphEdge, GraphNode, GraphStats
@@ -39,7 +40,7 @@ REMOVED_ROUND = 200_000
 
 async def _drop(js: JetStreamContext, key: str) -> None:
     """Remove a key with its history and no tombstone: a compacted graph takes no space for
-    what it dropped (nothing watches this bucket, so no delete marker is needed)."""
+    what it dropped. The query mirror learns of purges from the `PURGED` note instead."""
     with contextlib.suppress(nats.js.errors.NotFoundError):
         await js.purge_stream(f"KV_{GRAPH_BUCKET}", subject=f"$KV.{GRAPH_BUCKET}.{key}")
 
@@ -127,4 +128,8 @@ async def compact(
         out.adjacency_written = await reindex.apply(state, js, changes)
     stats.adjacency = ADJ_VERSION
     await state.put(STATS, stats)
+    if out.nodes_deleted or out.edges_deleted:
+        # Purges reach no watcher: this note makes the query mirror drop what went
+        # (functions.graph.mirror). Last, so every purge precedes it.
+        await state.put(PURGED, PurgeNote(at=at, keys=out.nodes_deleted + out.edges_deleted))
     return out

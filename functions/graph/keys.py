@@ -10,6 +10,8 @@
 - `rm.<seq>`: ids a RecordsRemoved event forgot, until compaction drops them from
   provenance.
 - `stats`: GraphStats.
+- `purged`: written by compaction after its purges, for the query mirror
+  (functions.graph.mirror), which no purge reaches otherwise.
 """
 
 from __future__ import annotations

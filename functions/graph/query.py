@@ -7,19 +7,25 @@ key per node, then the page's edges read by key. So a walk costs a read per node
 expands plus the page, never a pass over the edges. A walk stops at `WALK_CAP` nodes or
 `EDGE_CAP` edges, and says `truncated` then, or when it went through a node whose
 adjacency list is a cut (more edges than `ADJ_CAP`: only its strongest are followed).
+
+Those reads go to the in-memory mirror of the bucket (functions.graph.mirror) once it has
+applied every write made before the query; else, the same reads to KV.
 """
 
 from __future__ import annotations
 
 import asyncio
 import heapq
+from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
+import msgspec
 from nats.js.client import JetStreamContext
 
 from engine import FunctionError, State
-from functions.graph.adjacency import READS, AdjEdge, read_many
+from functions.graph.adjacency import READS, Adjacency, read_many
 from functions.graph.keys import STATS, node_key, parse_edge_key
+from functions.graph.mirror import GraphMirror, mirror
 from functions.graph.wire import MAX_DEPTH, MAX_LIMIT, GraphQueryIn, edge_wire, node_wire
 from functions.lifecycle.scan import scan_kv
 from functions.records import GRAPH_BUCKET, GraphEdge, GraphNode, GraphStats
@@ -29,6 +35,8 @@ WALK_CAP = 5000
 UNIVERSE_CAP = 1000
 """Matched nodes among which edges are counted for `totalEdges`; past it, the page's."""
 EDGE_CAP = 20_000
+
+_edge = msgspec.json.Decoder(GraphEdge)
 
 
 async def _read(state: State, keys: list[str], kind: type[Any]) -> list[Any]:
@@ -52,9 +60,34 @@ class GraphQuery:
     def __init__(self, state: State, js: JetStreamContext) -> None:
         self.state = state
         self.js = js
+        self.mirror: GraphMirror | None = None
+        """Set for a query when the mirror caught up with every write before it."""
+
+    async def _nodes(self, ids: Iterable[str]) -> list[GraphNode | None]:
+        if self.mirror is not None:
+            return [self.mirror.nodes.get(n) for n in ids]
+        return await _read(self.state, [node_key(n) for n in ids], GraphNode)
+
+    async def _adjacency(self, ids: list[str]) -> list[Adjacency | None]:
+        if self.mirror is not None:
+            return [self.mirror.adj.get(n) for n in ids]
+        return [got.value if got else None for got in await read_many(self.state, ids)]
+
+    async def _every_node(self) -> AsyncIterator[GraphNode]:
+        if self.mirror is not None:
+            # A copy: the watch may apply changes while the caller awaits.
+            for n in list(self.mirror.nodes.values()):
+                yield n
+            return
+        async for _, n in scan_kv(self.js, GRAPH_BUCKET, GraphNode, keys="n.>"):
+            yield n
 
     async def stats(self) -> dict[str, Any]:
-        got: GraphStats | None = await self.state.get(STATS, GraphStats)
+        got: GraphStats | None
+        if self.mirror is not None:
+            got = self.mirror.stats
+        else:
+            got = await self.state.get(STATS, GraphStats)
         s = got or GraphStats()
         return {
             "totalNodes": sum(s.nodes_by_type.values()),
@@ -67,6 +100,10 @@ class GraphQuery:
 
     async def query(self, req: GraphQueryIn) -> dict[str, Any]:
         limit = min(req.limit, MAX_LIMIT)
+        m = await mirror(self.state, self.js)
+        # Only a mirror that applied every write made before this query answers it (what
+        # reading KV gave); otherwise the same query reads KV.
+        self.mirror = m if await m.sync() else None
         if req.start_node_id:
             return await self._walk(req, min(req.max_depth, MAX_DEPTH), limit)
         return await self._list(req, limit)
@@ -86,7 +123,7 @@ class GraphQuery:
         best: list[tuple[tuple[int, int, str], GraphNode]] = []
         universe: set[str] | None = set()
         total = 0
-        async for _, n in scan_kv(self.js, GRAPH_BUCKET, GraphNode, keys="n.>"):
+        async for n in self._every_node():
             if not self._keep(n, req) or (q and q not in n.name.lower()):
                 continue
             total += 1
@@ -126,34 +163,39 @@ class GraphQuery:
         (counted from the adjacency records alone)."""
         ids = sorted(scope)
         keys: set[str] = set()
-        for nid, got in zip(ids, await read_many(self.state, ids), strict=True):
-            for a in got.value.edges if got else ():
+        for nid, got in zip(ids, await self._adjacency(ids), strict=True):
+            for a in got.edges if got else ():
                 if (req.include_expired or a.live) and a.other(nid) in scope:
                     keys.add(a.key)
         inside = sorted(k for k in keys if all(end in page for end in _ends(k)))
         return await self._edges(inside, req), len(keys)
 
     async def _edges(self, keys: list[str], req: GraphQueryIn) -> list[GraphEdge]:
-        got: list[GraphEdge | None] = await _read(self.state, keys, GraphEdge)
+        got: list[GraphEdge | None]
+        if self.mirror is not None:
+            held = self.mirror.edges
+            got = [_edge.decode(held[k]) if k in held else None for k in keys]
+        else:
+            got = await _read(self.state, keys, GraphEdge)
         return [e for e in got if e is not None and self._live(e, req)]
 
     async def _walk(self, req: GraphQueryIn, max_depth: int, limit: int) -> dict[str, Any]:
-        start: GraphNode | None = await self.state.get(node_key(req.start_node_id), GraphNode)
+        (start,) = await self._nodes([req.start_node_id])
         if start is None:
             raise FunctionError(
                 "NOT_FOUND", f"no graph node {req.start_node_id}", field="startNodeId"
             )
         order = [start.id]
         seen = {start.id}
-        edges: dict[str, AdjEdge] = {}
+        edges: dict[str, tuple[str, str]] = {}
+        """Each edge met, with its ends (parsed once: a walk meets thousands)."""
         frontier = [start.id]
         stopped = cut = False
         for _ in range(max_depth):
             nxt: list[str] = []
-            for nid, got in zip(frontier, await read_many(self.state, frontier), strict=True):
-                if got is None or len(edges) >= EDGE_CAP:
+            for nid, adj in zip(frontier, await self._adjacency(frontier), strict=True):
+                if adj is None or len(edges) >= EDGE_CAP:
                     continue
-                adj = got.value
                 if adj.total > len(adj.edges) and (req.include_expired or adj.edges[-1].live):
                     cut = True  # a cut list: edges past the strongest were not followed
                 for a in adj.edges:
@@ -162,8 +204,8 @@ class GraphQuery:
                     if len(edges) >= EDGE_CAP:
                         stopped = True
                         break
-                    edges[a.key] = a
-                    end = a.other(nid)
+                    src, dst = edges[a.key] = _ends(a.key)
+                    end = dst if src == nid else src
                     if end not in seen and len(seen) < WALK_CAP:
                         seen.add(end)
                         order.append(end)
@@ -175,9 +217,7 @@ class GraphQuery:
                 break
         if req.node_type is not None or req.project or req.include_expired:
             # Filtering needs every reached node (and a closed edge may outlive its end).
-            got_all: list[GraphNode | None] = await _read(
-                self.state, [node_key(n) for n in order], GraphNode
-            )
+            got_all = await self._nodes(order)
             nodes = [n for n in got_all if n is not None and self._keep(n, req)]
             kept = {n.id for n in nodes}
             page = nodes[req.offset : req.offset + limit]
@@ -185,13 +225,11 @@ class GraphQuery:
             # A live edge's ends exist (nodes are written before their edges, and compaction
             # drops only nodes without live edges): read the page's nodes only.
             kept = set(order)
-            got_page: list[GraphNode | None] = await _read(
-                self.state, [node_key(n) for n in order[req.offset : req.offset + limit]], GraphNode
-            )
+            got_page = await self._nodes(order[req.offset : req.offset + limit])
             page = [n for n in got_page if n is not None]
         page_ids = {n.id for n in page}
-        inside = [k for k in edges if all(end in kept for end in _ends(k))]
-        shown = [k for k in inside if all(end in page_ids for end in _ends(k))]
+        inside = [k for k, (src, dst) in edges.items() if src in kept and dst in kept]
+        shown = [k for k in inside if edges[k][0] in page_ids and edges[k][1] in page_ids]
         return {
             "nodes": [node_wire(n) for n in page],
             "edges": [edge_wire(e) for e in await self._edges(shown, req)],
