@@ -11,6 +11,8 @@ from typing import Any
 import ahocorasick_rs
 import msgspec
 
+from functions.memory.scrub import without_markers
+
 RAW_CAP = 8000
 NARRATIVE_CAP = 600
 TITLE_CAP = 120
@@ -227,7 +229,7 @@ def _concepts(tool: str, files: list[str], texts: list[str]) -> list[str]:
             add(_EXT_LANG[ext])
     # A bounded sample is enough for a few concepts, and keeps ingest cost flat for 8 KB
     # tool outputs.
-    joined = "\n".join(t[:1000] for t in texts)[:2500]
+    joined = without_markers("\n".join(t[:1000] for t in texts)[:2500])
     if _ERROR_NAME_HINTS.find_matches_as_indexes(joined):
         for m in _ERROR_NAME.finditer(joined):
             add(m.group(1))

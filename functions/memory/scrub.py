@@ -96,6 +96,15 @@ _AUTOMATON = ahocorasick_rs.AhoCorasick(list(_NEEDLES))
 _SHORTEST = 8  # `pwd=abcd`: nothing shorter can hold a secret we recognise
 
 _ALREADY = re.compile(r"^\[REDACTED:[a-z_]+\]$")
+_MARKER = re.compile(r"\[REDACTED:[a-z_]+\]")
+
+
+def without_markers(text: str) -> str:
+    """`text` with the scrubber's `[REDACTED:<kind>]` markers blanked out: a marker is not
+    a concept or an entity of what was said."""
+    return _MARKER.sub(" ", text) if "[REDACTED:" in text else text
+
+
 _SECRET_KEY = re.compile(
     r"(?i)(?:api[_-]?key|apikey|secret|token|passw(?:or)?d|pwd|private[_-]?key|credentials?"
     r"|authorization|cookie)$"

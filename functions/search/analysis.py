@@ -17,6 +17,8 @@ from collections.abc import Callable, Iterable
 
 import Stemmer
 
+from functions.memory.scrub import without_markers
+
 _stemmer = Stemmer.Stemmer("english")
 _stem_cache: dict[str, str] = {}
 
@@ -207,7 +209,7 @@ def synonyms(token: str) -> tuple[str, ...]:
 def entities(text: str) -> list[str]:
     """Code-like entities a text names: paths, files, identifiers, error codes, SHAs."""
     found: list[str] = []
-    for w in _WORD.findall(text):
+    for w in _WORD.findall(without_markers(text)):
         if w.isalpha() and w.islower():
             continue
         raw = w.rstrip(".:-")

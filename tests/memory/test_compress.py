@@ -112,3 +112,16 @@ def test_failure_words_and_error_names_are_found_behind_their_literal_gates() ->
     )
     assert "keyerror" in out.concepts
     assert out.importance == quiet.importance + 2
+
+
+def test_a_redaction_marker_is_not_a_concept() -> None:
+    c = compress(
+        "post_tool_use",
+        {
+            "tool_name": "Bash",
+            "tool_input": {"command": "deploy"},
+            "tool_output": "deploy token=[REDACTED:secret_assignment] with [REDACTED:aws_access_key]",
+        },
+    )
+    assert not [x for x in c.concepts if "redacted" in x or "secret_assignment" in x or "aws" in x]
+    assert "deploy" in c.concepts

@@ -44,3 +44,10 @@ def test_cjk_is_segmented_with_jieba_when_installed() -> None:
     pytest.importorskip("jieba")
     toks = tokenize("我们修复了数据库错误")
     assert "数据库" in toks and "错误" in toks
+
+
+def test_redaction_markers_are_not_entities() -> None:
+    from functions.search.analysis import entities
+
+    found = entities("KeyError in src/auth/login.py token=[REDACTED:secret_assignment]")
+    assert found == ["keyerror", "src/auth/login.py"]
