@@ -161,48 +161,40 @@ class MemoryStore:
     async def publish_once(self, event: ObservationAdded) -> bool:
         """Append an observation's event unless its subject already holds one: False when it
         was there (a replay), whatever the age of the first write."""
-        try:
-            await self._write(
-                _event_subject(event),
-                _event_encoder.encode(event),
-                {"Nats-Expected-Stream": EVENTS_STREAM, "Nats-Expected-Last-Subject-Sequence": "0"},
-            )
-        except JetStreamWriteError as err:
-            if err.err_code == WRONG_LAST_SEQUENCE:
-                return False
-            raise
-        return True
-
-    async def _write(self, subject: str, data: bytes, headers: dict[str, str] | None) -> _PubAck:
-        # The observe hot path writes three times per call: a plain request with a msgspec
-        # decoded ack costs about half of nats-py's JetStream/KV wrappers (json + dataclasses).
-        msg = await self.client.request(subject, data, PUBLISH_TIMEOUT, headers)
-        ack = _ack_decoder.decode(msg.data)
-        if ack.error is not None:
-            raise JetStreamWriteError(ack.error)
-        return ack
-
-    async def kv_put_fast(self, state: State, key: str, value: Any) -> int:
-        """KV put on the hot path (see `_write`)."""
-        ack = await self._write(
-            f"$KV.{state.bucket}.{kv_key(key)}", _event_encoder.encode(value), None
+        seq = await self._write_once(
+            _event_subject(event),
+            _event_encoder.encode(event),
+            {"Nats-Expected-Stream": EVENTS_STREAM},
         )
-        return ack.seq
+        return seq is not None
 
     async def kv_create_fast(self, state: State, key: str, value: Any) -> int | None:
         """KV create: None when the key holds a value or a tombstone (a deleted key is never
         re-created this way, so a forgotten observation stays forgotten)."""
+        return await self._write_once(
+            f"$KV.{state.bucket}.{kv_key(key)}", _event_encoder.encode(value), {}
+        )
+
+    async def _write_once(self, subject: str, data: bytes, headers: dict[str, str]) -> int | None:
+        """A write that lands only on an empty subject (expected last subject sequence 0):
+        its sequence, or None when the subject already holds a message or a tombstone."""
+        headers["Nats-Expected-Last-Subject-Sequence"] = "0"
         try:
-            ack = await self._write(
-                f"$KV.{state.bucket}.{kv_key(key)}",
-                _event_encoder.encode(value),
-                {"Nats-Expected-Last-Subject-Sequence": "0"},
-            )
+            ack = await self._write(subject, data, headers)
         except JetStreamWriteError as err:
             if err.err_code == WRONG_LAST_SEQUENCE:
                 return None
             raise
         return ack.seq
+
+    async def _write(self, subject: str, data: bytes, headers: dict[str, str] | None) -> _PubAck:
+        # The observe hot path writes twice per call: a plain request with a msgspec decoded
+        # ack costs about half of nats-py's JetStream/KV wrappers (json + dataclasses).
+        msg = await self.client.request(subject, data, PUBLISH_TIMEOUT, headers)
+        ack = _ack_decoder.decode(msg.data)
+        if ack.error is not None:
+            raise JetStreamWriteError(ack.error)
+        return ack
 
     async def presence(self, state: State, key: str) -> Presence:
         """Whether a key holds a value, was deleted (tombstone kept), or never existed."""
