@@ -165,18 +165,13 @@ def as_text(value: Any) -> str:
 
 
 def _first_line(text: str, cap: int = 100) -> str:
-    # Split a head of the text first: an 8 KB output split whole costs ~10x more. A line
-    # found there counts only if it ended inside the head; otherwise split it all.
-    head = text[:1024]
-    lines = head.splitlines() if len(head) < len(text) else None
-    if lines is not None:
-        for i, ln in enumerate(lines):
-            if ln.strip():
-                if i < len(lines) - 1:
-                    line = ln.strip()
-                    return line if len(line) <= cap else line[: cap - 1] + "…"
-                break
-    line = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
+    line = ""
+    if len(text) > 1024:
+        # Split a head first: an 8 KB output split whole costs ~10x more. The head's last
+        # line may be cut off, so only the lines before it count.
+        line = next((ln.strip() for ln in text[:1024].splitlines()[:-1] if ln.strip()), "")
+    if not line:
+        line = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
     return line if len(line) <= cap else line[: cap - 1] + "…"
 
 

@@ -95,7 +95,6 @@ _PLAN = [(kind, p, g, frozenset(_NEEDLES.index(h) for h in _HINTS[kind])) for ki
 _AUTOMATON = ahocorasick_rs.AhoCorasick(list(_NEEDLES))
 _SHORTEST = 8  # `pwd=abcd`: nothing shorter can hold a secret we recognise
 
-_ALREADY = re.compile(r"^\[REDACTED:[a-z_]+\]$")
 _MARKER = re.compile(r"\[REDACTED:[a-z_]+\]")
 
 
@@ -132,14 +131,16 @@ def scrub(text: str) -> str:
 
 
 def _scrub(text: str) -> str:
-    found = {i for i, _s, _e in _AUTOMATON.find_matches_as_indexes(text.lower(), overlapping=True)}
+    lowered, lowered_of = text.lower(), text
+    found = {i for i, _s, _e in _AUTOMATON.find_matches_as_indexes(lowered, overlapping=True)}
     if not found:  # the common case: nothing to do
         return text
     for kind, pattern, group, needles in _PLAN:
         if found.isdisjoint(needles):
             continue
         if kind in _ON_LOWER:
-            lowered = text.lower()
+            if lowered_of is not text:  # an earlier rule replaced something
+                lowered, lowered_of = text.lower(), text
             if len(lowered) == len(text):
                 text = _apply(text, lowered, kind, pattern, group)
             else:  # a character whose lower case has another length: spans would shift
@@ -177,7 +178,10 @@ def scrub_value(value: Any) -> Any:
         return {
             scrub(str(k)): (
                 "[REDACTED:secret_assignment]"
-                if isinstance(v, str) and v and _SECRET_KEY.search(str(k)) and not _ALREADY.match(v)
+                if isinstance(v, str)
+                and v
+                and _SECRET_KEY.search(str(k))
+                and not _MARKER.fullmatch(v)
                 else scrub_value(v)
             )
             for k, v in value.items()

@@ -125,3 +125,21 @@ def test_a_redaction_marker_is_not_a_concept() -> None:
     )
     assert not [x for x in c.concepts if "redacted" in x or "secret_assignment" in x or "aws" in x]
     assert "deploy" in c.concepts
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.integers(0, 1100),
+    st.text(alphabet="ab \r\u2028é", max_size=400),
+    st.lists(st.sampled_from(["a", " ", "\n", "\r\n", "x" * 300])).map("".join),
+)
+def test_first_line_from_a_head_is_the_first_line_of_the_whole_text(
+    blank: int, line: str, rest: str
+) -> None:
+    from functions.memory.compress import _first_line
+
+    # blank lines up to and past the 1 KB head, then a line that may straddle its end
+    text = " \n" * (blank // 2) + line + "\n" + rest
+    whole = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
+    expected = whole if len(whole) <= 100 else whole[:99] + "…"
+    assert _first_line(text) == expected
