@@ -90,9 +90,6 @@ class SpanContext(msgspec.Struct, frozen=True):
     def is_valid(self) -> bool:
         return bool(self.trace_id) and bool(self.span_id)
 
-    def traceparent(self) -> str:
-        return f"00-{self.trace_id}-{self.span_id}-{'01' if self.sampled else '00'}"
-
 
 class LeanSpan(SpanRecord, gc=False):
     """A span being recorded; encoded as it stands into ENGINE_TRACES (a SpanRecord with one
@@ -157,32 +154,23 @@ def start(
     """A span under `parent`, else under the current span, else a new root."""
     if parent is None:
         parent = _current.get()
-    attrs = attributes if attributes is not None else {}
     if parent is not None and parent.is_valid:
-        return LeanSpan(
-            parent.trace_id,
-            _span_id(),
-            name,
-            kind._name_,  # the stored name: `.name` is a property, 10x slower
-            _service,
-            time.time_ns(),
-            0,
-            parent_id=parent.span_id,
-            attributes=attrs,
-            sampled=parent.sampled,
-        )
-    trace_id = random.getrandbits(128) or 1
-    # The same decision as OTel's TraceIdRatioBased: the trace id's lower 64 bits.
-    sampled = (trace_id & 0xFFFFFFFFFFFFFFFF) < _rate_bound
+        trace_id, parent_id, sampled = parent.trace_id, parent.span_id, parent.sampled
+    else:
+        root = random.getrandbits(128) or 1
+        # The same decision as OTel's TraceIdRatioBased: the trace id's lower 64 bits.
+        trace_id, parent_id = f"{root:032x}", ""
+        sampled = (root & 0xFFFFFFFFFFFFFFFF) < _rate_bound
     return LeanSpan(
-        f"{trace_id:032x}",
+        trace_id,
         _span_id(),
         name,
-        kind._name_,
+        kind._name_,  # the stored name: `.name` is a property, 10x slower
         _service,
         time.time_ns(),
         0,
-        attributes=attrs,
+        parent_id=parent_id,
+        attributes=attributes if attributes is not None else {},
         sampled=sampled,
     )
 
