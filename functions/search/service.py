@@ -9,6 +9,7 @@ from collections import Counter
 from typing import Any
 
 import msgspec
+import nats.errors
 import numpy as np
 
 from engine import Client, FunctionError
@@ -227,10 +228,10 @@ class SearchService:
         commands, errors, conventions) when it has one; counts by type from the index.
         With an agent filter, or before the lifecycle has folded the project, everything
         comes from the index."""
-        out = self._index_profile(req, with_entities=False)
         stored = None if req.agent_id else await self._stored_profile(req.project)
         if stored is None or not stored.observations:
             return self._index_profile(req, with_entities=True)
+        out = self._index_profile(req, with_entities=False)
         out.top_files = [t.name for t in stored.files[:10]]
         out.top_concepts = [t.name for t in stored.concepts[:10]]
         out.top_commands = [t.name for t in stored.commands[:10]]
@@ -246,7 +247,10 @@ class SearchService:
         try:
             st = await self.client.state(PROFILES_BUCKET)
             return await st.get(profile_key(project), ProjectProfile)
-        except Exception:  # absent, deleted, or the bucket not made yet: the index answers
+        except (nats.errors.Error, TimeoutError) as exc:  # the bus is away: the index answers
+            log.warning(
+                "project profile of %r unreadable, answering from the index: %s", project, exc
+            )
             return None
 
     def _index_profile(self, req: ProfileIn, *, with_entities: bool) -> ProfileOut:

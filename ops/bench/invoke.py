@@ -26,6 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from engine import Client, _tracing, connect
 from engine._nats_server import NatsServer
+from engine._supervisor import process_usage
 from ops.bench._common import emit, median, pct, spawn_python
 
 PAYLOAD = b'{"tool":"Read","file":"src/app.py","n":1}'
@@ -42,8 +43,7 @@ async def serial(call: Call, n: int) -> list[float]:
 
 
 def cpu_s(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return process_usage(pid)[0] or 0.0
 
 
 async def throughput(call: Call, inflight: int, seconds: float) -> float:
