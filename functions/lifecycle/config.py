@@ -67,6 +67,12 @@ class ProfileConfig:
     """A term's score halves after this much event time without a mention."""
 
 
+_PROVIDERS = (
+    ("anthropic", "ANTHROPIC", "https://api.anthropic.com", "claude-3-5-haiku-latest"),
+    ("openai", "OPENAI", "https://api.openai.com/v1", "gpt-4o-mini"),
+)
+
+
 @dataclass(frozen=True)
 class LlmConfig:
     provider: str = ""
@@ -82,24 +88,19 @@ class LlmConfig:
     def from_env(cls) -> LlmConfig:
         timeout = _float("CONSOLIDATION_LLM_TIMEOUT_S", 30.0)
         calls = max(0, _int("CONSOLIDATION_LLM_MAX_CALLS", 20))
-        if os.environ.get("ANTHROPIC_API_KEY"):
-            return cls(
-                provider="anthropic",
-                api_key=os.environ["ANTHROPIC_API_KEY"],
-                base_url=os.environ.get("ANTHROPIC_BASE_URL") or "https://api.anthropic.com",
-                model=os.environ.get("ANTHROPIC_MODEL") or "claude-3-5-haiku-latest",
-                timeout=timeout,
-                max_calls=calls,
-            )
-        if os.environ.get("OPENAI_API_KEY"):
-            return cls(
-                provider="openai",
-                api_key=os.environ["OPENAI_API_KEY"],
-                base_url=os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1",
-                model=os.environ.get("OPENAI_MODEL") or "gpt-4o-mini",
-                timeout=timeout,
-                max_calls=calls,
-            )
+        # Anthropic first when both keys are set; each provider reads <PREFIX>_API_KEY,
+        # <PREFIX>_BASE_URL and <PREFIX>_MODEL.
+        for provider, prefix, base_url, model in _PROVIDERS:
+            key = os.environ.get(f"{prefix}_API_KEY")
+            if key:
+                return cls(
+                    provider=provider,
+                    api_key=key,
+                    base_url=os.environ.get(f"{prefix}_BASE_URL") or base_url,
+                    model=os.environ.get(f"{prefix}_MODEL") or model,
+                    timeout=timeout,
+                    max_calls=calls,
+                )
         return cls()
 
 
