@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar, overload
 
 import nats.errors
@@ -23,6 +23,8 @@ from engine._state import State
 from engine._tracing import SpanKind
 
 T = TypeVar("T")
+LocalCall = Callable[[bytes, dict[str, str]], Awaitable[tuple[bytes, dict[str, str]]]]
+"""A function served in this process: (request bytes, headers) -> (reply bytes, headers)."""
 
 DEFAULT_TIMEOUT = 30.0
 _SUBJECTS: dict[str, str] = {}
@@ -43,6 +45,16 @@ class Client:
         self._requester = Requester(nc)
         self._js = nc.jetstream()
         self._states: dict[str, State] = {}
+        self._local: dict[str, LocalCall] = {}
+
+    def serve_locally(self, function_id: str, call: LocalCall) -> None:
+        """Calls to `function_id` made through this client run in-process (set by the worker
+        that serves it): same encoding, headers, deadline, tracing and errors as the bus,
+        without the two hops through nats-server."""
+        self._local[function_id] = call
+
+    def stop_serving_locally(self) -> None:
+        self._local.clear()
 
     @overload
     async def call(
@@ -126,8 +138,15 @@ class Client:
         hdrs: dict[str, str],
     ) -> Any:
         try:
-            subject = _SUBJECTS.get(function_id) or _subject(function_id)
-            msg = await self._requester.request(subject, _codec.encode(payload), remaining, hdrs)
+            local = self._local.get(function_id)
+            if local is not None:
+                data, rh = await local(_codec.encode(payload), hdrs)
+            else:
+                subject = _SUBJECTS.get(function_id) or _subject(function_id)
+                msg = await self._requester.request(
+                    subject, _codec.encode(payload), remaining, hdrs
+                )
+                data, rh = msg.data, msg.headers or {}
         except nats.errors.NoRespondersError:
             raise FunctionError(
                 "UNAVAILABLE", f"no worker serves {function_id} right now", retryable=True
@@ -142,15 +161,12 @@ class Client:
                 f"bus connection closed while calling {function_id}: {exc}",
                 retryable=True,
             ) from None
-        rh = msg.headers
         if rh and ERROR_CODE_HEADER in rh:
-            raise FunctionError.from_reply(
-                rh.get(ERROR_CODE_HEADER), rh.get(ERROR_HEADER), msg.data
-            )
+            raise FunctionError.from_reply(rh.get(ERROR_CODE_HEADER), rh.get(ERROR_HEADER), data)
         if response is None:
-            return _codec.decode(msg.data, Any) if msg.data else None
+            return _codec.decode(data, Any) if data else None
         try:
-            return _codec.decode(msg.data, response)
+            return _codec.decode(data, response)
         except Exception as exc:  # a reply that breaks the declared contract
             raise FunctionError(
                 "INTERNAL", f"{function_id} replied with an invalid body: {exc}"

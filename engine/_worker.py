@@ -19,7 +19,7 @@ from nats.micro.request import Request
 from nats.micro.service import Service
 
 from engine import _codec, _tracing
-from engine._client import Client
+from engine._client import Client, LocalCall
 from engine._context import Context
 from engine._errors import FunctionError, invalid_request
 from engine._protocol import (
@@ -104,7 +104,7 @@ class Worker:
         self._subs: list[Any] = []
         self._stats: dict[str, _Stats] = {}
         self._endpoints: dict[str, Any] = {}
-        self._dispatchers: dict[str, Callable[[Any], Awaitable[None]]] = {}
+        self._dispatchers: dict[str, Callable[[Any], Awaitable[asyncio.Task[None]]]] = {}
         self._draining = False
         self.triggers: list[TriggerSpec] = []
 
@@ -161,6 +161,13 @@ class Worker:
     async def start(self, nc: NATS) -> None:
         self._client = Client(nc)
         self._sweeper = asyncio.get_running_loop().create_task(self._enforce_deadlines())
+        # Calls this process makes to its own functions run here, without the two bus hops
+        # (a trigger hosted in the worker, or one function calling a sibling); available to
+        # start hooks already, which run in order after the handlers' own set-up hooks.
+        for spec in self.functions.values():
+            self._stats[spec.id] = _Stats()
+            dispatch = self._dispatchers[spec.id] = self._dispatcher(spec)
+            self._client.serve_locally(spec.id, self._local_caller(spec.id, dispatch))
         for hook in self._start_hooks:
             await hook(self._client)
         svc = await add_service(
@@ -173,13 +180,11 @@ class Worker:
         )
         self._service = svc
         for spec in self.functions.values():
-            self._stats[spec.id] = _Stats()
-            dispatch = self._dispatchers[spec.id] = self._dispatcher(spec)
             await svc.add_endpoint(
                 name=_endpoint_name(spec.id),
                 subject=subject_for(spec.id),
                 queue_group=spec.id,
-                handler=_from_request(dispatch),
+                handler=_from_request(self._dispatchers[spec.id]),
                 metadata=spec.schemas(),
             )
         # The micro endpoints count requests; errors and busy time are ours to record
@@ -206,6 +211,9 @@ class Worker:
         if self._draining:
             return
         self._draining = True
+        if self._client is not None:
+            # From now on a hosted trigger's calls go over the bus, to the other replicas.
+            self._client.stop_serving_locally()
         for sub in self._subs:
             try:
                 await sub.drain()
@@ -231,7 +239,23 @@ class Worker:
         run_worker(self)
 
     # ---- serving -----------------------------------------------------------------
-    def _dispatcher(self, spec: FunctionSpec) -> Callable[[Any], Awaitable[None]]:
+    def _local_caller(
+        self, function_id: str, dispatch: Callable[[Any], Awaitable[asyncio.Task[None]]]
+    ) -> LocalCall:
+        subject = subject_for(function_id)
+
+        async def call(data: bytes, headers: dict[str, str]) -> tuple[bytes, dict[str, str]]:
+            msg = _LocalMessage(subject, data, headers)
+            ep = self._endpoints.get(function_id)
+            if ep is not None:
+                ep._num_requests += 1
+            task = await dispatch(msg)
+            task.add_done_callback(msg.finished)
+            return await msg.reply_future
+
+        return call
+
+    def _dispatcher(self, spec: FunctionSpec) -> Callable[[Any], Awaitable[asyncio.Task[None]]]:
         # The micro endpoint awaits this per message in order; spawning a task lets calls
         # run concurrently while the subscription keeps reading.
         loop = asyncio.get_running_loop()
@@ -241,7 +265,7 @@ class Worker:
         execute = self._execute
         default_timeout = spec.timeout
 
-        async def dispatch(msg: Any) -> None:
+        async def dispatch(msg: Any) -> asyncio.Task[None]:
             now = time.time()
             limit = now + default_timeout
             if msg.headers:
@@ -252,6 +276,7 @@ class Worker:
             inflight.add(task)
             deadlines[task] = limit
             task.add_done_callback(done)
+            return task
 
         return dispatch
 
@@ -373,8 +398,38 @@ class Worker:
         }
 
 
+class _LocalMessage:
+    """A call made in this process, shaped like the bus message `_execute` answers: its
+    reply (or error reply, with its headers) resolves the caller's future."""
+
+    __slots__ = ("_client", "data", "headers", "reply", "reply_future", "subject")
+
+    def __init__(self, subject: str, data: bytes, headers: dict[str, str]) -> None:
+        self.subject = subject
+        self.data = data
+        self.headers = headers
+        self.reply = "local"
+        self._client = self
+        self.reply_future: asyncio.Future[tuple[bytes, dict[str, str]]] = (
+            asyncio.get_running_loop().create_future()
+        )
+
+    async def publish(
+        self, _subject: str, data: bytes, headers: dict[str, str] | None = None
+    ) -> None:
+        if not self.reply_future.done():
+            self.reply_future.set_result((data, headers or {}))
+
+    def finished(self, _task: asyncio.Task[None]) -> None:
+        # Cancelled without a reply (the worker is stopping): fail the caller, never hang it.
+        if not self.reply_future.done():
+            self.reply_future.set_exception(
+                FunctionError("UNAVAILABLE", "the worker stopped during the call", retryable=True)
+            )
+
+
 def _from_request(
-    dispatch: Callable[[Any], Awaitable[None]],
+    dispatch: Callable[[Any], Awaitable[Any]],
 ) -> Callable[[Request], Awaitable[None]]:
     async def handler(req: Request) -> None:
         await dispatch(req._msg)
@@ -383,7 +438,7 @@ def _from_request(
 
 
 def _counting(
-    ep: Any, dispatch: Callable[[Any], Awaitable[None]]
+    ep: Any, dispatch: Callable[[Any], Awaitable[Any]]
 ) -> Callable[[Any], Awaitable[None]]:
     async def on_msg(msg: Any) -> None:
         ep._num_requests += 1

@@ -103,7 +103,8 @@ class Inbox:
     def _write(self, folder: Path, entry: Pending) -> None:
         self._ensure()
         path = folder / f"{entry.observation.id}.json"
-        tmp = path.with_suffix(".tmp")
+        # Replicas share the inbox: each writes its own temporary file before the rename.
+        tmp = path.with_name(f"{path.stem}.{os.getpid()}.tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         try:
             os.write(fd, msgspec.json.encode(entry))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from typing import Any
 
 from engine import Client, FunctionError
@@ -31,6 +32,9 @@ from functions.memory.wire import (
 )
 from functions.records import AuditEntry, Memory, Observation
 
+log = logging.getLogger("functions.memory")
+COUNTS_FLUSH = 5.0
+
 
 class MemoryService:
     def __init__(self) -> None:
@@ -39,6 +43,7 @@ class MemoryService:
         self.inbox = Inbox()
         self._stop = asyncio.Event()
         self._loop: asyncio.Task[None] | None = None
+        self._counts: asyncio.Task[None] | None = None
 
     @property
     def store(self) -> MemoryStore:
@@ -59,12 +64,26 @@ class MemoryService:
         self._loop = asyncio.get_running_loop().create_task(
             self.inbox.run(self._observer.store_pending, self._stop)
         )
+        self._counts = asyncio.get_running_loop().create_task(self._flush_counts_regularly())
+
+    async def _flush_counts_regularly(self) -> None:
+        # Replicas each count the observations they stored; the session's stored count is
+        # their sum, caught up every COUNTS_FLUSH seconds rather than only at session end.
+        while not self._stop.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stop.wait(), timeout=COUNTS_FLUSH)
+            if self._store is not None and self._observer is not None:
+                try:
+                    await sessions.flush_counts(self._store, self._observer.session_counts)
+                except Exception as exc:  # the bus is away: the counts wait for next time
+                    log.debug("session counts not flushed: %s", exc)
 
     async def stop(self, client: Client) -> None:
         self._stop.set()
-        if self._loop is not None:
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(self._loop, timeout=5)
+        for task in (self._loop, self._counts):
+            if task is not None:
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(task, timeout=5)
         if self._store is not None and self._observer is not None:
             with contextlib.suppress(Exception):
                 await sessions.flush_counts(self._store, self._observer.session_counts)

@@ -84,18 +84,24 @@ async def end_session(
 
 
 async def flush_counts(store: MemoryStore, counts: Counter[str]) -> None:
-    """Observation counts are kept in memory per process and added on session end; this
-    writes what is left when the process stops."""
-    for sid, n in list(counts.items()):
+    """Observation counts are kept in memory per process and added on session end, every
+    few seconds, and when the process stops. What is taken out is put back if a write fails,
+    and observations counted meanwhile stay in `counts` for the next flush."""
+    taken = dict(counts)
+    counts.clear()
+    try:
+        for sid, n in list(taken.items()):
 
-        def add(cur: Session | None, n: int = n) -> Session | None:
-            if cur is None:
-                return None
-            cur.observation_count += n
-            return cur
+            def add(cur: Session | None, n: int = n) -> Session | None:
+                if cur is None:
+                    return None
+                cur.observation_count += n
+                return cur
 
-        await store.sessions.update(kv_key(sid), add, type=Session)
-        counts.pop(sid, None)
+            await store.sessions.update(kv_key(sid), add, type=Session)
+            del taken[sid]
+    finally:
+        counts.update(taken)
 
 
 async def list_sessions(store: MemoryStore, req: ListIn) -> list[Session]:

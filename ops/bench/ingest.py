@@ -155,6 +155,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--replicas", type=int, default=1, help="memory worker processes")
+    ap.add_argument(
+        "--separate-http",
+        action="store_true",
+        help="serve REST from a trigger process in front of the memory workers (the layout "
+        "before the memory worker hosted the http trigger itself)",
+    )
     ap.add_argument("--duration", type=int, default=0)
     ap.add_argument("--connections", type=int, default=32)
     ap.add_argument("--serve-bare", type=int, default=0, help=argparse.SUPPRESS)
@@ -190,18 +196,26 @@ def main() -> None:
         )
         rest_port, bare_port = free_port(), free_port()
         # As config/engine.yaml runs it: the write path without the index (workers.search
-        # holds it), in `--replicas` processes sharing mem::observe through the queue group.
+        # holds it), in `--replicas` processes sharing mem::observe through the queue group,
+        # each also serving the REST port (SO_REUSEPORT) so observe runs where it lands.
+        rest_env = {**env, "AGENTMEMORY_REST_PORT": str(rest_port)}
+        hosted = {} if args.separate_http else {"ENGINE_TRIGGERS": "http"}
         for _ in range(args.replicas):
             procs.append(
-                spawn([sys.executable, "-m", "workers.memory"], env, b"ENGINE_WORKER_READY")
+                spawn(
+                    [sys.executable, "-m", "workers.memory"],
+                    {**rest_env, **hosted},
+                    b"ENGINE_WORKER_READY",
+                )
             )
-        procs.append(
-            spawn(
-                [sys.executable, "-m", "workers.triggers", "http"],
-                {**env, "AGENTMEMORY_REST_PORT": str(rest_port)},
-                b"ENGINE_WORKER_READY",
+        if args.separate_http:
+            procs.append(
+                spawn(
+                    [sys.executable, "-m", "workers.triggers", "http"],
+                    rest_env,
+                    b"ENGINE_WORKER_READY",
+                )
             )
-        )
         procs.append(spawn([sys.executable, __file__, "--serve-bare", str(bare_port)], env, None))
         probe = json.dumps(payload_template(0, random.Random(1))).replace("__EID__", "probe")
         observe_url = f"http://127.0.0.1:{rest_port}/agentmemory/observe"
@@ -219,9 +233,10 @@ def main() -> None:
         assert srv.proc is not None
         groups = {
             "memory_worker": [p.pid for p in procs[: args.replicas]],
-            "http_trigger": [procs[args.replicas].pid],
             "nats_server": [srv.proc.pid],
         }
+        if args.separate_http:
+            groups["http_trigger"] = [procs[args.replicas].pid]
 
         def cpu(pids: list[int]) -> float:
             return sum(process_usage(p)[0] or 0.0 for p in pids)
@@ -252,6 +267,7 @@ def main() -> None:
                     "bench": "ingest",
                     "connections": args.connections,
                     "memory_replicas": args.replicas,
+                    "http": "separate" if args.separate_http else "hosted",
                     "seconds": seconds,
                     "observe_rps": round(observe["rps"], 1),
                     "bare_rps": round(bare["rps"], 1),

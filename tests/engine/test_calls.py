@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
+import time
 from collections import Counter
 
 import msgspec
 import pytest
 
 from engine import Client, FunctionError
+from engine._protocol import subject_for
 
 
 class Echo(msgspec.Struct):
@@ -26,10 +29,79 @@ async def test_call_returns_the_typed_reply(client: Client, spawn) -> None:
     assert out == Echo("hi")
 
 
-async def test_nested_call_goes_through_the_bus(client: Client, spawn) -> None:
+async def _spy(client: Client, function_id: str) -> list[object]:
+    """Every message published on a function's subject (a plain subscriber sees them all)."""
+    seen: list[object] = []
+
+    async def cb(msg: object) -> None:
+        seen.append(msg)
+
+    await client.nc.subscribe(subject_for(function_id), cb=cb)
+    await client.nc.flush()
+    return seen
+
+
+async def test_nested_call_to_a_function_of_the_same_process_skips_the_bus(
+    client: Client, spawn
+) -> None:
     spawn("workers.example")
+    seen = await _spy(client, "example::echo")
+    assert (await client.call("example::echo", {"text": "a"}, response=Echo, timeout=5)).text == "a"
     out = await client.call("example::relay", {"text": "x"}, response=Echo, timeout=5)
     assert out.text == "relayed:x"
+    await client.nc.flush()
+    await asyncio.sleep(0.2)
+    assert len(seen) == 1  # only the test's own call crossed the bus
+
+
+async def test_in_process_call_keeps_errors_and_deadlines(client: Client, spawn) -> None:
+    spawn("workers.example")
+    fail = {"code": "CONFLICT", "message": "busy", "field": "key"}
+    with pytest.raises(FunctionError) as ei:
+        await client.call(
+            "example::forward", {"function": "example::fail", "payload": fail}, timeout=5
+        )
+    assert (ei.value.code, ei.value.field, ei.value.status) == ("CONFLICT", "key", 409)
+    # A payload the sibling rejects: the same error as when it is called over the bus.
+    with pytest.raises(FunctionError) as over_bus:
+        await client.call("example::echo", {"text": 3}, timeout=5)
+    with pytest.raises(FunctionError) as ei:
+        await client.call(
+            "example::forward", {"function": "example::echo", "payload": {"text": 3}}, timeout=5
+        )
+    assert ei.value.field == "text"
+    assert (ei.value.code, ei.value.status, ei.value.message) == (
+        over_bus.value.code,
+        over_bus.value.status,
+        over_bus.value.message,
+    )
+    started = time.monotonic()
+    with pytest.raises(FunctionError) as ei:
+        await client.call(
+            "example::forward",
+            {"function": "example::sleep", "payload": {"seconds": 5}, "timeout": 0.3},
+            timeout=5,
+        )
+    assert ei.value.code == "DEADLINE_EXCEEDED"
+    assert time.monotonic() - started < 3
+
+
+async def test_in_process_call_in_flight_finishes_when_the_worker_drains(
+    client: Client, spawn
+) -> None:
+    w = spawn("workers.example")
+    call = asyncio.ensure_future(
+        client.call(
+            "example::forward",
+            {"function": "example::sleep", "payload": {"seconds": 1.0}},
+            response=dict,
+            timeout=10,
+        )
+    )
+    await asyncio.sleep(0.3)
+    w.send_signal(signal.SIGTERM)
+    assert await call == {"seconds": 1.0}
+    assert await asyncio.to_thread(w.wait, 20) == 0
 
 
 async def test_replicas_share_load_through_the_queue_group(client: Client, spawn) -> None:

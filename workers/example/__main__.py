@@ -84,5 +84,18 @@ async def relay(req: Echo, ctx: Context) -> Echo:
     return Echo(text="relayed:" + out.text)
 
 
+class Forward(msgspec.Struct):
+    function: str
+    payload: msgspec.Raw = msgspec.Raw(b"null")
+    timeout: float | None = None
+
+
+@worker.function("example::forward")
+async def forward(req: Forward, ctx: Context) -> msgspec.Raw:
+    """Call any function with a payload and return its reply (or raise its error)."""
+    out = await ctx.call(req.function, req.payload, response=msgspec.Raw, timeout=req.timeout)
+    return out  # type: ignore[no-any-return]
+
+
 if __name__ == "__main__":
     worker.run()
