@@ -154,7 +154,12 @@ def profile(out: str, groups: dict[str, list[int]], seconds: int) -> list[subpro
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--replicas", type=int, default=1, help="memory worker processes")
+    ap.add_argument(
+        "--replicas",
+        type=int,
+        default=0,
+        help="memory worker processes (default: as many as config/engine.yaml runs)",
+    )
     ap.add_argument(
         "--separate-http",
         action="store_true",
@@ -177,6 +182,11 @@ def main() -> None:
     if shutil.which("wrk") is None:
         sys.exit("wrk is not installed (apt-get install -y wrk)")
     seconds = args.duration or (6 if args.quick else 20)
+    if not args.replicas:
+        from engine._config import load_config
+
+        workers = load_config(ROOT / "config" / "engine.yaml").workers
+        args.replicas = next((w.replicas for w in workers if w.module == "workers.memory"), 1)
 
     from engine._nats_server import NatsServer
 
