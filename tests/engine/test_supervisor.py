@@ -146,3 +146,29 @@ def test_worker_runs_at_its_configured_cpu_priority(engine_factory) -> None:
     [w] = eng.status()["workers"]
     fields = open(f"/proc/{w['pid']}/stat").read().rsplit(")", 1)[1].split()
     assert int(fields[16]) == os.getpriority(os.PRIO_PROCESS, 0) + 7  # field 19: nice
+
+
+def test_status_while_the_bus_is_not_up_is_one_clear_line(tmp_path) -> None:
+    # Seen on `make run`: status asked in the first second, before the embedded server
+    # accepted clients, printed a nats-py traceback.
+    from engine._instance import Instance, InstanceLock
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        dead = s.getsockname()[1]  # closed when the block ends: nothing listens there
+    inst = Instance.resolve(0, tmp_path / "data")
+    lock = InstanceLock(inst)
+    lock.acquire({"pid": os.getpid(), "nats_url": f"nats://127.0.0.1:{dead}"})
+    try:
+        out = subprocess.run(
+            [sys.executable, "-m", "engine", "status", "--data-dir", str(inst.data_dir)],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    finally:
+        lock.release()
+    assert out.returncode == 1
+    assert "Traceback" not in out.stderr
+    assert f"engine is running (pid {os.getpid()}) but did not answer" in out.stderr
