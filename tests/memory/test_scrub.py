@@ -3,8 +3,20 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from functions.memory.scrub import scrub, scrub_value
+from functions.memory.scrub import (
+    _ANY_NEEDLE,
+    _AUTOMATON,
+    _IGNORECASE,
+    _NEEDLES,
+    _ON_LOWER,
+    _PLAN,
+    _apply,
+    scrub,
+    scrub_value,
+)
 from tests.memory.samples import SECRETS, Planted
 
 
@@ -61,3 +73,61 @@ def test_structured_values_are_scrubbed_including_secret_named_keys() -> None:
     assert "AKIAPLANTED0123456AB" not in flat
     assert out["env"]["DEBUG"] == "1"
     assert out["env"]["flags"] == [True, 3]
+
+
+# The scrubber's gates are optimisations: a rule runs only if one of its hint needles occurs
+# in the lower-cased text, first asked of a leftmost "any needle?" search, then of the
+# overlapping search that says which. Both must agree with plain substring tests, and the
+# gated scrub with running every rule.
+_FRAGMENTS = [
+    *(p.text for p in SECRETS),
+    *_NEEDLES,
+    "sk-ant-",
+    "<PRIVATE>",
+    "</private>",
+    "Token: ",
+    "=",
+    "'",
+    " ",
+    "\n",
+    "é",
+    "İ",
+    "\u212a",
+    "ab",
+    "x" * 30,
+    "[REDACTED:private_key]",
+]
+
+
+def _every_rule(text: str) -> str:
+    for kind, pattern, group, _needles in _PLAN:
+        lowered = text.lower()
+        if kind not in _ON_LOWER:
+            text = _apply(text, text, kind, pattern, group)
+        elif len(lowered) == len(text):
+            text = _apply(text, lowered, kind, pattern, group)
+        else:
+            text = _apply(text, text, kind, _IGNORECASE[kind], group)
+    return text
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(_FRAGMENTS), max_size=12).map("".join))
+def test_the_needle_gates_agree_with_substring_tests_and_never_skip_a_rule(text: str) -> None:
+    lowered = text.lower().encode()
+    present = {i for i, n in enumerate(_NEEDLES) if n.encode() in lowered}
+    assert bool(_ANY_NEEDLE.find_matches_as_indexes(lowered)) == bool(present)
+    overlapping = _AUTOMATON.find_matches_as_indexes(lowered, overlapping=True)
+    assert {i for i, _s, _e in overlapping} == present
+    assert scrub(text) == _every_rule(text)
+
+
+def test_a_secret_named_key_is_redacted_however_often_it_is_seen() -> None:
+    # the key's verdict is cached: the second payload must get the same answer
+    for _ in range(2):
+        out = scrub_value({"api_key": "abc", "Cookie": "x=1", "note": "plain"})
+        assert out == {
+            "api_key": "[REDACTED:secret_assignment]",
+            "Cookie": "[REDACTED:secret_assignment]",
+            "note": "plain",
+        }
