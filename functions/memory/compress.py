@@ -16,6 +16,8 @@ from functions.memory.scrub import without_markers
 RAW_CAP = 8000
 NARRATIVE_CAP = 600
 TITLE_CAP = 120
+_MAX_FILES = 20
+_MAX_CONCEPTS = 12
 
 
 class Compressed(msgspec.Struct, kw_only=True):
@@ -93,11 +95,15 @@ _FILE_KEYS = (
     "paths",
     "files",
 )
-# A path mentioned in text: it starts where a run of path characters starts (the look-behind
-# of a search), so each maximal run holds at most one, matched at its start. Scanning the runs
-# first and matching only those with a '/' and a '.' gives the same paths ~5x faster.
-_PATH_RUN = re.compile(r"[\w./-]+")
-_PATH_AT_RUN_START = re.compile(r"(?:\.{0,2}/)?(?:[\w.-]+/)*[\w-]+\.[A-Za-z0-9]{1,8}\b")
+# A path mentioned in text starts where a run of path characters ([\w./-]) starts (the
+# look-behind of the definition in tests/memory/test_compress.py), so each maximal run holds
+# at most one, matched at its start: `(?:\.{0,2}/)?(?:[\w.-]+/)*[\w-]+\.[A-Za-z0-9]{1,8}\b`,
+# kept only if it has a '/'. Its alternatives without a '/' (no prefix, no directory) are the
+# last it tries, so "its first match, if that has a '/'" is "the first match of the
+# alternatives with a '/'", tried in the same order: _PATH below. `_RUN_PATH` takes a whole
+# run at each step: its path (group 1) and the rest of the run, or the run without a path.
+_PATH = r"(?:\.{0,2}/(?:[\w.-]+/)*|(?:[\w.-]+/)+)[\w-]+\.[A-Za-z0-9]{1,8}\b"
+_RUN_PATH = re.compile(rf"({_PATH})[\w./-]*|[\w./-]+")
 _EXT_LANG = {
     "py": "python",
     "ts": "typescript",
@@ -125,11 +131,23 @@ _EXT_LANG = {
     "css": "css",
 }
 _ERROR_NAME = re.compile(r"\b([A-Z][A-Za-z]*(?:Error|Exception)|Traceback|panic|FAILED|ENOENT)\b")
+
+
+def _any_of(words: list[str]) -> ahocorasick_rs.BytesAhoCorasick:
+    """An automaton that answers "does any of `words` occur?" on UTF-8 bytes: the words are
+    ASCII, so they occur in the bytes exactly when they occur in the str. A leftmost search
+    finds the first occurrence if there is one, and can use the crate's SIMD prefilter
+    (~15x faster here than the standard search, which cannot)."""
+    return ahocorasick_rs.BytesAhoCorasick(
+        [w.encode() for w in words],
+        matchkind=ahocorasick_rs.MatchKind.LeftmostFirst,
+        implementation=ahocorasick_rs.Implementation.DFA,
+    )
+
+
 # Literal gates in front of the two error regexes: most outputs hold none of these words, and
 # one automaton pass is far cheaper than a regex whose every capital letter is a candidate.
-_ERROR_NAME_HINTS = ahocorasick_rs.AhoCorasick(
-    ["Error", "Exception", "Traceback", "panic", "FAILED", "ENOENT"]
-)
+_ERROR_NAME_HINTS = _any_of(["Error", "Exception", "Traceback", "panic", "FAILED", "ENOENT"])
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9_]{3,}")
 _STOP = frozenset(
     """this that with from have will would should could what when where which there their
@@ -139,18 +157,24 @@ _STOP = frozenset(
     please make sure need want like using used use does done here first last each every
     passed failed redacted""".split()
 )
+# str.strip() and str.splitlines() semantics: `\s` is str.isspace(), and these are the
+# line boundaries splitlines() knows (all of them are whitespace).
+_NON_SPACE = re.compile(r"\S")
+_LINE_BREAK = re.compile("[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 # Matched against lower-cased text: IGNORECASE alternations cost ~20x more in `re`.
 _FAILURE_HINT = re.compile(r"\b(?:error|failed|failure|traceback|exception|fatal|panic)\b")
-_FAILURE_WORDS = ahocorasick_rs.AhoCorasick(
-    ["error", "fail", "traceback", "exception", "fatal", "panic"]
-)
+_FAILURE_WORDS = _any_of(["error", "fail", "traceback", "exception", "fatal", "panic"])
 
 
 def _looks_failed(text: str) -> bool:
     lowered = text.lower()
-    return bool(_FAILURE_WORDS.find_matches_as_indexes(lowered)) and bool(
+    return bool(_FAILURE_WORDS.find_matches_as_indexes(lowered.encode())) and bool(
         _FAILURE_HINT.search(lowered)
     )
+
+
+# What json.dumps(value, ensure_ascii=False, sort_keys=True) builds on every call.
+_JSON = json.JSONEncoder(ensure_ascii=False, sort_keys=True)
 
 
 def as_text(value: Any) -> str:
@@ -159,31 +183,35 @@ def as_text(value: Any) -> str:
     if isinstance(value, str):
         return value
     try:
-        return json.dumps(value, ensure_ascii=False, sort_keys=True)
+        return _JSON.encode(value)
     except (TypeError, ValueError):
         return str(value)
 
 
 def _first_line(text: str, cap: int = 100) -> str:
-    line = ""
-    if len(text) > 1024:
-        # Split a head first: an 8 KB output split whole costs ~10x more. The head's last
-        # line may be cut off, so only the lines before it count.
-        line = next((ln.strip() for ln in text[:1024].splitlines()[:-1] if ln.strip()), "")
-    if not line:
-        line = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
+    """The first line that is not blank, stripped, capped at `cap` characters.
+
+    Every line boundary is whitespace, so that line is the one holding the text's first
+    non-space character: it starts there and ends at the next boundary. Two searches cost
+    about half of splitting a 1 KB head into a string per line."""
+    first = _NON_SPACE.search(text)
+    if first is None:
+        return ""
+    start = first.start()
+    end = _LINE_BREAK.search(text, start)
+    line = text[start : end.start() if end is not None else len(text)].rstrip()
     return line if len(line) <= cap else line[: cap - 1] + "…"
 
 
 def paths_in_text(text: str) -> list[str]:
     """Paths with a directory part named in free text, in order of appearance."""
-    out: list[str] = []
-    for run in _PATH_RUN.findall(text):
-        if "/" in run and "." in run:
-            m = _PATH_AT_RUN_START.match(run)
-            if m is not None and "/" in m.group():
-                out.append(m.group())
-    return out
+    if "/" not in text:
+        return []
+    # No whitespace is a path character, so every run lies inside one whitespace-separated
+    # token, and only a token with a '/' and a '.' can hold a path. Scanning those tokens
+    # alone (joined by a space, which no run crosses) costs ~40% less than every run.
+    tokens = " ".join([t for t in text.split() if "/" in t and "." in t])
+    return list(filter(None, _RUN_PATH.findall(tokens)))
 
 
 def _files(tool_input: Any, texts: list[str]) -> list[str]:
@@ -200,47 +228,54 @@ def _files(tool_input: Any, texts: list[str]) -> list[str]:
             for e in edits:
                 if isinstance(e, dict) and isinstance(e.get("file_path"), str):
                     found.append(e["file_path"])
-    if not found:
-        for t in texts:
-            found.extend(paths_in_text(t[:2000]))
-    out: list[str] = []
-    for f in found:
-        if f not in out and "[REDACTED" not in f and len(f) < 400:
-            out.append(f)
-    return out[:20]
+    # The first 20 distinct usable names, in order (a dict is an ordered set); texts after
+    # the one that completes them are not scanned.
+    if found:
+        usable = [f for f in dict.fromkeys(found) if "[REDACTED" not in f and len(f) < 400]
+        return usable[:_MAX_FILES]
+    out: dict[str, None] = {}
+    for t in texts:
+        # No '[' is a path character: a path found in text never holds a redaction marker.
+        out.update(dict.fromkeys([f for f in paths_in_text(t[:2000]) if len(f) < 400]))
+        if len(out) >= _MAX_FILES:
+            break
+    return list(out)[:_MAX_FILES]
 
 
 def _concepts(tool: str, files: list[str], texts: list[str]) -> list[str]:
-    out: list[str] = []
-
-    def add(c: str) -> None:
-        c = c.lower()
-        if c and c not in out:
-            out.append(c)
-
+    out: dict[str, None] = {}  # lower-cased concepts, an ordered set
     for f in files:
-        ext = f.rsplit(".", 1)[-1].lower() if "." in f.rsplit("/", 1)[-1] else ""
-        if ext in _EXT_LANG:
-            add(_EXT_LANG[ext])
+        dot = f.rfind(".")
+        if dot > f.rfind("/"):  # the extension of the last path component, if it has one
+            lang = _EXT_LANG.get(f[dot + 1 :].lower())
+            if lang is not None:
+                out[lang] = None
     # A bounded sample is enough for a few concepts, and keeps ingest cost flat for 8 KB
     # tool outputs.
-    joined = without_markers("\n".join(t[:1000] for t in texts)[:2500])
-    if _ERROR_NAME_HINTS.find_matches_as_indexes(joined):
-        for m in _ERROR_NAME.finditer(joined):
-            add(m.group(1))
+    joined = without_markers("\n".join([t[:1000] for t in texts])[:2500])
+    if _ERROR_NAME_HINTS.find_matches_as_indexes(joined.encode()):
+        for name in _ERROR_NAME.findall(joined):
+            out[name.lower()] = None
     if tool:
-        add(tool)
-    counts = Counter(_WORD.findall(joined.lower()))
-    for w in _STOP.intersection(counts):  # fewer lookups than filtering every word
-        del counts[w]
-    for w, _n in counts.most_common(8):
-        if len(out) >= 12:
-            break
-        add(w)
-    return out[:12]
+        out[tool.lower()] = None
+    if len(out) < _MAX_CONCEPTS:
+        # The 8 most frequent words that are not stop words, ties in order of first
+        # appearance: what Counter.most_common(8) gives after deleting the stop words, as
+        # one stable sort instead of a heap of (count, word) pairs built in Python.
+        counts = Counter(_WORD.findall(joined.lower()))
+        taken = 0
+        for w in sorted(counts, key=counts.__getitem__, reverse=True):
+            if w in _STOP:
+                continue
+            if taken == 8 or len(out) >= _MAX_CONCEPTS:
+                break
+            taken += 1
+            out[w] = None  # already lower case: the words are ASCII
+    return list(out)[:_MAX_CONCEPTS]
 
 
-def _summary_of_input(tool_input: Any) -> str:
+def _summary_of_input(tool_input: Any, input_text: str) -> str:
+    """`input_text` is `as_text(tool_input)`, already made by the caller."""
     if isinstance(tool_input, dict):
         for key in ("command", "cmd", "query", "pattern", "url", "prompt", "description"):
             v = tool_input.get(key)
@@ -248,7 +283,7 @@ def _summary_of_input(tool_input: Any) -> str:
                 return v
             if isinstance(v, list) and v:
                 return " ".join(str(x) for x in v)
-    return as_text(tool_input)
+    return input_text
 
 
 def compress(hook_type: str, data: dict[str, Any]) -> Compressed:
@@ -277,7 +312,7 @@ def compress(hook_type: str, data: dict[str, Any]) -> Compressed:
 
     texts = [t for t in (prompt, input_text, output, error, response, message) if t]
     files = _files(tool_input, texts)
-    what = _summary_of_input(tool_input)
+    what = _summary_of_input(tool_input, input_text)
     where = files[0] if files else _first_line(what, 80)
 
     if obs_type == "prompt":

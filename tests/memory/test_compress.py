@@ -3,11 +3,26 @@
 from __future__ import annotations
 
 import re
+from collections import Counter
+from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from functions.memory.compress import compress, paths_in_text
+from functions.memory.compress import (
+    _ERROR_NAME,
+    _ERROR_NAME_HINTS,
+    _EXT_LANG,
+    _FAILURE_WORDS,
+    _FILE_KEYS,
+    _STOP,
+    _WORD,
+    _concepts,
+    _files,
+    compress,
+    paths_in_text,
+)
+from functions.memory.scrub import without_markers
 
 
 def test_edit_tool_becomes_a_file_edit_with_the_file_and_language() -> None:
@@ -130,7 +145,7 @@ def test_a_redaction_marker_is_not_a_concept() -> None:
 @settings(max_examples=300, deadline=None)
 @given(
     st.integers(0, 1100),
-    st.text(alphabet="ab \r\u2028é", max_size=400),
+    st.text(alphabet="ab \r\u2028é\t\x0b\x1c\x1f\x85\xa0", max_size=400),
     st.lists(st.sampled_from(["a", " ", "\n", "\r\n", "x" * 300])).map("".join),
 )
 def test_first_line_from_a_head_is_the_first_line_of_the_whole_text(
@@ -143,3 +158,128 @@ def test_first_line_from_a_head_is_the_first_line_of_the_whole_text(
     whole = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
     expected = whole if len(whole) <= 100 else whole[:99] + "…"
     assert _first_line(text) == expected
+
+
+# The literal gates search UTF-8 bytes with a leftmost automaton: "does any word occur?"
+# must be the plain substring answer, for any text.
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(["Error", "error", "FAILED", "fail", "panic", "ENOENT", "Exc", "é", " "])
+    ).map("".join)
+)
+def test_literal_gates_are_substring_tests(text: str) -> None:
+    for gate, words in (
+        (_ERROR_NAME_HINTS, ["Error", "Exception", "Traceback", "panic", "FAILED", "ENOENT"]),
+        (_FAILURE_WORDS, ["error", "fail", "traceback", "exception", "fatal", "panic"]),
+    ):
+        found = bool(gate.find_matches_as_indexes(text.encode()))
+        assert found == any(w in text for w in words)
+
+
+def _reference_concepts(tool: str, files: list[str], texts: list[str]) -> list[str]:
+    """The definition: an ordered list, every candidate lower-cased, the 8 commonest
+    non-stop words by Counter.most_common (ties in order of first appearance)."""
+    out: list[str] = []
+
+    def add(c: str) -> None:
+        c = c.lower()
+        if c and c not in out:
+            out.append(c)
+
+    for f in files:
+        ext = f.rsplit(".", 1)[-1].lower() if "." in f.rsplit("/", 1)[-1] else ""
+        if ext in _EXT_LANG:
+            add(_EXT_LANG[ext])
+    joined = without_markers("\n".join(t[:1000] for t in texts)[:2500])
+    for m in _ERROR_NAME.finditer(joined):
+        add(m.group(1))
+    if tool:
+        add(tool)
+    counts = Counter(_WORD.findall(joined.lower()))
+    for w in list(counts):
+        if w in _STOP:
+            del counts[w]
+    for w, _n in counts.most_common(8):
+        if len(out) >= 12:
+            break
+        add(w)
+    return out[:12]
+
+
+_CONCEPT_TEXT = st.lists(
+    st.sampled_from(
+        [
+            *("alpha", "beta", "gamma", "Delta", "this", "that", "KeyError", "panic", "x.py"),
+            *("é", " ", "\n", "1abcd", "_init", "[REDACTED:aws_access_key]", "a/b.go", "FAILED"),
+            "K\u212aelvin",
+        ]
+    ),
+    max_size=200,
+).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.sampled_from(["", "Bash", "mcp__X__Read", "alpha", "İ"]),
+    st.lists(st.sampled_from(["a/b.py", "c.TS", "d/e", "x.y/z", "f.rs", "g.unknown"]), max_size=14),
+    st.lists(_CONCEPT_TEXT, max_size=4),
+)
+def test_concepts_match_their_definition(tool: str, files: list[str], texts: list[str]) -> None:
+    assert _concepts(tool, files, texts) == _reference_concepts(tool, files, texts)
+
+
+def _reference_files(tool_input: Any, texts: list[str]) -> list[str]:
+    """The definition: names from the input's file keys, else the paths in each text's first
+    2,000 characters; first occurrences, no redaction markers, shorter than 400, at most 20."""
+    found: list[str] = []
+    if isinstance(tool_input, dict):
+        for key in _FILE_KEYS:
+            v = tool_input.get(key)
+            if isinstance(v, str) and v:
+                found.append(v)
+            elif isinstance(v, list):
+                found.extend(x for x in v if isinstance(x, str) and x)
+        edits = tool_input.get("edits")
+        if isinstance(edits, list):
+            for e in edits:
+                if isinstance(e, dict) and isinstance(e.get("file_path"), str):
+                    found.append(e["file_path"])
+    if not found:
+        for t in texts:
+            path = _REFERENCE_PATH.finditer(t[:2000])
+            found.extend(m.group(1) for m in path if "/" in m.group(1))
+    out: list[str] = []
+    for f in found:
+        if f not in out and "[REDACTED" not in f and len(f) < 400:
+            out.append(f)
+    return out[:20]
+
+
+_PATHY = st.lists(
+    st.sampled_from(["src/", "a", "b", ".py", ".", "/", "-", "_", " ", "\n", ":", "../", "é"])
+    | st.integers(0, 30).map(lambda n: f"d{n}/f{n}.ts ")
+    | st.integers(380, 400).map(lambda n: "p" * n + "/q.c"),
+    max_size=120,
+).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.one_of(
+        st.none(),
+        st.just("text"),
+        st.fixed_dictionaries(
+            {},
+            optional={
+                "file_path": st.sampled_from(["a.py", "", "[REDACTED:x]", "p" * 400]),
+                "paths": st.lists(st.sampled_from(["a.py", "b.py", "", 3])),
+                "edits": st.lists(st.sampled_from([{"file_path": "e.py"}, {"file_path": 1}, 2])),
+                "command": st.just("ls"),
+            },
+        ),
+    ),
+    st.lists(_PATHY, max_size=4),
+)
+def test_files_match_their_definition(tool_input: Any, texts: list[str]) -> None:
+    assert _files(tool_input, texts) == _reference_files(tool_input, texts)
