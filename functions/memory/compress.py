@@ -148,7 +148,9 @@ def _any_of(words: list[str]) -> ahocorasick_rs.BytesAhoCorasick:
 # Literal gates in front of the two error regexes: most outputs hold none of these words, and
 # one automaton pass is far cheaper than a regex whose every capital letter is a candidate.
 _ERROR_NAME_HINTS = _any_of(["Error", "Exception", "Traceback", "panic", "FAILED", "ENOENT"])
-_WORD = re.compile(r"[A-Za-z][A-Za-z0-9_]{3,}")
+# Matched against lower-cased text, where A-Z never occur: the definition's
+# `[A-Za-z][A-Za-z0-9_]{3,}` with smaller classes, ~10% faster.
+_WORD = re.compile(r"[a-z][a-z0-9_]{3,}+")
 _STOP = frozenset(
     """this that with from have will would should could what when where which there their
     about into than then them they were been being also just only some such more most other
@@ -219,6 +221,8 @@ def _files(tool_input: Any, texts: list[str]) -> list[str]:
     if isinstance(tool_input, dict):
         for key in _FILE_KEYS:
             v = tool_input.get(key)
+            if v is None:  # most keys: skip the two type checks
+                continue
             if isinstance(v, str) and v:
                 found.append(v)
             elif isinstance(v, list):

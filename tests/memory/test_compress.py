@@ -16,7 +16,6 @@ from functions.memory.compress import (
     _FAILURE_WORDS,
     _FILE_KEYS,
     _STOP,
-    _WORD,
     _concepts,
     _files,
     compress,
@@ -196,7 +195,7 @@ def _reference_concepts(tool: str, files: list[str], texts: list[str]) -> list[s
         add(m.group(1))
     if tool:
         add(tool)
-    counts = Counter(_WORD.findall(joined.lower()))
+    counts = Counter(re.findall(r"[A-Za-z][A-Za-z0-9_]{3,}", joined.lower()))
     for w in list(counts):
         if w in _STOP:
             del counts[w]
