@@ -249,9 +249,10 @@ def _files(tool_input: Any, texts: list[str]) -> list[str]:
 def _concepts(tool: str, files: list[str], texts: list[str]) -> list[str]:
     out: dict[str, None] = {}  # lower-cased concepts, an ordered set
     for f in files:
-        dot = f.rfind(".")
-        if dot > f.rfind("/"):  # the extension of the last path component, if it has one
-            lang = _EXT_LANG.get(f[dot + 1 :].lower())
+        _, dot, ext = f.rpartition(".")
+        if dot and "/" not in ext:  # the extension of the last path component, if it has one
+            # the keys are lower case: most extensions already are, and need no lower()
+            lang = _EXT_LANG.get(ext) or _EXT_LANG.get(ext.lower())
             if lang is not None:
                 out[lang] = None
     # A bounded sample is enough for a few concepts, and keeps ingest cost flat for 8 KB
