@@ -11,6 +11,8 @@ from typing import Any
 import nats
 from nats.aio.client import Client as NATS
 
+from engine import _headers
+
 log = logging.getLogger("engine.connect")
 
 ENV_URL = "ENGINE_NATS_URL"
@@ -57,4 +59,6 @@ async def connect(
 ) -> NATS:
     opts = connect_options(url, credentials, name)
     opts.update(extra)
-    return await nats.connect(**opts)
+    nc = await nats.connect(**opts)
+    _headers.install(nc)  # nats-py's header code, faster: every call carries headers
+    return nc

@@ -1,0 +1,141 @@
+"""Faster NATS header parsing and encoding, installed per connection (engine/_connect.py).
+
+Every engine call carries headers (Engine-Deadline; `traceparent` when traced), so nats-py's
+header code runs on every request: its parser walks each header name character by character
+in a generator (`any(c.isspace() for c in key)`) and its encoder runs a regex, a `translate`
+and six buffer appends per header. Here the same results come from a cache of header names
+(the few names a process sees recur on every message) and one join.
+
+Each function is equivalent to the nats-py code it replaces for every input: the property
+tests in tests/engine/test_headers.py compare them with nats-py's own on arbitrary bytes and
+strings. They are installed as instance attributes of a connection (nats-py calls them as
+`self._parse_header_lines(...)`, `self._process_headers(...)`, `self._send_publish(...)`),
+never in site-packages, and only on the nats-py versions they were checked against.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+from nats import errors
+from nats.aio import client as _nats_client
+from nats.aio.client import Client as NATS
+from nats.protocol.command import hpub_cmd
+
+VERIFIED_NATS_PY = frozenset({"2.16.0"})
+"""nats-py versions whose `_parse_header_lines`, `_process_headers` and `_send_publish` these
+replacements were proven against; on any other the connection keeps nats-py's own."""
+
+_CACHE_LIMIT = 512
+# Header name as received (unstripped bytes) -> the dict key, or None when nats-py drops it.
+_NAMES: dict[bytes, str | None] = {}
+# Header name as given (str) -> b"<stripped name>: ", for names nats-py accepts.
+_KEYS: dict[str, bytes] = {}
+_MISS: Any = object()
+_KEY_RE = _nats_client._HEADER_KEY_RE
+_NEWLINES = _nats_client._HEADER_VALUE_NEWLINES
+_HDR_LINE = bytes(_nats_client.NATS_HDR_LINE) + b"\r\n"
+_ORIG_PARSE = NATS._parse_header_lines
+
+
+def _name_key(name: bytes) -> str | None:
+    """nats-py's rule for one header name: stripped, ASCII, no whitespace inside."""
+    try:
+        key = name.strip().decode("ascii")
+    except UnicodeDecodeError:
+        return None
+    if any(c.isspace() for c in key):
+        return None
+    return key
+
+
+def parse_header_lines(raw: bytes) -> dict[str, str]:
+    """`nats.aio.client.Client._parse_header_lines`, with header names looked up in a cache."""
+    if raw.__class__ is not bytes:
+        return _ORIG_PARSE(raw)
+    out: dict[str, str] = {}
+    names = _NAMES
+    for line in raw.split(b"\r\n"):
+        name, sep, value = line.partition(b":")
+        if not sep:  # also an empty line
+            continue
+        key = names.get(name, _MISS)
+        if key is _MISS:
+            key = _name_key(name)
+            if len(names) < _CACHE_LIMIT:
+                names[name] = key
+        if key is not None:
+            out[key] = value.strip().decode("utf-8", "replace")
+    return out
+
+
+def encode_headers(headers: dict[str, str]) -> bytes:
+    """The header block nats-py's `_send_publish` builds (NATS/1.0 line, `Key: value` lines,
+    blank line), raising the same BadHeaderError for an invalid name."""
+    keys = _KEYS
+    parts = [_HDR_LINE]
+    for k, v in headers.items():
+        prefix = keys.get(k)
+        if prefix is None:
+            key = k.strip()
+            if not key:
+                continue
+            if not _KEY_RE.fullmatch(key):
+                raise errors.BadHeaderError(key)
+            prefix = key.encode() + b": "
+            if len(keys) < _CACHE_LIMIT:
+                keys[k] = prefix
+        value = v.strip()
+        if "\r" in value or "\n" in value:
+            value = value.translate(_NEWLINES)
+        parts.append(prefix + value.encode() + b"\r\n")
+    parts.append(b"\r\n")
+    return b"".join(parts)
+
+
+def _process_headers(
+    nc: NATS,
+) -> Callable[[bytes | None], Coroutine[Any, Any, dict[str, str] | None]]:
+    """nats-py's `_process_headers` for this connection, the common case (no inline status
+    line: the header block right after `NATS/1.0\\r\\n`) parsed without its detours."""
+    original = nc._process_headers
+
+    async def process_headers(headers: bytes | None) -> dict[str, str] | None:
+        if headers and len(headers) > 10 and headers[8] != 32:
+            return parse_header_lines(headers[10:]) or None
+        return await original(headers)
+
+    return process_headers
+
+
+def _send_publish(nc: NATS) -> Callable[..., Coroutine[Any, Any, None]]:
+    """nats-py's `_send_publish` for this connection, with `encode_headers`."""
+    original = nc._send_publish
+
+    async def send_publish(
+        subject: str, reply: str, payload: bytes, payload_size: int, headers: Any
+    ) -> None:
+        if headers is None or subject == "":
+            return await original(subject, reply, payload, payload_size, headers)
+        cmd = hpub_cmd(subject, reply, encode_headers(headers), payload)
+        stats = nc.stats
+        stats["out_msgs"] += 1
+        stats["out_bytes"] += payload_size
+        await nc._send_command(cmd)
+        if nc._flush_queue is not None and nc._flush_queue.empty():
+            await nc._flush_pending()
+
+    return send_publish
+
+
+def install(nc: NATS) -> bool:
+    """Use the faster header code on `nc` (a connection made by nats-py's Client); False,
+    and nothing changed, on a nats-py version they were not checked against."""
+    if _nats_client.__version__ not in VERIFIED_NATS_PY:
+        return False
+    nc._parse_header_lines = parse_header_lines  # type: ignore[method-assign]
+    if getattr(_nats_client, "parse_email", None) is None:  # else nats-py uses fast_mail_parser
+        nc._process_headers = _process_headers(nc)  # type: ignore[method-assign,assignment]
+    nc._send_publish = _send_publish(nc)  # type: ignore[method-assign]
+    return True
