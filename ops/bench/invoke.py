@@ -147,6 +147,11 @@ async def main(quick: bool) -> None:
         "traced_rps": round(m["trc_rps"]),
         "traced_p50_us": round(m["trc_p50"], 1),
         "trace_ratio": round(m["trc_rps"] / m["eng_rps"], 3),
+        # Each round's traced/untraced pair runs back to back: the spread of these is the
+        # machine's noise, which the medians above mix across rounds.
+        "trace_ratio_rounds": [
+            round(t / e, 3) for t, e in zip(res["trc_rps"], res["eng_rps"], strict=True)
+        ],
         # CPU µs per call at 100 in flight: caller / responder (raw) or worker (engine)
         "cpu_us_caller": {k: round(m[f"{k}_ccpu"], 1) for k in ("raw", "eng", "trc")},
         "cpu_us_responder": {k: round(m[f"{k}_rcpu"], 1) for k in ("raw", "eng", "trc")},
