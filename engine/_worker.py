@@ -302,7 +302,8 @@ class Worker:
     async def _execute(self, spec: FunctionSpec, msg: Any, now: float, limit: float) -> None:
         started = time.perf_counter_ns()
         headers = msg.headers or {}
-        span = token = None
+        span = None
+        token: Any = None
         if _tracing._enabled:
             span = _tracing.start(
                 spec.id,
@@ -315,7 +316,7 @@ class Worker:
                 },
                 _tracing.extract(headers),
             )
-            token = _tracing.attach(span)
+            token = _tracing._current.set(span)  # attach(), without the call
         try:
             if limit <= now:
                 raise FunctionError(
@@ -345,7 +346,7 @@ class Worker:
             await self._reply_error(spec, msg, internal)
         finally:
             if span is not None:
-                _tracing.detach(token)
+                _tracing._current.reset(token)
                 span.end()
             elapsed = time.perf_counter_ns() - started
             st = self._stats[spec.id]
