@@ -3,42 +3,30 @@ some of them itself (ENGINE_TRIGGERS)."""
 
 from __future__ import annotations
 
+import importlib
+
 from engine import Client, Worker
 from triggers.plugin import Plugin
 
-ALL = ("http", "cron", "queue", "subscribe", "stream", "state", "ws")
+# kind -> (module, class): imported only when a process hosts that kind.
+_PLUGINS = {
+    "http": ("triggers.http", "HttpTrigger"),
+    "cron": ("triggers.cron", "CronTrigger"),
+    "queue": ("triggers.queue", "QueueTrigger"),
+    "subscribe": ("triggers.pubsub", "SubscribeTrigger"),
+    "stream": ("triggers.stream", "StreamTrigger"),
+    "state": ("triggers.state", "StateTrigger"),
+    "ws": ("triggers.gateway", "StreamGateway"),
+}
+ALL = tuple(_PLUGINS)
 
 
 def make_plugin(kind: str) -> Plugin:
-    if kind == "http":
-        from triggers.http import HttpTrigger
-
-        return HttpTrigger()
-    if kind == "cron":
-        from triggers.cron import CronTrigger
-
-        return CronTrigger()
-    if kind == "subscribe":
-        from triggers.pubsub import SubscribeTrigger
-
-        return SubscribeTrigger()
-    if kind == "stream":
-        from triggers.stream import StreamTrigger
-
-        return StreamTrigger()
-    if kind == "state":
-        from triggers.state import StateTrigger
-
-        return StateTrigger()
-    if kind == "ws":
-        from triggers.gateway import StreamGateway
-
-        return StreamGateway()
-    if kind == "queue":
-        from triggers.queue import QueueTrigger
-
-        return QueueTrigger()
-    raise SystemExit(f"unknown trigger kind {kind!r}; expected some of {', '.join(ALL)}")
+    if kind not in _PLUGINS:
+        raise SystemExit(f"unknown trigger kind {kind!r}; expected some of {', '.join(ALL)}")
+    module, name = _PLUGINS[kind]
+    plugin: Plugin = getattr(importlib.import_module(module), name)()
+    return plugin
 
 
 def host(worker: Worker, kinds: list[str]) -> None:
