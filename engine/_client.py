@@ -147,6 +147,7 @@ class Client:
         remaining: float,
         hdrs: dict[str, str],
     ) -> Any:
+        rh: Mapping[str, str] | None
         try:
             local = self._local.get(function_id)
             if local is not None:
@@ -156,7 +157,7 @@ class Client:
                 msg = await self._requester.request(
                     subject, _codec.encode(payload), remaining, hdrs
                 )
-                data, rh = msg.data, msg.headers or {}
+                data, rh = msg.data, msg.headers
         except nats.errors.NoRespondersError:
             raise FunctionError(
                 "UNAVAILABLE", f"no worker serves {function_id} right now", retryable=True

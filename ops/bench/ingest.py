@@ -268,7 +268,10 @@ def main() -> None:
         per_round = max(1, round(seconds / args.rounds))
         bares, observes, ratios = [], [], []
         used = dict.fromkeys(groups, 0.0)
-        spies = profile(args.py_spy, groups, per_round * args.rounds) if args.py_spy else []
+        # Recorded through every round (bare runs too: the workers are idle then, and py-spy
+        # samples only busy threads), so the whole observe time is in the flame graph.
+        seconds_all = 2 * per_round * args.rounds + 2
+        spies = profile(args.py_spy, groups, seconds_all) if args.py_spy else []
         for r in range(args.rounds):
             bare = run_wrk(bare_url, script(f"bare{r}"), args.connections, per_round)
             before = {k: cpu(v) for k, v in groups.items()}

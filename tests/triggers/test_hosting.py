@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from triggers.hosting import ALL, hosted_kinds, make_plugin
+from engine import Worker
+from triggers.hosting import ALL, host, hosted_kinds, make_plugin
 
 
 def test_hosted_kinds_reads_a_comma_list_and_nothing_by_default() -> None:
@@ -13,8 +14,9 @@ def test_hosted_kinds_reads_a_comma_list_and_nothing_by_default() -> None:
 
 
 def test_an_unknown_kind_is_refused_by_name() -> None:
+    worker = Worker("hosting-test")
     with pytest.raises(SystemExit, match=r"'htp'.*expected some of http"):
-        hosted_kinds("http,htp")
+        host(worker, hosted_kinds("http,htp"))
 
 
 def test_every_kind_builds_its_plugin() -> None:
