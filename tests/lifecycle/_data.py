@@ -49,6 +49,17 @@ async def put_obs(store: MemoryStore, *items: Observation) -> None:
         await store.observations.put(o.id, o)
 
 
+async def put_old_and_new(store: MemoryStore) -> None:
+    """The compaction fixture: s/1 holds old.py and legacy alone; s/2 and s/3 (200 days
+    later) both hold new.py and fresh."""
+    await put_obs(
+        store,
+        obs("s", 1, files=["old.py"], concepts=["legacy"], when=at(days=0)),
+        obs("s", 2, files=["new.py"], concepts=["fresh"], when=at(days=0)),
+        obs("s", 3, files=["new.py"], concepts=["fresh"], when=at(days=200)),
+    )
+
+
 async def put_session(
     store: MemoryStore, sid: str, last_seen: datetime, status: str = "active"
 ) -> None:

@@ -31,7 +31,7 @@ from functions.records import (
     ProjectProfile,
     profile_key,
 )
-from tests.lifecycle._data import at, obs, put_memory, put_obs
+from tests.lifecycle._data import at, obs, put_memory, put_obs, put_old_and_new
 
 
 def by_name(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -207,12 +207,7 @@ async def test_replay_after_a_crash_with_other_batch_boundaries_counts_nothing_t
 async def test_compaction_forgets_removed_provenance_and_drops_expired_edges_and_idle_nodes(
     store: MemoryStore, lifecycle: LifecycleService
 ) -> None:
-    await put_obs(
-        store,
-        obs("s", 1, files=["old.py"], concepts=["legacy"], when=at(days=0)),
-        obs("s", 2, files=["new.py"], concepts=["fresh"], when=at(days=0)),
-        obs("s", 3, files=["new.py"], concepts=["fresh"], when=at(days=200)),
-    )
+    await put_old_and_new(store)
     await lifecycle.digest_events(DigestIn())
     await forget(store, ForgetIn(observation_ids=[obs("s", 1).id, obs("s", 2).id]))
 

@@ -20,7 +20,7 @@ from functions.memory.forget import forget
 from functions.memory.store import MemoryStore
 from functions.memory.wire import ForgetIn
 from functions.records import GRAPH_BUCKET, GraphEdge
-from tests.lifecycle._data import at, obs, put_obs
+from tests.lifecycle._data import at, obs, put_obs, put_old_and_new
 from tests.lifecycle.test_graph import by_name, graph_dump
 from tests.lifecycle.test_graph_adjacency import adjacency_dump
 
@@ -46,12 +46,7 @@ async def test_queries_read_the_mirror_which_follows_the_feed_and_compaction(
         return await entry(self, key, type)
 
     monkeypatch.setattr(State, "entry", spy)
-    await put_obs(
-        store,
-        obs("s", 1, files=["old.py"], concepts=["legacy"], when=at(days=0)),
-        obs("s", 2, files=["new.py"], concepts=["fresh"], when=at(days=0)),
-        obs("s", 3, files=["new.py"], concepts=["fresh"], when=at(days=200)),
-    )
+    await put_old_and_new(store)
     await lifecycle.digest_events(DigestIn())
     listing = await lifecycle.graph_query(GraphQueryIn())
     assert set(by_name(listing)) == {"old.py", "legacy", "new.py", "fresh"}
