@@ -36,23 +36,65 @@ class DedupRecord(msgspec.Struct, kw_only=True):
     at: str
 
 
+# Events of these hooks whose `data` holds exactly these fields were already keyed by
+# everything they carry under the first fallback key (session, hook, tool, input, output,
+# timestamp): they keep it, so the ids of records stored before the whole-event key stay
+# the ids their replays name. Every other event is keyed by all of itself.
+_COMPLETE_UNDER_V1 = {
+    "post_tool_use": ("tool_name", "tool_input", "tool_output"),
+    "post_tool_failure": ("tool_name", "tool_input", "error"),
+}
+
+
+def _v1_complete(hook_type: str, data: dict[str, Any]) -> bool:
+    fields = _COMPLETE_UNDER_V1.get(hook_type)
+    if fields is None or len(data) != 3 or not all(f in data for f in fields):
+        return False
+    # v1 read the tool as `tool_name or ""`: only a non-empty string maps back one to one.
+    name = data["tool_name"]
+    return isinstance(name, str) and bool(name)
+
+
+def event_id_key(event_id: str) -> str:
+    return hashlib.sha256(b"event\0" + event_id.encode()).hexdigest()
+
+
 def dedup_key(
     event_id: str | None,
+    *,
     session_id: str,
     hook_type: str,
-    tool: str,
-    tool_input: Any,
-    tool_output: Any,
     timestamp: str,
+    data: dict[str, Any],
+    agent_id: str = "",
+    project: str = "",
+    cwd: str = "",
 ) -> str:
-    """sha256 of the eventId, else of the (scrubbed) content that makes an event unique."""
-    h = hashlib.sha256()
+    """sha256 of the eventId; else of the whole (scrubbed) event, canonical JSON with
+    sorted keys, so only a replay of the same event is a duplicate. Arguments are the
+    scrubbed values, as stored."""
     if event_id:
-        h.update(b"event\0" + event_id.encode())
+        return event_id_key(event_id)
+    h = hashlib.sha256()
+    if _v1_complete(hook_type, data):
+        output = data.get("tool_output", data.get("error"))
+        h.update(
+            _hash_encoder.encode(
+                [
+                    "content",
+                    session_id,
+                    hook_type,
+                    data["tool_name"],
+                    data["tool_input"],
+                    output,
+                    timestamp,
+                ]
+            )
+        )
     else:
         h.update(
             _hash_encoder.encode(
-                ["content", session_id, hook_type, tool, tool_input, tool_output, timestamp]
+                ["event-v2", session_id, hook_type, timestamp, agent_id, project, cwd, data]
             )
         )
     return h.hexdigest()
@@ -78,17 +120,23 @@ def build(req: ObserveIn, agent_id: str) -> tuple[str, Observation]:
     data: dict[str, Any] = scrub_value(req.data)
     session_id = scrub(req.session_id)
     event_id = scrub(req.event_id) if req.event_id else None
-    tool = str(data.get("tool_name") or "")
-    output = data.get("tool_output", data.get("error"))
+    project, agent, cwd = scrub(req.project), scrub(agent_id), scrub(req.cwd)
     key = dedup_key(
-        event_id, session_id, req.hook_type, tool, data.get("tool_input"), output, req.timestamp
+        event_id,
+        session_id=session_id,
+        hook_type=req.hook_type,
+        timestamp=req.timestamp,
+        data=data,
+        agent_id=agent,
+        project=project,
+        cwd=cwd,
     )
     c = compress(req.hook_type, data)
     obs = Observation(
         id=observation_id(key),
         session_id=session_id,
-        project=scrub(req.project),
-        agent_id=scrub(agent_id),
+        project=project,
+        agent_id=agent,
         hook_type=req.hook_type,
         timestamp=req.timestamp,
         type=c.type,
@@ -99,7 +147,7 @@ def build(req: ObserveIn, agent_id: str) -> tuple[str, Observation]:
         files=c.files,
         tool_name=c.tool_name,
         importance=c.importance,
-        cwd=scrub(req.cwd),
+        cwd=cwd,
         event_id=event_id or "",
         raw=c.raw,
     )

@@ -10,7 +10,7 @@ from typing import Any
 import msgspec
 
 from engine import FunctionError
-from functions.memory.observe import DedupRecord, dedup_key
+from functions.memory.observe import DedupRecord, event_id_key
 from functions.memory.scrub import scrub_value
 from functions.memory.store import MemoryStore, kv_key, now_iso
 from functions.memory.wire import ExportIn, ImportIn, from_wire, to_wire
@@ -127,7 +127,7 @@ async def import_(store: MemoryStore, req: ImportIn) -> dict[str, Any]:
             continue
         await store.publish(ObservationAdded(observation=o))
         if o.event_id:
-            key = dedup_key(o.event_id, "", "", "", None, None, "")
+            key = event_id_key(o.event_id)
             await store.dedup.create(key, DedupRecord(obs_id=o.id, at=now_iso()))
         counts["observations"] += 1
     for m in memories:

@@ -1,13 +1,16 @@
 """Crash test of the observe write path.
 
 8 concurrent clients send N observations (distinct eventIds) to `mem::observe`, resending
-whatever was not acknowledged, as a hook spool would. During the run the memory worker is
+whatever was not acknowledged, as a hook spool would. With `--no-event-ids` they send what
+the upstream hooks send instead: prompts without an eventId, all with one timestamp, so
+only the fallback dedup key tells a resend from a new event. During the run the memory worker is
 SIGKILLed (and restarted), then nats-server is SIGKILLed (and restarted on the same store
 and port). Afterwards every acknowledged observation must be stored, exactly once.
 
-    python ops/bench/crash_ingest.py [--n 5000] [--quick]
+    python ops/bench/crash_ingest.py [--n 5000] [--quick] [--no-event-ids]
 
-Last line: JSON with `acked_lost` and `duplicates` (both must be 0).
+Last line: JSON with `acked_lost` and `duplicates` (both must be 0). An event acknowledged
+under the id of another event (merged by the dedup key) counts as lost.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import asyncio
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import socket
@@ -83,7 +87,19 @@ class WorkerProc:
                 self.kill()
 
 
-def body(i: int) -> dict[str, Any]:
+_PROMPT = re.compile(r"crash prompt (\d+) ")
+
+
+def body(i: int, event_ids: bool = True) -> dict[str, Any]:
+    if not event_ids:
+        return {
+            "hookType": "prompt_submit",
+            "sessionId": f"crash-{i % 16}",
+            "project": "crash",
+            "cwd": "/work/crash",
+            "timestamp": "2026-11-29T10:00:00.000Z",
+            "data": {"prompt": f"crash prompt {i} : run the tests again"},
+        }
     return {
         "hookType": "post_tool_use",
         "sessionId": f"crash-{i % 16}",
@@ -100,7 +116,7 @@ def body(i: int) -> dict[str, Any]:
 
 
 async def client_loop(
-    url: str, ids: list[int], acked: dict[int, str], stats: Counter[str], done: asyncio.Event
+    url: str, ids: list[int], acked: dict[int, str], stats: Counter[str], event_ids: bool
 ) -> None:
     nc = await connect(url, name="crash-client")
     c = Client(nc)
@@ -118,7 +134,9 @@ async def client_loop(
             while True:
                 attempt += 1
                 try:
-                    out = await c.call("mem::observe", body(i), response=ObserveOut, timeout=2.0)
+                    out = await c.call(
+                        "mem::observe", body(i, event_ids), response=ObserveOut, timeout=2.0
+                    )
                 except FunctionError as err:
                     stats["resends"] += 1
                     stats[f"err_{err.code}"] += 1
@@ -151,6 +169,14 @@ async def chaos(
     log.append("nats-server restarted")
 
 
+def event_of(o: Observation) -> str:
+    """Which sent event a stored observation is: its eventId, else the prompt's number."""
+    if o.event_id:
+        return o.event_id
+    m = _PROMPT.search(o.raw or o.narrative or o.title)
+    return m.group(1) if m else o.id
+
+
 async def verify(url: str, inbox: Path, acked: dict[int, str]) -> dict[str, Any]:
     nc = await connect(url, name="crash-verify")
     c = Client(nc)
@@ -166,7 +192,7 @@ async def verify(url: str, inbox: Path, acked: dict[int, str]) -> dict[str, Any]
     for chunk in range(0, len(keys), 500):
         got = await asyncio.gather(*(st.get(k, Observation) for k in keys[chunk : chunk + 500]))
         stored.extend(o for o in got if o is not None)
-    by_event = Counter(o.event_id for o in stored)
+    by_event = Counter(event_of(o) for o in stored)
     present = {o.id for o in stored}
     ev = await js.stream_info(EVENTS_STREAM)
     await nc.close()
@@ -174,7 +200,8 @@ async def verify(url: str, inbox: Path, acked: dict[int, str]) -> dict[str, Any]
         "stored": len(stored),
         "distinct_events_stored": len(by_event),
         "duplicates": sum(v - 1 for v in by_event.values()),
-        "acked_lost": sum(1 for oid in acked.values() if oid not in present),
+        "acked_lost": sum(1 for oid in acked.values() if oid not in present)
+        + (len(acked) - len(set(acked.values()))),
         "mem_events": ev.state.messages,
         "inbox_left": sum(1 for _ in (inbox / "pending").glob("*.json")),
         "dead_letters": sum(1 for _ in (inbox / "dead").glob("*.json"))
@@ -183,7 +210,7 @@ async def verify(url: str, inbox: Path, acked: dict[int, str]) -> dict[str, Any]
     }
 
 
-async def run(n: int) -> dict[str, Any]:
+async def run(n: int, event_ids: bool = True) -> dict[str, Any]:
     tmp = Path(tempfile.mkdtemp(prefix="crash-ingest-"))
     srv = NatsServer(store_dir=tmp / "js", port=free_port()).start()
     worker = WorkerProc(srv.url, tmp / "inbox")
@@ -195,10 +222,12 @@ async def run(n: int) -> dict[str, Any]:
         ids = list(range(n))
         random.Random(7).shuffle(ids)
         started = time.perf_counter()
-        done = asyncio.Event()
         chaos_task = asyncio.create_task(chaos(srv, worker, acked, n, log))
         await asyncio.gather(
-            *(client_loop(srv.url, ids[k::CLIENTS], acked, stats, done) for k in range(CLIENTS))
+            *(
+                client_loop(srv.url, ids[k::CLIENTS], acked, stats, event_ids)
+                for k in range(CLIENTS)
+            )
         )
         await chaos_task
         elapsed = time.perf_counter() - started
@@ -207,6 +236,7 @@ async def run(n: int) -> dict[str, Any]:
             print(line, file=sys.stderr)
         return {
             "bench": "crash_ingest",
+            "event_ids": event_ids,
             "sent": n,
             "acked": len(acked),
             **result,
@@ -228,9 +258,14 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--n", type=int, default=5000)
     ap.add_argument("--quick", action="store_true", help="1,000 observations")
+    ap.add_argument(
+        "--no-event-ids",
+        action="store_true",
+        help="send prompts without eventId sharing one timestamp (as the upstream hooks do)",
+    )
     args = ap.parse_args()
     n = 1000 if args.quick else args.n
-    out = asyncio.run(run(n))
+    out = asyncio.run(run(n, event_ids=not args.no_event_ids))
     print(json.dumps(out))
     ok = out["acked_lost"] == 0 and out["duplicates"] == 0 and out["acked"] == n
     sys.exit(0 if ok else 1)

@@ -109,11 +109,11 @@ async def _events_of(client: Client, obs_id: str) -> list[ObservationAdded]:
 async def test_stored_but_unpublished_observation_is_completed_on_resend(
     client: Client, memory_worker: Any
 ) -> None:
-    from functions.memory.observe import build, dedup_key, observation_id
+    from functions.memory.observe import build, event_id_key, observation_id
 
     memory_worker()
     await observe(client, payload(eventId="toolu_warm"))  # the worker has made the stream
-    key = dedup_key("toolu_crash", "", "", "", None, None, "")
+    key = event_id_key("toolu_crash")
     oid = observation_id(key)
     # what a worker killed between its two writes leaves behind: the record, no event
     _key, obs = build(msgspec.convert(payload(eventId="toolu_crash"), ObserveIn), "")
