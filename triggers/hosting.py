@@ -10,7 +10,7 @@ from triggers.plugin import Plugin
 
 # kind -> (module, class): imported only when a process hosts that kind.
 _PLUGINS = {
-    "http": ("triggers.http", "HttpTrigger"),
+    "http": ("triggers.http.server", "HttpTrigger"),
     "cron": ("triggers.cron", "CronTrigger"),
     "queue": ("triggers.queue", "QueueTrigger"),
     "subscribe": ("triggers.pubsub", "SubscribeTrigger"),

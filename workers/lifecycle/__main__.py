@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from engine import Worker
 from functions.graph import mirror
-from functions.lifecycle import register
+from functions.lifecycle.register import register
 
 worker = Worker(
     "lifecycle", description="agentmemory lifecycle: summaries, consolidation, decay, forgetting"

@@ -9,7 +9,7 @@ import logging
 import os
 
 from engine import Worker
-from functions.memory import register
+from functions.memory.register import register
 from triggers.hosting import host as host_triggers
 from triggers.hosting import hosted_kinds
 

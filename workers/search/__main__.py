@@ -10,7 +10,7 @@ acknowledged (SEARCH_FRESHNESS_SECONDS), so a write is visible to the next searc
 from __future__ import annotations
 
 from engine import Worker
-from functions.search import register
+from functions.search.handlers import register
 
 worker = Worker("search", description="agentmemory retrieval: BM25 + vectors + graph, fused")
 register(worker)
