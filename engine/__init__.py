@@ -25,7 +25,9 @@ if TYPE_CHECKING:
     from engine._client import Client
     from engine._connect import connect
     from engine._context import Context
+    from engine._discovery import FunctionInfo, discover
     from engine._errors import FunctionError, invalid_request
+    from engine._operations import Http, NoArgs, Tool, operation
     from engine._protocol import subject_for
     from engine._state import CasConflict, Change, Entry, State
     from engine._triggers import TRIGGERS_BUCKET, HttpRequest, HttpResponse, TriggerSpec
@@ -35,8 +37,14 @@ _WHERE = {
     "Client": "engine._client",
     "connect": "engine._connect",
     "Context": "engine._context",
+    "FunctionInfo": "engine._discovery",
+    "discover": "engine._discovery",
     "FunctionError": "engine._errors",
     "invalid_request": "engine._errors",
+    "Http": "engine._operations",
+    "NoArgs": "engine._operations",
+    "Tool": "engine._operations",
+    "operation": "engine._operations",
     "subject_for": "engine._protocol",
     "CasConflict": "engine._state",
     "Change": "engine._state",
@@ -70,14 +78,20 @@ __all__ = [
     "Context",
     "Entry",
     "FunctionError",
+    "FunctionInfo",
     "FunctionSpec",
+    "Http",
     "HttpRequest",
     "HttpResponse",
+    "NoArgs",
     "State",
+    "Tool",
     "TriggerSpec",
     "Worker",
     "connect",
+    "discover",
     "invalid_request",
+    "operation",
     "subject_for",
     "tracing",
 ]

@@ -12,33 +12,35 @@ import time
 
 from engine._config import ConfigError, load_config
 from engine._instance import Instance, InstanceBusy
+from engine._paths import DEFAULT_CONFIG, ENV_CONFIG, Layout, read_layout
 from engine._runtime import install_uvloop, setup_logging
 
 
 def _instance(
     args: argparse.Namespace,
-    cfg_instance: int = 0,
+    cfg_instance: int | None = None,
     cfg_port: int | None = None,
     cfg_dir: str | None = None,
+    layout: Layout | None = None,
 ) -> Instance:
     number = args.instance if args.instance is not None else cfg_instance
-    return Instance.resolve(number, args.data_dir or cfg_dir, args.port or cfg_port)
+    return Instance.resolve(number, args.data_dir or cfg_dir, args.port or cfg_port, layout)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     from engine._paths import load_settings
     from engine._supervisor import StartError, Supervisor
 
-    load_settings()
     try:
         cfg = load_config(args.config)
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    inst = _instance(args, cfg.instance, cfg.port, cfg.data_dir)
+    load_settings(cfg.layout)
+    inst = _instance(args, cfg.instance, cfg.port, cfg.data_dir, cfg.layout)
 
     async def main() -> int:
-        sup = Supervisor(cfg, inst, echo_logs=not args.quiet)
+        sup = Supervisor(cfg, inst, echo_logs=not args.quiet, config_path=args.config)
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, sup.stop_requested.set)
@@ -47,12 +49,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         except (StartError, InstanceBusy) as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 1
-        p = inst.ports
+        ports = ", ".join(f"{name} :{port}" for name, port in inst.ports.as_dict().items())
         fns = sorted({f for w in sup.workers for f in w.functions})
         print(
             f"engine ready: instance {inst.number}, data {inst.data_dir}, NATS {sup.url}, "
-            f"REST :{p.rest}, streams :{p.streams}, viewer :{p.viewer}, console :{p.console}; "
-            f"{len(sup.workers)} worker process(es), {len(fns)} functions",
+            f"{ports}; {len(sup.workers)} worker process(es), {len(fns)} functions",
             file=sys.stderr,
             flush=True,
         )
@@ -65,7 +66,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_stop(args: argparse.Namespace) -> int:
-    inst = _instance(args)
+    inst = _instance(args, layout=read_layout(args.config))
     pid = inst.running_pid()
     if pid is None:
         print(f"engine instance {inst.number} is not running (data dir {inst.data_dir})")
@@ -86,7 +87,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     from engine._connect import connect
     from engine._supervisor import status_json
 
-    inst = _instance(args)
+    inst = _instance(args, layout=read_layout(args.config))
     info = inst.read_pidfile()
     if inst.running_pid() is None or not info:
         out = {"running": False, "instance": inst.number, "data_dir": str(inst.data_dir)}
@@ -133,8 +134,12 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("--data-dir", default=None)
         p.add_argument("--instance", type=int, default=None)
         p.add_argument("--port", type=int, default=None, help="anchor of the port block")
+        p.add_argument(
+            "--config",
+            default=os.environ.get(ENV_CONFIG) or str(DEFAULT_CONFIG),
+            help="the engine's config (its `layout` names the data dir and ports)",
+        )
         if name == "run":
-            p.add_argument("--config", default="config/engine.yaml")
             p.add_argument("--quiet", action="store_true", help="do not echo worker logs")
         if name == "stop":
             p.add_argument("--timeout", type=float, default=60.0)

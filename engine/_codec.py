@@ -33,3 +33,15 @@ def decode(data: bytes, type_: type[T] | Any = Any) -> T:
     if not data:
         data = b"null" if type_ in (Any, None, type(None)) else b"{}"
     return decoder(type_).decode(data)  # type: ignore[no-any-return]
+
+
+_lax: dict[Any, msgspec.json.Decoder[Any]] = {}
+
+
+def decode_lax(data: bytes, type_: type[T] | Any = Any) -> T:
+    """Like `decode`, with msgspec's lax rules: strings stand for numbers and booleans (what
+    a query string or path parameter holds)."""
+    dec = _lax.get(type_)
+    if dec is None:
+        dec = _lax[type_] = msgspec.json.Decoder(type_, strict=False)
+    return dec.decode(data or b"{}")  # type: ignore[no-any-return]

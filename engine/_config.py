@@ -10,6 +10,8 @@ from typing import Any, Literal
 import msgspec
 import yaml
 
+from engine._paths import Layout
+
 
 class RestartPolicy(msgspec.Struct, forbid_unknown_fields=True):
     policy: Literal["always", "on-failure", "never"] = "always"
@@ -80,10 +82,12 @@ class TriggerConfig(msgspec.Struct, forbid_unknown_fields=True):
 
 
 class EngineConfig(msgspec.Struct, forbid_unknown_fields=True):
+    layout: Layout = msgspec.field(default_factory=Layout)
+    """The instance's data dir and named port block (see engine/_paths.py)."""
     instance: int = 0
     data_dir: str | None = None
     port: int | None = None
-    """Anchor of the port block (REST); default 3111."""
+    """Anchor of the port block; default `layout.anchor`."""
     nats: NatsConfig = msgspec.field(default_factory=NatsConfig)
     buckets: list[BucketConfig] = msgspec.field(default_factory=list)
     streams: list[StreamConfig] = msgspec.field(default_factory=list)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from engine._paths import Ports, default_data_dir
+from engine._paths import Layout, Ports, current_layout
 
 
 class InstanceBusy(RuntimeError):
@@ -21,16 +21,22 @@ class Instance:
     number: int
     data_dir: Path
     ports: Ports
+    layout: Layout
 
     @classmethod
     def resolve(
         cls,
-        instance: int = 0,
+        instance: int | None = None,
         data_dir: str | os.PathLike[str] | None = None,
         port: int | None = None,
+        layout: Layout | None = None,
     ) -> Instance:
-        dd = Path(data_dir).expanduser() if data_dir else default_data_dir(instance)
-        return cls(instance, dd.resolve(), Ports.for_instance(instance, port))
+        """Instance `instance` (default `<PREFIX>_INSTANCE`, else 0) of `layout` (default
+        this process's): its data dir and port block, unless given."""
+        lay = layout or current_layout()
+        number = lay.default_instance() if instance is None else instance
+        dd = Path(data_dir).expanduser() if data_dir else lay.data_dir(number)
+        return cls(number, dd.resolve(), lay.ports_for(number, port), lay)
 
     @property
     def pidfile(self) -> Path:

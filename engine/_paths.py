@@ -1,51 +1,132 @@
-"""Where an instance lives: its data dir and its block of ports.
+"""Where an instance lives: its data dir and its block of ports, as the config's `layout`
+names them.
 
-Ports, one instance: anchor+0 REST, +1 streams (WebSocket), +2 viewer, +3 console,
-+4 NATS client, +5 NATS monitoring. `--port N` moves the anchor (default 3111);
-`--instance K` shifts the block by 100×K and gives the instance its own data dir.
+The engine knows two ports of its own, `nats` and `nats_monitor`; every other port of the
+block, the data dir's folder name and the prefix of the settings that override them come
+from `layout:` in the engine's config (config/engine.yaml). Port i of the list is
+anchor + i; `--port N` moves the anchor, `--instance K` shifts the block by 100×K and gives
+the instance its own data dir (`<root>/instance-K`).
 """
 
 from __future__ import annotations
 
+import functools
 import os
-from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-DEFAULT_ANCHOR = 3111
+import msgspec
+import yaml
+
+ENGINE_PORTS = ("nats", "nats_monitor")
+ENV_CONFIG = "ENGINE_CONFIG"
+"""The config file a process reads its layout from (set by the supervisor for workers)."""
+DEFAULT_CONFIG = Path(__file__).resolve().parents[1] / "config" / "engine.yaml"
 
 
-@dataclass(frozen=True)
+class Layout(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    name: str = "engine"
+    """Folder of the data dir (`$XDG_DATA_HOME/<name>`) and of user settings
+    (`~/.<name>/.env`)."""
+    env_prefix: str = "ENGINE"
+    """`<PREFIX>_DATA_DIR`, `<PREFIX>_PORT` (the anchor) and `<PREFIX>_INSTANCE` override
+    the defaults; workers get `<PREFIX>_DATA_DIR` and `<PREFIX>_<NAME>_PORT` per port."""
+    anchor: int = 4222
+    ports: list[str] = msgspec.field(default_factory=lambda: list(ENGINE_PORTS))
+    """Names of the block's ports in order; `nats` and `nats_monitor` are added if absent."""
+
+    def __post_init__(self) -> None:
+        for p in ENGINE_PORTS:
+            if p not in self.ports:
+                self.ports.append(p)
+        if len(set(self.ports)) != len(self.ports):
+            raise ValueError(f"layout.ports names a port twice: {self.ports}")
+
+    def env(self, name: str) -> str:
+        """The name of the setting `<PREFIX>_<NAME>`."""
+        return f"{self.env_prefix}_{name.upper()}"
+
+    def port_env(self, port: str) -> str:
+        return self.env(f"{port}_PORT")
+
+    def settings_file(self) -> Path:
+        return Path.home() / f".{self.name}" / ".env"
+
+    def data_root(self) -> Path:
+        env = os.environ.get(self.env("DATA_DIR"))
+        if env:
+            return Path(env).expanduser()
+        xdg = os.environ.get("XDG_DATA_HOME")
+        return (Path(xdg) if xdg else Path.home() / ".local" / "share") / self.name
+
+    def data_dir(self, instance: int = 0) -> Path:
+        root = self.data_root()
+        return root if instance == 0 else root / f"instance-{instance}"
+
+    def default_instance(self) -> int:
+        return int(os.environ.get(self.env("INSTANCE"), "0") or 0)
+
+    def ports_for(self, instance: int = 0, anchor: int | None = None) -> Ports:
+        base = anchor or int(os.environ.get(self.env("PORT"), 0) or self.anchor)
+        base += 100 * instance
+        return Ports({name: base + i for i, name in enumerate(self.ports)})
+
+
 class Ports:
-    rest: int
-    streams: int
-    viewer: int
-    console: int
-    nats: int
-    nats_monitor: int
+    """An instance's ports by name: `ports.nats`, `ports["rest"]`."""
 
-    @classmethod
-    def for_instance(cls, instance: int = 0, anchor: int | None = None) -> Ports:
-        base = (anchor or int(os.environ.get("AGENTMEMORY_PORT", DEFAULT_ANCHOR))) + 100 * instance
-        return cls(base, base + 1, base + 2, base + 3, base + 4, base + 5)
+    def __init__(self, named: dict[str, int]) -> None:
+        self._named = dict(named)
+
+    def __getattr__(self, name: str) -> int:
+        try:
+            return self._named[name]
+        except KeyError:
+            raise AttributeError(f"no port named {name!r} in the layout") from None
+
+    def __getitem__(self, name: str) -> int:
+        return self._named[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._named
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Ports) and other._named == self._named
+
+    def __repr__(self) -> str:
+        return f"Ports({self._named})"
+
+    def as_dict(self) -> dict[str, int]:
+        return dict(self._named)
+
+    @property
+    def anchor(self) -> int:
+        return min(self._named.values())
+
+
+def read_layout(path: str | os.PathLike[str] | None) -> Layout:
+    """The `layout:` of a config file; the engine's own defaults without one."""
+    if path is None or not Path(path).exists():
+        return Layout()
+    raw: Any = yaml.safe_load(Path(path).read_text()) or {}
+    section = raw.get("layout") if isinstance(raw, dict) else None
+    return msgspec.convert(section or {}, Layout)
+
+
+@functools.cache
+def current_layout() -> Layout:
+    """This process's layout: from `ENGINE_CONFIG`, else the repository's config file."""
+    return read_layout(os.environ.get(ENV_CONFIG) or DEFAULT_CONFIG)
 
 
 def default_data_dir(instance: int = 0) -> Path:
-    env = os.environ.get("AGENTMEMORY_DATA_DIR")
-    if env:
-        root = Path(env).expanduser()
-    else:
-        xdg = os.environ.get("XDG_DATA_HOME")
-        root = (Path(xdg) if xdg else Path.home() / ".local" / "share") / "agentmemory"
-    return root if instance == 0 else root / f"instance-{instance}"
+    return current_layout().data_dir(instance)
 
 
-def settings_file() -> Path:
-    return Path.home() / ".agentmemory" / ".env"
-
-
-def load_settings() -> None:
-    """Read ~/.agentmemory/.env into the environment; the process environment wins."""
-    path = settings_file()
+def load_settings(layout: Layout | None = None) -> None:
+    """Read the user's settings file (`~/.<name>/.env`) into the environment; the process
+    environment wins."""
+    path = (layout or current_layout()).settings_file()
     if not path.exists():
         return
     for line in path.read_text().splitlines():

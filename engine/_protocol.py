@@ -9,6 +9,7 @@ from nats.micro.request import ERROR_CODE_HEADER, ERROR_HEADER
 __all__ = [
     "ERROR_CODE_HEADER",
     "ERROR_HEADER",
+    "HDR_COERCE",
     "HDR_DEADLINE",
     "HDR_IDEMPOTENCY",
     "HDR_TRACEPARENT",
@@ -26,6 +27,9 @@ HDR_TRACEPARENT = "traceparent"
 HDR_IDEMPOTENCY = "Idempotency-Key"
 # What fired the call (http, timer, queue, pubsub, stream, state): the span's faas.trigger.
 HDR_TRIGGER = "Engine-Trigger"
+# Present when the request object holds strings that stand for other types (built by the
+# http trigger from a query string or path parameters): the worker decodes it laxly.
+HDR_COERCE = "Engine-Coerce"
 
 _ID_RE = re.compile(r"^[a-z0-9][a-z0-9_-]*(::[a-z0-9][a-z0-9_-]*)+$")
 

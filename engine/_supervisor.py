@@ -25,6 +25,7 @@ from engine._context import Context
 from engine._instance import Instance, InstanceLock
 from engine._logs import LOGS_STREAM, LOGS_SUBJECT
 from engine._nats_server import NatsServer, NatsServerError, ensure_credentials
+from engine._paths import ENGINE_PORTS, ENV_CONFIG
 from engine._tracing import TRACES_STREAM, TRACES_SUBJECT
 from engine._triggers import TRIGGERS_BUCKET, TriggerSpec
 from engine._worker import Worker
@@ -64,6 +65,19 @@ class EngineStatus(msgspec.Struct):
 
 
 _TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
+    """Whether a listener could bind `port` now. SO_REUSEADDR, as every server here sets it:
+    sockets left in TIME-WAIT by closed client connections do not count as in use (without
+    it a restart was refused for about a minute after clients had closed)."""
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+        except OSError:
+            return False
+    return True
 
 
 def process_usage(pid: int) -> tuple[float | None, float | None]:
@@ -221,9 +235,17 @@ class ManagedWorker:
 
 
 class Supervisor:
-    def __init__(self, cfg: EngineConfig, inst: Instance, *, echo_logs: bool = True) -> None:
+    def __init__(
+        self,
+        cfg: EngineConfig,
+        inst: Instance,
+        *,
+        echo_logs: bool = True,
+        config_path: str | os.PathLike[str] | None = None,
+    ) -> None:
         self.cfg = cfg
         self.inst = inst
+        self.config_path = str(Path(config_path).resolve()) if config_path else None
         self.echo_logs = echo_logs
         self.server: NatsServer | None = None
         self.nc: NATS | None = None
@@ -242,7 +264,7 @@ class Supervisor:
             {
                 "pid": os.getpid(),
                 "instance": self.inst.number,
-                "ports": self.inst.ports.__dict__,
+                "ports": self.inst.ports.as_dict(),
                 "data_dir": str(self.inst.data_dir),
             }
         )
@@ -277,19 +299,16 @@ class Supervisor:
             raise
 
     def _check_ports(self) -> None:
-        p = self.inst.ports
-        named = {"REST": p.rest, "streams": p.streams, "viewer": p.viewer, "console": p.console}
-        if self.cfg.nats.url is None:
-            named.update({"NATS": p.nats, "NATS monitoring": p.nats_monitor})
+        named = self.inst.ports.as_dict()
+        if self.cfg.nats.url is not None:
+            for p in ENGINE_PORTS:
+                named.pop(p, None)
         for what, port in named.items():
-            with socket.socket() as s:
-                try:
-                    s.bind(("127.0.0.1", port))
-                except OSError:
-                    raise StartError(
-                        f"port {port} ({what}) on 127.0.0.1 is already in use; stop what holds "
-                        f"it (`ss -ltnp 'sport = :{port}'`) or move the block with --port/--instance"
-                    ) from None
+            if not port_is_free(port):
+                raise StartError(
+                    f"port {port} ({what}) on 127.0.0.1 is already in use; stop what holds "
+                    f"it (`ss -ltnp 'sport = :{port}'`) or move the block with --port/--instance"
+                )
 
     async def _start_bus(self) -> None:
         if self.cfg.nats.url:
@@ -304,7 +323,7 @@ class Supervisor:
                 monitor_port=self.inst.ports.nats_monitor,
                 user=user,
                 password=password,
-                server_name=f"agentmemory-{self.inst.number}",
+                server_name=f"{self.inst.layout.name}-{self.inst.number}",
                 log_file=self.inst.data_dir / "logs" / "nats-server.log",
                 max_file_store=self.cfg.nats.max_file_store,
                 max_memory_store=self.cfg.nats.max_memory_store,
@@ -407,7 +426,7 @@ class Supervisor:
         await self._api.start(self.nc)
 
     def _worker_env(self, w: WorkerConfig, replica: int) -> dict[str, str]:
-        p = self.inst.ports
+        lay = self.inst.layout
         env = dict(os.environ)
         env.update(self.cfg.env)
         env.update(
@@ -418,13 +437,17 @@ class Supervisor:
                 "ENGINE_INSTANCE": str(self.inst.number),
                 "ENGINE_DATA_DIR": str(self.inst.data_dir),
                 "ENGINE_SUPERVISOR_PID": str(os.getpid()),
-                "AGENTMEMORY_DATA_DIR": str(self.inst.data_dir),
-                "AGENTMEMORY_REST_PORT": str(p.rest),
-                "AGENTMEMORY_STREAMS_PORT": str(p.streams),
-                "AGENTMEMORY_VIEWER_PORT": str(p.viewer),
-                "AGENTMEMORY_CONSOLE_PORT": str(p.console),
+                # The layout's own names (config/engine.yaml), so workers find the instance
+                # they belong to with the settings a user would set.
+                lay.env("DATA_DIR"): str(self.inst.data_dir),
+                lay.env("INSTANCE"): str(self.inst.number),
             }
         )
+        if self.config_path:
+            env[ENV_CONFIG] = self.config_path
+        for name, port in self.inst.ports.as_dict().items():
+            env[f"ENGINE_PORT_{name.upper()}"] = str(port)
+            env[lay.port_env(name)] = str(port)
         if self.credentials:
             env[ENV_CREDENTIALS] = self.credentials
         env.update(w.env)
@@ -434,7 +457,7 @@ class Supervisor:
         info = {
             "pid": os.getpid(),
             "instance": self.inst.number,
-            "ports": self.inst.ports.__dict__,
+            "ports": self.inst.ports.as_dict(),
             "data_dir": str(self.inst.data_dir),
             "nats_url": self.url,
             "nats_pid": self.server.proc.pid if self.server and self.server.proc else None,
@@ -451,7 +474,7 @@ class Supervisor:
             data_dir=str(self.inst.data_dir),
             nats_url=self.url,
             embedded_nats=self.server is not None,
-            ports=dict(self.inst.ports.__dict__),
+            ports=self.inst.ports.as_dict(),
             started_at=self.started_at,
             workers=[w.status() for w in self.workers],
         )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import bisect
+import inspect
 import logging
 import re
 import time
@@ -22,9 +23,11 @@ from engine import _codec, _tracing
 from engine._client import Client, LocalCall
 from engine._context import Context
 from engine._errors import FunctionError, invalid_request
+from engine._operations import Http, NoArgs, Tool, declared
 from engine._protocol import (
     ERROR_CODE_HEADER,
     ERROR_HEADER,
+    HDR_COERCE,
     HDR_DEADLINE,
     HDR_TRIGGER,
     parse_deadline,
@@ -53,8 +56,12 @@ class FunctionSpec:
     description: str = ""
     timeout: float = 30.0
     """Longest a call may run when the caller sent no earlier deadline."""
+    http: Http | None = None
+    tool: Tool | None = None
 
     def schemas(self) -> dict[str, str]:
+        """The endpoint's `$SRV.INFO` metadata: what discovery, the OpenAPI document, MCP
+        tool lists and the console read of a function."""
         out: dict[str, str] = {"function_id": self.id, "description": self.description}
         for key, tp in (("request_schema", self.request), ("response_schema", self.response)):
             if tp not in (Any, bytes, None):
@@ -62,6 +69,13 @@ class FunctionSpec:
                     out[key] = msgspec.json.encode(msgspec.json.schema(tp)).decode()
                 except (TypeError, ValueError):
                     pass
+        if self.http is not None:
+            out["http"] = msgspec.json.encode(self.http).decode()
+        if self.tool is not None:
+            tool = msgspec.structs.replace(
+                self.tool, description=self.tool.description or self.description
+            )
+            out["tool"] = msgspec.json.encode(tool).decode()
         return out
 
 
@@ -117,8 +131,12 @@ class Worker:
         timeout: float = 30.0,
         request: Any = None,
         response: Any = None,
+        http: Http | None = None,
+        tool: Tool | None = None,
     ) -> Callable[[Handler], Handler]:
-        """Register `async def handler(req, ctx) -> resp`; types come from its annotations."""
+        """Register `async def handler(req, ctx) -> resp`; types come from its annotations.
+        `http` gives it a REST route (an `http` trigger stored when the worker starts),
+        `tool` makes it an MCP tool; both are published with its schemas."""
         validate_function_id(function_id)
 
         def deco(fn: Handler) -> Handler:
@@ -128,12 +146,36 @@ class Worker:
             resp_t = response if response is not None else hints.get("return", Any)
             if function_id in self.functions:
                 raise ValueError(f"function {function_id} registered twice in worker {self.name}")
-            self.functions[function_id] = FunctionSpec(
-                function_id, fn, req_t, resp_t, description or (fn.__doc__ or "").strip(), timeout
+            spec = FunctionSpec(
+                function_id,
+                fn,
+                req_t,
+                resp_t,
+                description or (fn.__doc__ or "").strip(),
+                timeout,
+                http,
+                tool,
             )
+            self.functions[function_id] = spec
+            if http is not None:
+                self.trigger("http", function_id, **http.trigger_config(spec.description, timeout))
             return fn
 
         return deco
+
+    def serve(self, service: object) -> None:
+        """Register every method of `service` marked with `engine.operation`."""
+        for decl, method in declared(service):
+            req_t, resp_t, handler = _adapt(method)
+            self.function(
+                decl.function_id,
+                description=decl.description,
+                timeout=decl.timeout,
+                request=req_t,
+                response=resp_t,
+                http=decl.http,
+                tool=decl.tool,
+            )(handler)
 
     def trigger(self, kind: str, function_id: str, **config: Any) -> TriggerSpec:
         """Bind an event source to a function, e.g. `worker.trigger("http", "mem::observe",
@@ -199,12 +241,24 @@ class Worker:
         for spec in self.functions.values():
             ep = self._endpoints[spec.id]
             ep._subscription._cb = _counting(ep, self._dispatchers[spec.id])
-        if self.triggers:
-            store = await self._client.state(TRIGGERS_BUCKET, history=5)
-            for t in self.triggers:
-                await store.put(t.key, t)
+        await self._store_triggers()
         await nc.flush()
         log.info("worker %s serving %s", self.name, ", ".join(self.functions) or "no functions")
+
+    async def _store_triggers(self) -> None:
+        # Declarations are the truth: what this worker declared earlier and no longer does
+        # (a route whose path or function changed in an upgrade) is removed, so no route is
+        # left pointing at a function nobody serves.
+        store = await self.client.state(TRIGGERS_BUCKET, history=5)
+        mine = {t.key for t in self.triggers}
+        for t in self.triggers:
+            await store.put(t.key, t)
+        for key in await store.keys():
+            if key in mine:
+                continue
+            raw: Any = await store.get(key, Any)
+            if isinstance(raw, dict) and raw.get("worker") == self.name:
+                await store.delete(key)
 
     async def drain(self) -> None:
         """Stop taking calls, finish the ones in flight, then run the stop hooks."""
@@ -322,7 +376,9 @@ class Worker:
                 raise FunctionError(
                     "DEADLINE_EXCEEDED", f"{spec.id}: deadline passed before it ran"
                 )
-            payload = _decode_request(msg.data, spec.request)
+            payload = _decode_request(
+                msg.data, spec.request, HDR_COERCE in headers if headers else False
+            )
             ctx = Context(self.client, spec.id, headers, limit, self.name)
             try:
                 result = await spec.handler(payload, ctx)
@@ -452,8 +508,36 @@ def _endpoint_name(function_id: str) -> str:
     return re.sub(r"[^A-Za-z0-9_-]", "-", function_id.replace("::", "-"))
 
 
-def _decode_request(data: bytes, type_: Any) -> Any:
+def _decode_request(data: bytes, type_: Any, coerce: bool = False) -> Any:
     try:
+        if coerce:  # a query string or path parameters: "10" may be an int
+            return _codec.decode_lax(data, type_)
         return _codec.decode(data, type_)
     except (msgspec.ValidationError, msgspec.DecodeError) as exc:
         raise invalid_request(exc) from None
+
+
+def _adapt(method: Callable[..., Awaitable[Any]]) -> tuple[Any, Any, Handler]:
+    """(request type, response type, handler(req, ctx)) of a service method taking
+    `(req)`, `(req, ctx)` or nothing."""
+    hints = typing.get_type_hints(method)
+    params = [
+        p
+        for p in inspect.signature(method).parameters.values()
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+    ]
+    resp_t = hints.get("return", Any)
+    if not params:
+
+        async def no_request(req: Any, ctx: Context) -> Any:
+            return await method()
+
+        return NoArgs, resp_t, no_request
+    req_t = hints.get(params[0].name, Any)
+    if len(params) >= 2:
+        return req_t, resp_t, method
+
+    async def request_only(req: Any, ctx: Context) -> Any:
+        return await method(req)
+
+    return req_t, resp_t, request_only

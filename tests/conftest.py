@@ -89,12 +89,25 @@ def free_port_block(size: int = 6) -> int:
     raise RuntimeError("no free port block")
 
 
+# The product's layout (config/engine.yaml): test configs without a `layout:` of their own
+# get it, so their REST, console and NATS ports sit where the product puts them.
+PRODUCT_LAYOUT = """
+layout:
+  name: agentmemory
+  env_prefix: AGENTMEMORY
+  anchor: 3111
+  ports: [rest, streams, viewer, console, nats, nats_monitor]
+"""
+
+
 class EngineProcess:
     """`python -m engine run` as a real process, on its own data dir and port block."""
 
     def __init__(self, tmp: Path, config: str, anchor: int | None = None) -> None:
         self.data_dir = tmp / "data"
         self.config = tmp / "engine.yaml"
+        if "\nlayout:" not in "\n" + config:
+            config = PRODUCT_LAYOUT + config
         self.config.write_text(config)
         self.anchor = anchor or free_port_block()
         self.proc: subprocess.Popen[bytes] | None = None
@@ -131,8 +144,17 @@ class EngineProcess:
         return self
 
     @property
+    def ports(self) -> dict[str, int]:
+        """The running instance's ports by name, as its pidfile records them (the layout of
+        its config names them; without one only the engine's own, nats first)."""
+        import json
+
+        info = json.loads((self.data_dir / "engine.pid").read_text())
+        return {str(k): int(v) for k, v in info["ports"].items()}
+
+    @property
     def nats_url(self) -> str:
-        return f"nats://127.0.0.1:{self.anchor + 4}"
+        return f"nats://127.0.0.1:{self.ports['nats']}"
 
     @property
     def credentials(self) -> str:
@@ -145,7 +167,16 @@ class EngineProcess:
         import json
 
         out = subprocess.run(
-            [sys.executable, "-m", "engine", "status", "--json", *self.args()],
+            [
+                sys.executable,
+                "-m",
+                "engine",
+                "status",
+                "--json",
+                "--config",
+                str(self.config),
+                *self.args(),
+            ],
             cwd=ROOT,
             capture_output=True,
             check=False,

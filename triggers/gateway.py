@@ -28,7 +28,7 @@ from starlette.routing import WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from engine import Client, TriggerSpec, Worker
-from engine._paths import Ports
+from engine.paths import Instance
 from triggers.http.secret import bearer_matches
 from triggers.http.server import _Server, listen_socket, serve_in_background
 from triggers.http.settings import HttpSettings
@@ -80,7 +80,7 @@ class StreamGateway:
         self._client = client
         settings = self.settings = self.settings or HttpSettings.from_env()
         env_port = os.environ.get("AGENTMEMORY_STREAMS_PORT")
-        port = self.port or (int(env_port) if env_port else Ports.for_instance().streams)
+        port = self.port or (int(env_port) if env_port else Instance.resolve().ports.streams)
         app = Starlette(routes=[WebSocketRoute("/ws", self._follow)])
         config = uvicorn.Config(
             app,

@@ -1,5 +1,6 @@
 """One process's lifecycle service: the memory store it works on, its settings, and one
-method per operation. Bus functions, cron firings and REST routes all call these."""
+method per operation, each declared once on its method (bus function, REST route, MCP
+tool); cron firings call the same functions (see register.py)."""
 
 from __future__ import annotations
 
@@ -7,20 +8,29 @@ import asyncio
 from datetime import datetime
 from typing import Any
 
-from engine import Client, FunctionError
-from functions.graph.compact import compact
+import msgspec
+
+from engine import Client, FunctionError, Http, Tool, operation
+from functions.graph.compact import CompactOut, compact
 from functions.graph.feed import GraphFeed
 from functions.graph.query import GraphQuery
 from functions.graph.wire import GraphQueryIn, GraphStatsIn
 from functions.lifecycle import clock, lessons
 from functions.lifecycle.config import LifecycleConfig
-from functions.lifecycle.consolidate import Consolidator
+from functions.lifecycle.consolidate import ConsolidateOut, Consolidator
 from functions.lifecycle.decay import tier
 from functions.lifecycle.digest import Sink, digest
 from functions.lifecycle.episodes import summarize_sessions, sweep
 from functions.lifecycle.lease import held
 from functions.lifecycle.llm import Rewriter
-from functions.lifecycle.maintenance import auto_forget, purge_audit, reinforce, run_decay
+from functions.lifecycle.maintenance import (
+    DecayOut,
+    auto_forget,
+    purge_audit,
+    reinforce,
+    run_decay,
+)
+from functions.lifecycle.maintenance import ForgetOut as AutoForgetOut
 from functions.lifecycle.profile import ProfileFeed, profile_wire
 from functions.lifecycle.wire import (
     AutoForgetIn,
@@ -28,16 +38,29 @@ from functions.lifecycle.wire import (
     ConsolidateIn,
     DecayIn,
     DigestIn,
+    DigestOut,
+    GraphQueryOut,
+    GraphStatsOut,
+    LessonOut,
     LessonRecallIn,
     LessonReinforceIn,
     LessonSaveIn,
+    LessonsOut,
+    LessonView,
+    ProfileOut,
     ProjectProfileIn,
+    Reinforced,
     ReinforceIn,
+    ReinforceOut,
+    RetentionOut,
+    ScoredLesson,
     SummarizeIn,
+    SummarizeOut,
+    SummaryView,
     SweepIn,
+    SweepOut,
 )
 from functions.memory.store import MemoryStore
-from functions.memory.wire import to_wire
 from functions.records import (
     GRAPH_BUCKET,
     LIFECYCLE_BUCKET,
@@ -46,6 +69,18 @@ from functions.records import (
     SessionSummary,
     profile_key,
 )
+from functions.views import as_view
+
+LONG = 900.0
+"""Seconds a sweep over a large store may take (consolidation of 100k observations)."""
+
+
+def rest(method: str, path: str, **kw: Any) -> Http:
+    return Http(method, "/agentmemory/" + path, tags=["lifecycle"], **kw)
+
+
+class GraphCompactOut(CompactOut, rename="camel", kw_only=True):
+    folded: dict[str, int]
 
 
 def when(req: Clocked) -> datetime:
@@ -86,7 +121,13 @@ class LifecycleService:
         return held(life, name)
 
     # ---- operations ----------------------------------------------------------------
-    async def summarize(self, req: SummarizeIn) -> dict[str, Any]:
+    @operation(
+        "mem::summarize",
+        description="Write a session's summary",
+        timeout=LONG,
+        http=rest("POST", "summarize"),
+    )
+    async def summarize(self, req: SummarizeIn) -> SummarizeOut:
         written = await summarize_sessions(
             self.store, {req.session_id}, when(req), cap=self.config.provenance_cap
         )
@@ -97,15 +138,30 @@ class LifecycleService:
             raise FunctionError(
                 "NOT_FOUND", f"no session or observations for {req.session_id}", field="sessionId"
             )
-        return {"success": True, "written": bool(written), "summary": to_wire(summary)}
+        return SummarizeOut(
+            success=True, written=bool(written), summary=as_view(summary, SummaryView)
+        )
 
-    async def sweep(self, req: SweepIn) -> dict[str, Any]:
+    @operation(
+        "mem::sweep",
+        description="Abandon stale sessions and summarize them",
+        timeout=LONG,
+    )
+    async def sweep(self, req: SweepIn) -> SweepOut:
         hours = req.stale_hours or self.config.stale_hours
         async with await self._exclusive("sweep"):
             out = await sweep(self.store, when(req), hours, cap=self.config.provenance_cap)
-        return {"abandoned": out.abandoned, "summarized": out.summarized}
+        return SweepOut(abandoned=out.abandoned, summarized=out.summarized)
 
-    async def consolidate(self, req: ConsolidateIn) -> dict[str, Any]:
+    @operation(
+        "mem::consolidate",
+        description="Run the 4-tier memory consolidation pipeline (working -> episodic -> "
+        "semantic -> procedural).",
+        timeout=LONG,
+        http=rest("POST", "consolidate"),
+        tool=Tool("memory_consolidate", tier="core"),
+    )
+    async def consolidate(self, req: ConsolidateIn) -> ConsolidateOut:
         rewriter = None
         if self.config.consolidation_llm and self.config.llm.provider:
             life = await self.store.client.state(LIFECYCLE_BUCKET)
@@ -117,43 +173,72 @@ class LifecycleService:
             rewriter=rewriter,
         )
         async with self._local, await self._exclusive("consolidate"):
-            out = await c.run(when(req))
-        return to_wire(out)  # type: ignore[no-any-return]
+            return await c.run(when(req))
 
-    async def decay(self, req: DecayIn) -> dict[str, Any]:
+    @operation("mem::decay", description="Fold time into memory strength", timeout=LONG)
+    async def decay(self, req: DecayIn) -> DecayOut:
         async with await self._exclusive("decay"):
-            out = await run_decay(self.store, self.config, when(req))
-        return to_wire(out)  # type: ignore[no-any-return]
+            return await run_decay(self.store, self.config, when(req))
 
-    async def reinforce(self, req: ReinforceIn) -> dict[str, Any]:
+    @operation(
+        "mem::reinforce",
+        description="Reinforce accessed memories",
+        http=rest("POST", "reinforce"),
+    )
+    async def reinforce(self, req: ReinforceIn) -> ReinforceOut:
         got = await reinforce(self.store, self.config, req.ids, when(req))
-        return {
-            "memories": [
-                {"id": m.id, "strength": round(m.strength, 4), "tier": tier(m.strength)}
+        return ReinforceOut(
+            memories=[
+                Reinforced(id=m.id, strength=round(m.strength, 4), tier=tier(m.strength))
                 for m in got
             ]
-        }
+        )
 
-    async def auto_forget(self, req: AutoForgetIn) -> dict[str, Any]:
+    @operation(
+        "mem::auto-forget",
+        description="TTL, contradiction, fading and low-value removal (dryRun previews)",
+        timeout=LONG,
+        http=rest("POST", "auto-forget"),
+    )
+    async def auto_forget(self, req: AutoForgetIn) -> AutoForgetOut:
         async with await self._exclusive("auto-forget"):
-            out = await auto_forget(self.store, self.config, when(req), dry_run=req.dry_run)
-        return to_wire(out)  # type: ignore[no-any-return]
+            return await auto_forget(self.store, self.config, when(req), dry_run=req.dry_run)
 
-    async def audit_retention(self, req: DecayIn) -> dict[str, Any]:
+    @operation("mem::audit-retention", description="Drop audit months past retention", timeout=LONG)
+    async def audit_retention(self, req: DecayIn) -> RetentionOut:
         n = await purge_audit(self.store, self.config.audit_retention_months, when(req))
-        return {"purged": n, "keepMonths": self.config.audit_retention_months}
+        return RetentionOut(purged=n, keep_months=self.config.audit_retention_months)
 
-    async def lesson_save(self, req: LessonSaveIn) -> dict[str, Any]:
+    @operation(
+        "mem::lesson::save",
+        description="Save (or reinforce) a lesson learned",
+        http=rest("POST", "lessons", status=201),
+        tool=Tool("memory_lesson_save", tier="core"),
+    )
+    async def lesson_save(self, req: LessonSaveIn) -> LessonOut:
         lesson = await lessons.save(self.store, req, self.config.decay, when(req))
-        return {"success": True, "lesson": to_wire(lesson)}
+        return LessonOut(success=True, lesson=as_view(lesson, LessonView))
 
-    async def lesson_recall(self, req: LessonRecallIn) -> dict[str, Any]:
+    @operation(
+        "mem::lesson::recall",
+        description="Recall lessons by relevance and strength",
+        http=rest("POST", "lessons/recall"),
+        tool=Tool("memory_lesson_recall"),
+    )
+    async def lesson_recall(self, req: LessonRecallIn) -> LessonsOut:
         found = await lessons.recall(self.store, req, self.config.decay, when(req))
-        return {"lessons": [{**to_wire(lesson), "score": s} for s, lesson in found]}
+        return LessonsOut(
+            lessons=[ScoredLesson(score=s, **msgspec.structs.asdict(lesson)) for s, lesson in found]
+        )
 
-    async def lesson_reinforce(self, req: LessonReinforceIn) -> dict[str, Any]:
+    @operation(
+        "mem::lesson::reinforce",
+        description="Reinforce a lesson that helped",
+        http=rest("POST", "lessons/reinforce"),
+    )
+    async def lesson_reinforce(self, req: LessonReinforceIn) -> LessonOut:
         lesson = await lessons.reinforce(self.store, req.id, self.config.decay, when(req))
-        return {"success": True, "lesson": to_wire(lesson)}
+        return LessonOut(success=True, lesson=as_view(lesson, LessonView))
 
     # ---- knowledge graph and project profiles (fed from MEM_EVENTS) -------------------
     async def _sinks(self) -> list[Sink]:
@@ -166,13 +251,23 @@ class LifecycleService:
         life = await self.store.client.state(LIFECYCLE_BUCKET)
         return await digest(self.store, life, await self._sinks(), batch=self.config.graph.batch)
 
-    async def digest_events(self, req: DigestIn) -> dict[str, Any]:
+    @operation(
+        "mem::digest-events",
+        description="Fold new MEM_EVENTS into the knowledge graph and project profiles",
+        timeout=LONG,
+    )
+    async def digest_events(self, req: DigestIn) -> DigestOut:
         # One lease for the feed and compaction: both rewrite graph records.
         async with await self._exclusive("graph"):
             folded = await self._digest()
-        return {"folded": folded}
+        return DigestOut(folded=folded)
 
-    async def graph_compact(self, req: DecayIn) -> dict[str, Any]:
+    @operation(
+        "mem::graph-compact",
+        description="Drop expired edges, idle nodes and forgotten provenance from the graph",
+        timeout=LONG,
+    )
+    async def graph_compact(self, req: DecayIn) -> GraphCompactOut:
         async with await self._exclusive("graph"):
             folded = await self._digest()  # compact what the events say, all of it
             out = await compact(
@@ -182,18 +277,36 @@ class LifecycleService:
                 retention_days=self.config.graph.retention_days,
                 cap=self.config.provenance_cap,
             )
-        return {**to_wire(out), "folded": folded}
+        return GraphCompactOut(folded=folded, **msgspec.structs.asdict(out))
 
     async def _graph(self) -> GraphQuery:
         return GraphQuery(await self.store.client.state(GRAPH_BUCKET), self.store.js)
 
-    async def graph_query(self, req: GraphQueryIn) -> dict[str, Any]:
-        return await (await self._graph()).query(req)
+    @operation(
+        "mem::graph-query",
+        description="Knowledge graph of files, symbols, packages, errors, commands and "
+        "concepts: nodes whose name contains `query`, a walk from `startNodeId`, or the "
+        "best connected nodes.",
+        http=rest("POST", "graph/query"),
+        tool=Tool("memory_graph_query"),
+    )
+    async def graph_query(self, req: GraphQueryIn) -> GraphQueryOut:
+        return msgspec.convert(await (await self._graph()).query(req), GraphQueryOut)
 
-    async def graph_stats(self, req: GraphStatsIn) -> dict[str, Any]:
-        return await (await self._graph()).stats()
+    @operation(
+        "mem::graph-stats",
+        description="Knowledge graph counts by node and edge type",
+        http=rest("GET", "graph/stats"),
+    )
+    async def graph_stats(self, req: GraphStatsIn) -> GraphStatsOut:
+        return msgspec.convert(await (await self._graph()).stats(), GraphStatsOut)
 
-    async def project_profile(self, req: ProjectProfileIn) -> dict[str, Any]:
+    @operation(
+        "mem::project-profile",
+        description="A project's profile: top concepts, files, commands, errors, conventions",
+        timeout=120.0,
+    )
+    async def project_profile(self, req: ProjectProfileIn) -> ProfileOut:
         if req.refresh:
             try:
                 async with await self._exclusive("graph"):
@@ -204,8 +317,7 @@ class LifecycleService:
         state = await self.store.client.state(PROFILES_BUCKET)
         p: ProjectProfile | None = await state.get(profile_key(req.project), ProjectProfile)
         if p is None:
-            return {"project": req.project, "profile": None, "reason": "no_observations"}
-        return {
-            "project": req.project,
-            "profile": profile_wire(p, self.config.profile.half_life_days),
-        }
+            return ProfileOut(project=req.project, profile=None, reason="no_observations")
+        return ProfileOut(
+            project=req.project, profile=profile_wire(p, self.config.profile.half_life_days)
+        )

@@ -3,9 +3,13 @@ field has a default where a cron firing (payload `{}`) must be accepted."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import msgspec
+
+from functions.names import Names, names
+from functions.records import Lesson, SessionSummary
+from functions.views import view
 
 Text = Annotated[str, msgspec.Meta(min_length=1, max_length=20_000)]
 Id = Annotated[str, msgspec.Meta(min_length=1, max_length=512)]
@@ -45,8 +49,11 @@ class LessonSaveIn(Clocked, kw_only=True):
     context: str = ""
     project: str = ""
     agent_id: str = ""
-    concepts: list[str] = msgspec.field(default_factory=list)
+    concepts: Names = msgspec.field(default_factory=list)
     source_ids: list[str] = msgspec.field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.concepts = names(self.concepts)
 
 
 class LessonRecallIn(Clocked, kw_only=True):
@@ -68,3 +75,78 @@ class ProjectProfileIn(msgspec.Struct, rename="camel", kw_only=True):
 
 class DigestIn(Clocked, kw_only=True):
     pass
+
+
+# ---- responses ------------------------------------------------------------------------
+SummaryView = view(SessionSummary)
+LessonView = view(Lesson)
+ScoredLesson = msgspec.defstruct(
+    "ScoredLesson", [("score", float)], bases=(LessonView,), rename="camel", kw_only=True
+)
+
+
+class SummarizeOut(msgspec.Struct, kw_only=True):
+    success: bool
+    written: bool
+    summary: SummaryView  # type: ignore[valid-type]
+
+
+class SweepOut(msgspec.Struct, kw_only=True):
+    abandoned: list[str]
+    summarized: list[str]
+
+
+class Reinforced(msgspec.Struct, kw_only=True):
+    id: str
+    strength: float
+    tier: str
+
+
+class ReinforceOut(msgspec.Struct, kw_only=True):
+    memories: list[Reinforced]
+
+
+class RetentionOut(msgspec.Struct, rename="camel", kw_only=True):
+    purged: int
+    keep_months: int
+
+
+class LessonOut(msgspec.Struct, kw_only=True):
+    success: bool
+    lesson: LessonView  # type: ignore[valid-type]
+
+
+class LessonsOut(msgspec.Struct, kw_only=True):
+    lessons: list[ScoredLesson]  # type: ignore[valid-type]
+
+
+class DigestOut(msgspec.Struct, kw_only=True):
+    folded: dict[str, int]
+
+
+class ProfileOut(msgspec.Struct, kw_only=True, omit_defaults=True):
+    project: str
+    profile: dict[str, Any] | None
+    """Top concepts, files, commands, errors and conventions (see mem::profile)."""
+    reason: str | None = None
+    """Why there is no profile (`no_observations`)."""
+
+
+class GraphQueryOut(msgspec.Struct, rename="camel", kw_only=True):
+    nodes: list[dict[str, Any]]
+    edges: list[dict[str, Any]]
+    depth: int
+    total_nodes: int
+    total_edges: int
+    truncated: bool
+    limit: int
+    offset: int
+
+
+class GraphStatsOut(msgspec.Struct, rename="camel", kw_only=True):
+    total_nodes: int
+    total_edges: int
+    nodes_by_type: dict[str, int]
+    edges_by_type: dict[str, int]
+    expired_edges: int
+    compacted_at: str = ""

@@ -4,17 +4,15 @@ tombstone keeps a replayed observation from coming back), every index is told th
 
 from __future__ import annotations
 
-from typing import Any
-
 from engine import FunctionError
 from functions.memory.store import MemoryStore, kv_key
-from functions.memory.wire import ForgetIn
+from functions.memory.wire import ForgetIn, ForgetOut
 from functions.records import Memory, Observation, RecordsRemoved, Session
 
 
 async def forget(
     store: MemoryStore, req: ForgetIn, *, agent_id: str = "", action: str = "forget"
-) -> dict[str, Any]:
+) -> ForgetOut:
     memory_ids = [*([req.memory_id] if req.memory_id else []), *req.memory_ids]
     if not memory_ids and not req.observation_ids and not req.session_id:
         raise FunctionError(
@@ -55,4 +53,4 @@ async def forget(
     if removed:
         await store.publish(RecordsRemoved(ids=removed, reason=req.reason or action))
         await store.audit(action, removed, reason=req.reason, actor=agent_id, project=project)
-    return {"success": True, "deleted": len(removed), "ids": removed}
+    return ForgetOut(success=True, deleted=len(removed), ids=removed)

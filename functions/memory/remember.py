@@ -5,14 +5,12 @@ similar one comes back as a `similarTo` hint."""
 from __future__ import annotations
 
 import re
-from typing import Any
-
-import msgspec
 
 from functions.memory.scrub import scrub
 from functions.memory.store import MemoryStore, kv_key, new_id, now_iso
-from functions.memory.wire import RememberIn, to_wire
+from functions.memory.wire import MemoryView, RememberIn, RememberOut, Similar
 from functions.records import Memory, MemoryAdded, RecordsRemoved
+from functions.views import as_view
 
 SUPERSEDE_AT = 0.7
 SIMILAR_AT = 0.4
@@ -29,13 +27,7 @@ def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
     return len(a & b) / len(a | b)
 
 
-class Similar(msgspec.Struct, rename="camel", kw_only=True):
-    id: str
-    score: float
-    title: str
-
-
-async def remember(store: MemoryStore, req: RememberIn) -> dict[str, Any]:
+async def remember(store: MemoryStore, req: RememberIn) -> RememberOut:
     now = now_iso()
     content = scrub(req.content)
     agent = store.default_agent(req.agent_id)
@@ -91,14 +83,13 @@ async def remember(store: MemoryStore, req: RememberIn) -> dict[str, Any]:
             actor=memory.agent_id,
             project=memory.project,
         )
-    out: dict[str, Any] = {"success": True, "memory": to_wire(memory)}
-    if superseded is not None:
-        out["supersededId"] = superseded.id
-    if scored:
-        out["similarTo"] = to_wire(
-            [Similar(id=m.id, score=round(s, 3), title=m.title) for s, m in scored[:3]]
-        )
-    return out
+    return RememberOut(
+        success=True,
+        memory=as_view(memory, MemoryView),
+        superseded_id=superseded.id if superseded is not None else None,
+        similar_to=[Similar(id=m.id, score=round(s, 3), title=m.title) for s, m in scored[:3]]
+        or None,
+    )
 
 
 def _title(content: str) -> str:

@@ -1,39 +1,68 @@
 """One process's memory service: the store, the capture inbox and the observer, and one
-method per operation. Bus functions and REST routes both call these methods."""
+method per operation. Each operation is declared once, on its method: the bus function,
+its REST route and its MCP tool (`engine.operation`); `register` serves them."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import logging
-from typing import Any
 
-from engine import Client, FunctionError
+from engine import Client, FunctionError, Http, Tool, operation
 from functions.memory import forget as forget_mod
 from functions.memory import remember as remember_mod
 from functions.memory import sessions, transfer
+from functions.memory import status as status_mod
 from functions.memory.inbox import Inbox
 from functions.memory.observe import Observer
-from functions.memory.status import livez, status
 from functions.memory.store import MemoryStore
 from functions.memory.wire import (
+    AuditEntryView,
+    AuditOut,
+    CaptureOut,
     CaptureRetryIn,
+    CaptureRetryOut,
     ExportIn,
+    ExportOut,
     ForgetIn,
+    ForgetOut,
     GetIn,
+    Health,
     ImportIn,
+    ImportOut,
     ListIn,
+    Livez,
+    MemoriesOut,
+    MemoryOut,
+    MemoryView,
+    ObservationOut,
+    ObservationsOut,
+    ObservationView,
     ObserveIn,
     ObserveOut,
     RememberIn,
+    RememberOut,
     SessionEndIn,
+    SessionsOut,
     SessionStartIn,
-    to_wire,
+    SessionStartOut,
+    SessionView,
+    StatusOut,
+    Success,
 )
 from functions.records import AuditEntry, Memory, Observation
+from functions.views import as_view
 
 log = logging.getLogger("functions.memory")
 COUNTS_FLUSH = 5.0
+P = "/agentmemory/"
+AGENT = {"x-agent-id": "agentId"}
+"""A request's agent, from the header the hooks and clients send, unless the body names one."""
+
+
+def rest(method: str, path: str, **kw: object) -> Http:
+    """A route of the memory surface under /agentmemory/."""
+    return Http(method, P + path, headers=AGENT, tags=["memory"], **kw)  # type: ignore[arg-type]
 
 
 class MemoryService:
@@ -89,46 +118,102 @@ class MemoryService:
                 await sessions.flush_counts(self._store, self._observer.session_counts)
 
     # ---- operations ----------------------------------------------------------------
+    @operation(
+        "mem::observe",
+        description="Record a hook observation",
+        http=rest(
+            "POST",
+            "observe",
+            status=201,
+            status_field="status",
+            status_by={"accepted": 201, "duplicate": 200, "retrying": 202},
+        ),
+    )
     async def observe(self, req: ObserveIn) -> ObserveOut:
         return await self.observer.observe(req)
 
-    async def session_start(self, req: SessionStartIn) -> dict[str, Any]:
-        out = await sessions.start_session(self.store, req)
-        return {"session": to_wire(out["session"]), "context": out["context"]}
+    @operation(
+        "mem::session-start",
+        description="Start (or resume) a session; returns context",
+        http=rest("POST", "session/start"),
+    )
+    async def session_start(self, req: SessionStartIn) -> SessionStartOut:
+        return await sessions.start_session(self.store, req)
 
-    async def session_end(self, req: SessionEndIn) -> dict[str, Any]:
+    @operation(
+        "mem::session-end",
+        description="End a session (idempotent)",
+        http=rest("POST", "session/end"),
+    )
+    async def session_end(self, req: SessionEndIn) -> Success:
         return await sessions.end_session(self.store, req, self.observer.session_counts)
 
-    async def remember(self, req: RememberIn) -> dict[str, Any]:
+    @operation(
+        "mem::remember",
+        description="Explicitly save an important insight, decision, or pattern to long-term "
+        "memory.",
+        http=rest("POST", "remember", status=201),
+        tool=Tool("memory_save", tier="core"),
+    )
+    async def remember(self, req: RememberIn) -> RememberOut:
         return await remember_mod.remember(self.store, req)
 
-    async def forget(self, req: ForgetIn) -> dict[str, Any]:
+    @operation(
+        "mem::forget",
+        description="Forget memories, observations or a whole session (audited)",
+        http=rest("POST", "forget"),
+        tool=Tool("memory_forget"),
+    )
+    async def forget(self, req: ForgetIn) -> ForgetOut:
         return await forget_mod.forget(self.store, req, agent_id=req.agent_id)
 
-    async def governance_delete(self, req: ForgetIn) -> dict[str, Any]:
+    @operation(
+        "mem::governance-delete",
+        description="Delete memories by id, with a reason (audited)",
+        http=rest("DELETE", "governance/memories"),
+        tool=Tool("memory_governance_delete"),
+    )
+    async def governance_delete(self, req: ForgetIn) -> ForgetOut:
         return await forget_mod.forget(
             self.store, req, agent_id=req.agent_id, action="governance-delete"
         )
 
-    async def sessions(self, req: ListIn) -> dict[str, Any]:
-        return {"sessions": to_wire(await sessions.list_sessions(self.store, req))}
+    @operation(
+        "mem::sessions",
+        description="List recent sessions with their status and observation counts.",
+        http=rest("GET", "sessions"),
+        tool=Tool("memory_sessions", tier="core"),
+    )
+    async def sessions(self, req: ListIn) -> SessionsOut:
+        found = await sessions.list_sessions(self.store, req)
+        return SessionsOut(as_view(found, list[SessionView]))
 
-    async def observations(self, req: ListIn) -> dict[str, Any]:
-        return {"observations": to_wire(await sessions.list_observations(self.store, req))}
+    @operation(
+        "mem::observations",
+        description="List observations (?sessionId=)",
+        http=rest("GET", "observations"),
+    )
+    async def observations(self, req: ListIn) -> ObservationsOut:
+        found = await sessions.list_observations(self.store, req)
+        return ObservationsOut(as_view(found, list[ObservationView]))
 
-    async def memory(self, req: GetIn) -> dict[str, Any]:
-        chain = await remember_mod.memory_chain(self.store, req.id)
-        if not chain or not self.store.visible(chain[0].agent_id, req.agent_id):
-            raise FunctionError("NOT_FOUND", f"no memory {req.id}", field="id")
-        return {"memory": to_wire(chain[0]), "versions": to_wire(chain[1:])}
-
-    async def observation(self, req: GetIn) -> dict[str, Any]:
+    @operation(
+        "mem::observation",
+        description="One observation",
+        http=rest("GET", "observations/{id}"),
+    )
+    async def observation(self, req: GetIn) -> ObservationOut:
         o = await self.store.get(self.store.observations, req.id, Observation)
         if o is None or not self.store.visible(o.agent_id, req.agent_id):
             raise FunctionError("NOT_FOUND", f"no observation {req.id}", field="id")
-        return {"observation": to_wire(o)}
+        return ObservationOut(as_view(o, ObservationView))
 
-    async def memories(self, req: ListIn) -> dict[str, Any]:
+    @operation(
+        "mem::memories",
+        description="List current memories",
+        http=rest("GET", "memories"),
+    )
+    async def memories(self, req: ListIn) -> MemoriesOut:
         ms = [
             m
             for m in await self.store.load_all(self.store.memories, Memory)
@@ -137,42 +222,96 @@ class MemoryService:
             and (not req.project or m.project == req.project)
         ]
         ms.sort(key=lambda m: m.updated_at, reverse=True)
-        return {"memories": to_wire(ms[req.offset : req.offset + req.limit])}
+        return MemoriesOut(as_view(ms[req.offset : req.offset + req.limit], list[MemoryView]))
 
-    async def audit(self, req: ListIn) -> dict[str, Any]:
+    @operation(
+        "mem::memory",
+        description="One memory with its older versions",
+        http=rest("GET", "memories/{id}"),
+    )
+    async def memory(self, req: GetIn) -> MemoryOut:
+        chain = await remember_mod.memory_chain(self.store, req.id)
+        if not chain or not self.store.visible(chain[0].agent_id, req.agent_id):
+            raise FunctionError("NOT_FOUND", f"no memory {req.id}", field="id")
+        return MemoryOut(as_view(chain[0], MemoryView), as_view(chain[1:], list[MemoryView]))
+
+    @operation(
+        "mem::audit",
+        description="The audit log, newest first: deletions, imports, merges.",
+        http=rest("GET", "audit"),
+        tool=Tool("memory_audit"),
+    )
+    async def audit(self, req: ListIn) -> AuditOut:
         keys = sorted(await self.store.keys(self.store.audit_log), reverse=True)
         picked = keys[req.offset : req.offset + req.limit]
         got = await asyncio.gather(
             *(self.store.get(self.store.audit_log, k, AuditEntry) for k in picked)
         )
-        return {"entries": to_wire([e for e in got if e is not None])}
+        entries = [e for e in got if e is not None]
+        return AuditOut(as_view(entries, list[AuditEntryView]))
 
-    async def export(self, req: ExportIn) -> dict[str, Any]:
+    @operation(
+        "mem::export",
+        description="Export sessions, observations, memories and summaries as one JSON "
+        "document (?maxSessions=&offset=)",
+        http=rest("GET", "export"),
+        tool=Tool("memory_export"),
+    )
+    async def export(self, req: ExportIn) -> ExportOut:
         return await transfer.export(self.store, req)
 
-    async def import_(self, req: ImportIn) -> dict[str, Any]:
+    @operation(
+        "mem::import",
+        description="Import an export (strategy merge|replace|skip)",
+        http=rest("POST", "import", max_body=8 * 1024 * 1024),
+    )
+    async def import_(self, req: ImportIn) -> ImportOut:
         return await transfer.import_(self.store, req)
 
-    async def capture(self, req: ListIn) -> dict[str, Any]:
+    @operation(
+        "mem::capture",
+        description="The capture inbox and its dead letters",
+        http=rest("GET", "capture"),
+    )
+    async def capture(self, req: ListIn) -> CaptureOut:
         pending, dead = self.inbox.listing()
-        return {
-            "inbox": to_wire(pending[: req.limit]),
-            "deadLetters": to_wire(dead[: req.limit]),
-            "inboxSize": len(pending),
-            "deadLetterCount": len(dead),
-        }
+        return CaptureOut(
+            inbox=pending[: req.limit],
+            dead_letters=dead[: req.limit],
+            inbox_size=len(pending),
+            dead_letter_count=len(dead),
+        )
 
-    async def capture_retry(self, req: CaptureRetryIn) -> dict[str, Any]:
+    @operation(
+        "mem::capture-retry",
+        description="Replay the inbox and dead letters",
+        http=rest("POST", "capture/retry"),
+    )
+    async def capture_retry(self, req: CaptureRetryIn) -> CaptureRetryOut:
         moved = self.inbox.redrive(req.ids)
         stored, failed = await self.inbox.drain_once(self.observer.store_pending, force=True)
-        return {"success": failed == 0, "redriven": moved, "stored": stored, "failed": failed}
+        return CaptureRetryOut(success=failed == 0, redriven=moved, stored=stored, failed=failed)
 
-    async def livez(self) -> dict[str, Any]:
-        return livez(self.store)
+    @operation(
+        "mem::livez",
+        description="Liveness",
+        http=rest("GET", "livez", auth="none", source="none"),
+    )
+    async def livez(self) -> Livez:
+        return status_mod.livez(self.store)
 
-    async def health(self) -> dict[str, Any]:
-        doc = await status(self.store, self.inbox)
-        return {k: doc[k] for k in ("status", "service", "version", "bootId", "uptimeSeconds")}
+    @operation(
+        "mem::health",
+        description="Health",
+        http=rest("GET", "health", auth="none", source="none"),
+    )
+    async def health(self) -> Health:
+        return status_mod.health(self.store)
 
-    async def status(self) -> dict[str, Any]:
-        return await status(self.store, self.inbox)
+    @operation(
+        "mem::status",
+        description="What is wrong and how to fix it",
+        http=rest("GET", "status", source="none"),
+    )
+    async def status(self) -> StatusOut:
+        return await status_mod.status(self.store, self.inbox)

@@ -5,13 +5,20 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from typing import Any
 
 from engine import FunctionError
 from functions.memory.scrub import scrub
 from functions.memory.store import MemoryStore, kv_key, now_iso
-from functions.memory.wire import ListIn, SessionEndIn, SessionStartIn
+from functions.memory.wire import (
+    ListIn,
+    SessionEndIn,
+    SessionStartIn,
+    SessionStartOut,
+    SessionView,
+    Success,
+)
 from functions.records import Observation, Session
+from functions.views import as_view
 
 log = logging.getLogger("functions.memory.sessions")
 
@@ -19,7 +26,7 @@ CONTEXT_FUNCTION = "mem::context"
 CONTEXT_TIMEOUT = 2.0
 
 
-async def start_session(store: MemoryStore, req: SessionStartIn) -> dict[str, Any]:
+async def start_session(store: MemoryStore, req: SessionStartIn) -> SessionStartOut:
     sid = scrub(req.session_id)
     now = now_iso()
     agent = store.default_agent(req.agent_id)
@@ -41,7 +48,7 @@ async def start_session(store: MemoryStore, req: SessionStartIn) -> dict[str, An
 
     session = await store.sessions.update(kv_key(sid), upsert, type=Session)
     context = await _context(store, sid, scrub(req.project), agent)
-    return {"session": session, "context": context}
+    return SessionStartOut(session=as_view(session, SessionView), context=context)
 
 
 async def _context(store: MemoryStore, sid: str, project: str, agent: str) -> str:
@@ -61,9 +68,7 @@ async def _context(store: MemoryStore, sid: str, project: str, agent: str) -> st
     return out if isinstance(out, str) else ""
 
 
-async def end_session(
-    store: MemoryStore, req: SessionEndIn, counts: Counter[str]
-) -> dict[str, Any]:
+async def end_session(store: MemoryStore, req: SessionEndIn, counts: Counter[str]) -> Success:
     sid = scrub(req.session_id)
     now = now_iso()
     added = counts.pop(sid, 0)
@@ -80,7 +85,7 @@ async def end_session(
     except Exception:
         counts[sid] += added  # keep the delta for the next end
         raise
-    return {"success": True}
+    return Success()
 
 
 async def flush_counts(store: MemoryStore, counts: Counter[str]) -> None:

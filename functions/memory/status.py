@@ -6,44 +6,43 @@ from __future__ import annotations
 import html
 import os
 import time
-from typing import Any
-
-import msgspec
 
 from engine import FunctionError
-from engine._paths import Ports
+from engine.paths import Instance
 from functions.memory.inbox import Inbox
 from functions.memory.store import STORE_ERRORS, MemoryStore
+from functions.memory.wire import Check, Health, Livez, StatusOut
 from functions.records import EVENTS_STREAM
 
 SERVICE = "agentmemory"
 VERSION = "0.1.0"
 
 
-class Check(msgspec.Struct, kw_only=True):
-    name: str
-    ok: bool
-    detail: str
-    fix: str = ""
-
-
-def livez(store: MemoryStore) -> dict[str, Any]:
+def livez(store: MemoryStore) -> Livez:
     # The supervisor passes the instance's real ports (they move with --port/--instance).
-    ports = Ports.for_instance(int(os.environ.get("ENGINE_INSTANCE", "0") or 0))
+    ports = Instance.resolve().ports
     streams = int(os.environ.get("AGENTMEMORY_STREAMS_PORT", ports.streams))
     viewer = int(os.environ.get("AGENTMEMORY_VIEWER_PORT", ports.viewer))
-    out: dict[str, Any] = {
-        "status": "ok",
-        "service": SERVICE,
-        "version": VERSION,
-        "bootId": store.boot_id,
-        "streamsPort": streams,
-    }
-    if os.environ.get("AGENTMEMORY_VIEWER", "").lower() in ("1", "true", "on"):
-        out["viewerPort"] = viewer
-    else:
-        out["viewerSkipped"] = True
-    return out
+    on = os.environ.get("AGENTMEMORY_VIEWER", "").lower() in ("1", "true", "on")
+    return Livez(
+        status="ok",
+        service=SERVICE,
+        version=VERSION,
+        boot_id=store.boot_id,
+        streams_port=streams,
+        viewer_port=viewer if on else None,
+        viewer_skipped=not on,
+    )
+
+
+def health(store: MemoryStore) -> Health:
+    return Health(
+        status="ok",
+        service=SERVICE,
+        version=VERSION,
+        boot_id=store.boot_id,
+        uptime_seconds=round(time.time() - store.started, 1),
+    )
 
 
 async def checks(store: MemoryStore, inbox: Inbox) -> list[Check]:
@@ -104,32 +103,32 @@ async def checks(store: MemoryStore, inbox: Inbox) -> list[Check]:
     return out
 
 
-async def status(store: MemoryStore, inbox: Inbox) -> dict[str, Any]:
+async def status(store: MemoryStore, inbox: Inbox) -> StatusOut:
     cs = await checks(store, inbox)
-    return {
-        "status": "ok" if all(c.ok for c in cs) else "degraded",
-        "service": SERVICE,
-        "version": VERSION,
-        "bootId": store.boot_id,
-        "uptimeSeconds": round(time.time() - store.started, 1),
-        "agentScope": "isolated" if store.isolated else "shared",
-        "checks": msgspec.to_builtins(cs),
-    }
+    return StatusOut(
+        status="ok" if all(c.ok for c in cs) else "degraded",
+        service=SERVICE,
+        version=VERSION,
+        boot_id=store.boot_id,
+        uptime_seconds=round(time.time() - store.started, 1),
+        agent_scope="isolated" if store.isolated else "shared",
+        checks=cs,
+    )
 
 
-def status_html(doc: dict[str, Any]) -> str:
+def status_html(doc: StatusOut) -> str:
     rows = "".join(
-        f"<tr><td>{'✅' if c['ok'] else '❌'}</td><td>{html.escape(c['name'])}</td>"
-        f"<td>{html.escape(c['detail'])}</td><td>{html.escape(c.get('fix', ''))}</td></tr>"
-        for c in doc["checks"]
+        f"<tr><td>{'✅' if c.ok else '❌'}</td><td>{html.escape(c.name)}</td>"
+        f"<td>{html.escape(c.detail)}</td><td>{html.escape(c.fix)}</td></tr>"
+        for c in doc.checks
     )
     return (
         "<!doctype html><html><head><meta charset='utf-8'><title>agentmemory status</title>"
         "<style>body{font:14px system-ui;margin:2em}td{padding:4px 10px;"
         "border-bottom:1px solid #ddd}</style></head><body>"
-        f"<h1>agentmemory: {html.escape(doc['status'])}</h1>"
-        f"<p>boot {html.escape(doc['bootId'])}, up {doc['uptimeSeconds']} s, "
-        f"agent scope {html.escape(doc['agentScope'])}</p>"
+        f"<h1>agentmemory: {html.escape(doc.status)}</h1>"
+        f"<p>boot {html.escape(doc.boot_id)}, up {doc.uptime_seconds} s, "
+        f"agent scope {html.escape(doc.agent_scope)}</p>"
         f"<table><tr><th></th><th>check</th><th>detail</th><th>how to fix</th></tr>{rows}"
         "</table></body></html>"
     )

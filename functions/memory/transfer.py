@@ -13,7 +13,18 @@ from engine import FunctionError
 from functions.memory.observe import DedupRecord, event_id_key
 from functions.memory.scrub import scrub_value
 from functions.memory.store import MemoryStore, kv_key, now_iso
-from functions.memory.wire import ExportIn, ImportIn, from_wire, to_wire
+from functions.memory.wire import (
+    ExportIn,
+    ExportOut,
+    ImportCounts,
+    ImportIn,
+    ImportOut,
+    MemoryView,
+    ObservationView,
+    SessionView,
+    SummaryView,
+    from_wire,
+)
 from functions.records import (
     Memory,
     MemoryAdded,
@@ -24,11 +35,12 @@ from functions.records import (
     SessionSummary,
     SummaryAdded,
 )
+from functions.views import as_view
 
 FORMAT = "agentmemory-nats/1"
 
 
-async def export(store: MemoryStore, req: ExportIn) -> dict[str, Any]:
+async def export(store: MemoryStore, req: ExportIn) -> ExportOut:
     def keep(agent: str, project: str) -> bool:
         return store.visible(agent, req.agent_id) and (not req.project or project == req.project)
 
@@ -56,17 +68,17 @@ async def export(store: MemoryStore, req: ExportIn) -> dict[str, Any]:
         if s.session_id in wanted and keep(s.agent_id, s.project)
     ]
     nxt = req.offset + len(page)
-    return {
-        "version": FORMAT,
-        "exportedAt": now_iso(),
-        "sessions": to_wire(page),
-        "observations": {sid: to_wire(lst) for sid, lst in by_session.items()},
-        "memories": to_wire(memories),
-        "summaries": to_wire(summaries),
-        "totalSessions": len(sessions),
-        "offset": req.offset,
-        "nextOffset": nxt if nxt < len(sessions) else None,
-    }
+    return ExportOut(
+        version=FORMAT,
+        exported_at=now_iso(),
+        sessions=as_view(page, list[SessionView]),
+        observations=as_view(by_session, dict[str, list[ObservationView]]),
+        memories=as_view(memories, list[MemoryView]),
+        summaries=as_view(summaries, list[SummaryView]),
+        total_sessions=len(sessions),
+        offset=req.offset,
+        next_offset=nxt if nxt < len(sessions) else None,
+    )
 
 
 def _records(doc: dict[str, Any], name: str, type_: Any) -> list[Any]:
@@ -88,7 +100,7 @@ def _records(doc: dict[str, Any], name: str, type_: Any) -> list[Any]:
     return out
 
 
-async def import_(store: MemoryStore, req: ImportIn) -> dict[str, Any]:
+async def import_(store: MemoryStore, req: ImportIn) -> ImportOut:
     doc = req.data if req.data is not None else req.export_data
     if doc is None:
         raise FunctionError("BAD_REQUEST", "the export document goes in `data`", field="data")
@@ -143,7 +155,9 @@ async def import_(store: MemoryStore, req: ImportIn) -> dict[str, Any]:
             continue
         await store.publish(SummaryAdded(summary=sm))
         counts["summaries"] += 1
-    return {"success": True, "strategy": req.strategy, "imported": counts, "skipped": skipped}
+    return ImportOut(
+        success=True, strategy=req.strategy, imported=ImportCounts(**counts), skipped=skipped
+    )
 
 
 async def _wipe(store: MemoryStore, agent_id: str) -> None:

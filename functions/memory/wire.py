@@ -1,5 +1,5 @@
-"""What crosses the REST and bus boundaries: request Structs (camelCase on the wire, as the
-upstream clients send them) and the camelCase view of our snake_case stored records."""
+"""What crosses the REST and bus boundaries: request and response Structs, camelCase on the
+wire as the upstream clients send and read them; stored records appear as their views."""
 
 from __future__ import annotations
 
@@ -8,7 +8,10 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-from functions.records import HookType
+from functions.memory.inbox import PendingView
+from functions.names import Names, names
+from functions.records import AuditEntry, HookType, Memory, Observation, Session, SessionSummary
+from functions.views import view
 
 NonEmpty = Annotated[str, msgspec.Meta(min_length=1, max_length=512)]
 Strategy = Literal["merge", "replace", "skip"]
@@ -25,58 +28,11 @@ def snake(name: str) -> str:
     return _SNAKE.sub(lambda m: "_" + m.group(1).lower(), name)
 
 
-def to_wire(value: Any) -> Any:
-    """A record (or list/dict of records) as upstream-style camelCase JSON builtins, with
-    every field present (stored records omit defaults; clients should not have to know
-    them)."""
-    if isinstance(value, msgspec.Struct):
-        return {
-            camel(f): to_wire(getattr(value, f))
-            for f in value.__struct_fields__
-            if getattr(value, f) is not msgspec.UNSET
-        }
-    if isinstance(value, dict):
-        return {camel(str(k)): to_wire(x) for k, x in value.items()}
-    if isinstance(value, list | tuple):
-        return [to_wire(x) for x in value]
-    return msgspec.to_builtins(value)
-
-
 def from_wire(value: Any, type_: Any) -> Any:
     """Accept camelCase or snake_case keys (imports of our own or upstream exports)."""
     if isinstance(value, dict):
         value = {snake(k): x for k, x in value.items()}
     return msgspec.convert(value, type_)
-
-
-def wire_schema(type_: Any) -> dict[str, Any]:
-    """JSON Schema of a snake_case record, with property names as `to_wire` emits them.
-
-    Definitions are renamed `Wire<Name>`: the OpenAPI document merges every worker's
-    definitions into one namespace, where another worker may describe the snake_case
-    record under its plain name.
-    """
-    schema: dict[str, Any] = _camel_schema(msgspec.json.schema(type_))
-    text = msgspec.json.encode(schema).decode().replace('"#/$defs/', '"#/$defs/Wire')
-    out: dict[str, Any] = msgspec.json.decode(text)
-    out["$defs"] = {f"Wire{k}": v for k, v in out.get("$defs", {}).items()}
-    return out
-
-
-def _camel_schema(s: Any) -> Any:
-    if isinstance(s, dict):
-        out: dict[str, Any] = {}
-        for k, v in s.items():
-            if k == "properties" and isinstance(v, dict):
-                out[k] = {camel(p): _camel_schema(x) for p, x in v.items()}
-            elif k == "required" and isinstance(v, list):
-                out[k] = [camel(p) for p in v]
-            else:
-                out[k] = _camel_schema(v)
-        return out
-    if isinstance(s, list):
-        return [_camel_schema(x) for x in s]
-    return s
 
 
 # ---- requests ------------------------------------------------------------------------
@@ -111,24 +67,31 @@ class SessionEndIn(msgspec.Struct, rename="camel", kw_only=True):
 
 
 class RememberIn(msgspec.Struct, rename="camel", kw_only=True):
-    content: Annotated[str, msgspec.Meta(min_length=1, max_length=100_000)]
+    content: Annotated[str, msgspec.Meta(min_length=1, max_length=100_000, pattern=r"\S")]
+    """Not blank."""
     type: str = "fact"
     title: str = ""
-    concepts: list[str] = msgspec.field(default_factory=list)
-    files: list[str] = msgspec.field(default_factory=list)
+    concepts: Names = msgspec.field(default_factory=list)
+    files: Names = msgspec.field(default_factory=list)
     project: str = ""
     agent_id: str = ""
     ttl_days: Annotated[float, msgspec.Meta(gt=0)] | None = None
     session_id: str = ""
 
+    def __post_init__(self) -> None:
+        self.concepts, self.files = names(self.concepts), names(self.files)
+
 
 class ForgetIn(msgspec.Struct, rename="camel", kw_only=True):
     memory_id: str | None = None
-    memory_ids: list[str] = msgspec.field(default_factory=list)
-    observation_ids: list[str] = msgspec.field(default_factory=list)
+    memory_ids: Names = msgspec.field(default_factory=list)
+    observation_ids: Names = msgspec.field(default_factory=list)
     session_id: str | None = None
     reason: str = ""
     agent_id: str = ""
+
+    def __post_init__(self) -> None:
+        self.memory_ids, self.observation_ids = names(self.memory_ids), names(self.observation_ids)
 
 
 class ListIn(msgspec.Struct, rename="camel", kw_only=True):
@@ -164,3 +127,136 @@ class CaptureRetryIn(msgspec.Struct, rename="camel", kw_only=True):
 class GetIn(msgspec.Struct, rename="camel", kw_only=True):
     id: NonEmpty
     agent_id: str = ""
+
+
+# ---- responses (camelCase on the wire; records as their views) -------------------------
+SessionView = view(Session)
+ObservationView = view(Observation)
+MemoryView = view(Memory)
+AuditEntryView = view(AuditEntry)
+SummaryView = view(SessionSummary)
+
+
+class Success(msgspec.Struct):
+    success: bool = True
+
+
+class Livez(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=True):
+    status: str
+    service: str
+    version: str
+    boot_id: str
+    streams_port: int
+    viewer_port: int | None = None
+    """Present when the viewer runs; else `viewerSkipped` is true (upstream's shape)."""
+    viewer_skipped: bool = False
+
+
+class Health(msgspec.Struct, rename="camel", kw_only=True):
+    status: str
+    service: str
+    version: str
+    boot_id: str
+    uptime_seconds: float
+
+
+class Check(msgspec.Struct, kw_only=True):
+    name: str
+    ok: bool
+    detail: str
+    fix: str = ""
+
+
+class StatusOut(Health, rename="camel", kw_only=True):
+    agent_scope: str
+    checks: list[Check]
+
+
+class SessionStartOut(msgspec.Struct):
+    session: SessionView  # type: ignore[valid-type]
+    context: str
+
+
+class Similar(msgspec.Struct):
+    id: str
+    score: float
+    title: str
+
+
+class RememberOut(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=True):
+    success: bool
+    memory: MemoryView  # type: ignore[valid-type]
+    superseded_id: str | None = None
+    similar_to: list[Similar] | None = None
+
+
+class ForgetOut(msgspec.Struct):
+    success: bool
+    deleted: int
+    ids: list[str]
+
+
+class SessionsOut(msgspec.Struct):
+    sessions: list[SessionView]  # type: ignore[valid-type]
+
+
+class ObservationsOut(msgspec.Struct):
+    observations: list[ObservationView]  # type: ignore[valid-type]
+
+
+class ObservationOut(msgspec.Struct):
+    observation: ObservationView  # type: ignore[valid-type]
+
+
+class MemoriesOut(msgspec.Struct):
+    memories: list[MemoryView]  # type: ignore[valid-type]
+
+
+class MemoryOut(msgspec.Struct):
+    memory: MemoryView  # type: ignore[valid-type]
+    versions: list[MemoryView]  # type: ignore[valid-type]
+
+
+class AuditOut(msgspec.Struct):
+    entries: list[AuditEntryView]  # type: ignore[valid-type]
+
+
+class ExportOut(msgspec.Struct, rename="camel", kw_only=True):
+    version: str
+    exported_at: str
+    sessions: list[SessionView]  # type: ignore[valid-type]
+    observations: dict[str, list[ObservationView]]  # type: ignore[valid-type]
+    """By session id."""
+    memories: list[MemoryView]  # type: ignore[valid-type]
+    summaries: list[SummaryView]  # type: ignore[valid-type]
+    total_sessions: int
+    offset: int
+    next_offset: int | None
+
+
+class ImportCounts(msgspec.Struct):
+    sessions: int = 0
+    observations: int = 0
+    memories: int = 0
+    summaries: int = 0
+
+
+class ImportOut(msgspec.Struct):
+    success: bool
+    strategy: str
+    imported: ImportCounts
+    skipped: int
+
+
+class CaptureOut(msgspec.Struct, rename="camel", kw_only=True):
+    inbox: list[PendingView]
+    dead_letters: list[PendingView]
+    inbox_size: int
+    dead_letter_count: int
+
+
+class CaptureRetryOut(msgspec.Struct):
+    success: bool
+    redriven: int
+    stored: int
+    failed: int

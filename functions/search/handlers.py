@@ -1,14 +1,11 @@
-"""Registration: the search functions on the bus (`mem::search` …) and their REST routes
-(`POST /agentmemory/search` …) through http triggers, plus the index's lifecycle hooks."""
+"""The search operations, each declared once: bus function (`mem::search` …), REST route
+(`POST /agentmemory/search` …) and MCP tool, plus the index's lifecycle hooks."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from typing import Any
 
-import msgspec
-
-from engine import Context, FunctionError, HttpRequest, HttpResponse, Worker, invalid_request
+from engine import Context, Http, Tool, Worker
 from functions.search.embed_queue import QUEUE, EmbedIn, EmbedOut, embed_call
 from functions.search.feeder import IndexHolder
 from functions.search.service import SearchService
@@ -27,11 +24,11 @@ from functions.search.wire import (
     TimelineOut,
 )
 
-PREFIX = "/agentmemory"
+AGENT = {"x-agent-id": "agentId"}
 
 
-class StatusIn(msgspec.Struct):
-    pass
+def rest(method: str, path: str) -> Http:
+    return Http(method, "/agentmemory/" + path, headers=AGENT, tags=["search"])
 
 
 def register(worker: Worker, holder: IndexHolder | None = None) -> SearchService:
@@ -40,37 +37,77 @@ def register(worker: Worker, holder: IndexHolder | None = None) -> SearchService
     worker.on_start(svc.start)
     worker.on_stop(svc.stop)
 
+    @worker.function(
+        "mem::search",
+        description="Search past session observations for relevant context (BM25 + vectors "
+        "+ graph); full records.",
+        http=rest("POST", "search"),
+        tool=Tool("memory_recall", tier="core"),
+    )
     async def search(req: SearchIn, ctx: Context) -> SearchOut:
         return await svc.search(req)
 
+    @worker.function(
+        "mem::smart-search",
+        description="Hybrid semantic+keyword search with progressive disclosure: compact "
+        "hits; expandIds for full records.",
+        http=rest("POST", "smart-search"),
+        tool=Tool("memory_smart_search", tier="core"),
+    )
     async def smart(req: SmartSearchIn, ctx: Context) -> SmartSearchOut:
         return await svc.smart_search(req)
 
+    @worker.function(
+        "mem::context",
+        description="Token-budgeted context for a session",
+        http=rest("POST", "context"),
+    )
     async def context(req: ContextIn, ctx: Context) -> ContextOut:
         return await svc.context(req)
 
+    @worker.function(
+        "mem::enrich",
+        description="What memory knows about these files and terms",
+        http=rest("POST", "enrich"),
+    )
     async def enrich(req: EnrichIn, ctx: Context) -> EnrichOut:
         return await svc.enrich(req)
 
+    @worker.function(
+        "mem::file-context",
+        description="Get past observations about specific files.",
+        http=rest("POST", "file-context"),
+        tool=Tool("memory_file_history"),
+    )
+    async def file_context(req: EnrichIn, ctx: Context) -> EnrichOut:
+        return await svc.enrich(req)
+
+    @worker.function(
+        "mem::timeline",
+        description="Observations in time order, for a session or a project, within a time window.",
+        http=rest("POST", "timeline"),
+        tool=Tool("memory_timeline"),
+    )
     async def timeline(req: TimelineIn, ctx: Context) -> TimelineOut:
         return await svc.timeline(req)
 
+    @worker.function(
+        "mem::profile",
+        description="A project's profile: activity, top files and concepts, conventions.",
+        http=rest("GET", "profile"),
+        tool=Tool("memory_profile"),
+    )
     async def profile(req: ProfileIn, ctx: Context) -> ProfileOut:
         return await svc.profile(req)
 
-    async def status(req: StatusIn | None, ctx: Context) -> dict[str, Any]:
+    @worker.function(
+        "mem::search-status",
+        description="Index size, lag, snapshot age",
+        http=Http("GET", "/agentmemory/search/status", source="none", tags=["search"]),
+    )
+    async def status(req: Any, ctx: Context) -> dict[str, Any]:
         return svc.holder.status()
 
-    ops: list[tuple[str, Callable[[Any, Context], Awaitable[Any]], Any, str, str, str]] = [
-        ("search", search, SearchIn, "POST", "/search", "BM25 + vector + graph search, full records"),
-        ("smart-search", smart, SmartSearchIn, "POST", "/smart-search", "compact results; expandIds for full records"),
-        ("context", context, ContextIn, "POST", "/context", "token-budgeted context for a session"),
-        ("enrich", enrich, EnrichIn, "POST", "/enrich", "what memory knows about these files and terms"),
-        ("file-context", enrich, EnrichIn, "POST", "/file-context", "alias of enrich"),
-        ("timeline", timeline, TimelineIn, "POST", "/timeline", "records in time order"),
-        ("profile", profile, ProfileIn, "GET", "/profile", "project profile: activity, files, concepts"),
-        ("search-status", status, StatusIn | None, "GET", "/search/status", "index size, lag, snapshot age"),
-    ]  # fmt: skip
     if svc.holder.queue is not None and svc.holder.embedder is not None:
         embedder = svc.holder.embedder
 
@@ -83,45 +120,4 @@ def register(worker: Worker, holder: IndexHolder | None = None) -> SearchService
         worker.trigger(
             "queue", "mem::embed", queue=QUEUE, concurrency=2, timeout=300, max_attempts=8
         )
-    for name, fn, req_t, method, path, summary in ops:
-        worker.function(f"mem::{name}", description=summary, request=req_t)(fn)
-        _rest(worker, name, fn, req_t, method, PREFIX + path, summary)
     return svc
-
-
-def _rest(
-    worker: Worker,
-    name: str,
-    fn: Callable[[Any, Context], Awaitable[Any]],
-    req_t: Any,
-    method: str,
-    path: str,
-    summary: str,
-) -> None:
-    fid = f"mem::rest::{name}"
-
-    async def handler(req: HttpRequest, ctx: Context) -> HttpResponse:
-        try:
-            if method == "GET":
-                payload = msgspec.convert(req.query, req_t, strict=False)
-            else:
-                payload = req.json(req_t)
-        except msgspec.ValidationError as exc:
-            raise invalid_request(exc) from None
-        except msgspec.DecodeError as exc:
-            raise FunctionError(
-                "BAD_REQUEST", f"body is not valid JSON: {exc}", field="body"
-            ) from None
-        if agent := req.headers.get("x-agent-id"):
-            if hasattr(payload, "agent_id") and not payload.agent_id:
-                payload.agent_id = agent
-        return HttpResponse(status=200, body=await fn(payload, ctx))
-
-    worker.function(fid, description=summary, request=HttpRequest, response=HttpResponse)(handler)
-    config: dict[str, Any] = {
-        "method": method,
-        "path": path,
-        "summary": summary,
-        "tags": ["search"],
-    }
-    worker.trigger("http", fid, **config)

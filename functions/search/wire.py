@@ -6,6 +6,8 @@ from typing import Annotated, Any
 
 import msgspec
 
+from functions.names import Names, names
+
 Limit = Annotated[int, msgspec.Meta(ge=1, le=500)]
 Query = Annotated[str, msgspec.Meta(max_length=10_000)]
 
@@ -26,9 +28,12 @@ class SmartSearchIn(msgspec.Struct, rename="camel", kw_only=True):
     project: str | None = None
     agent_id: str | None = None
     kinds: list[str] | None = None
-    expand_ids: list[str] = msgspec.field(default_factory=list)
+    expand_ids: Names = msgspec.field(default_factory=list)
     format: str = "compact"
     token_budget: int | None = None
+
+    def __post_init__(self) -> None:
+        self.expand_ids = names(self.expand_ids)
 
 
 class CompactHit(msgspec.Struct, rename="camel", kw_only=True):
@@ -67,12 +72,15 @@ class ContextOut(msgspec.Struct, kw_only=True):
 
 class EnrichIn(msgspec.Struct, rename="camel", kw_only=True):
     session_id: str = ""
-    files: list[str] = msgspec.field(default_factory=list)
-    terms: list[str] = msgspec.field(default_factory=list)
+    files: Names = msgspec.field(default_factory=list)
+    terms: Names = msgspec.field(default_factory=list)
     tool_name: str = ""
     project: str | None = None
     agent_id: str | None = None
     budget: Annotated[int, msgspec.Meta(ge=50, le=100_000)] = 800
+
+    def __post_init__(self) -> None:
+        self.files, self.terms = names(self.files), names(self.terms)
 
 
 class EnrichOut(msgspec.Struct, kw_only=True):

@@ -11,7 +11,6 @@ from mcp.client.stdio import stdio_client
 from tests.agent.conftest import CLI, Stack, wait_until
 from workers.mcp.gateway import Gateway, RestGateway
 from workers.mcp.server import build_app
-from workers.mcp.shim import call_document, tools_document
 
 TOOLS = {
     "memory_save",
@@ -90,20 +89,16 @@ async def test_mcp_tool_reports_a_down_server_as_a_tool_error(stack: Stack) -> N
         assert "not reachable" in _text(result) and "agentmemory start" in _text(result)
 
 
-async def test_shim_documents_answer_the_upstream_routes(stack: Stack) -> None:
+async def test_shim_routes_list_and_call_the_declared_tools(stack: Stack) -> None:
     stack.start()
     gateway = RestGateway(stack.url, stack.secret())
-
-    async def provider() -> Gateway:
-        return gateway
-
-    app = build_app(provider)
-    doc = await tools_document(app)
-    assert TOOLS <= {t["name"] for t in doc["tools"]}
-    assert all("inputSchema" in t for t in doc["tools"])
-    ok = await call_document(app, "memory_save", {"content": "shim saved this"})
+    tools = await gateway.tools()  # GET /agentmemory/mcp/tools
+    assert TOOLS <= {t["name"] for t in tools}
+    assert all(t["inputSchema"]["type"] == "object" for t in tools)
+    ok = await gateway.call_tool("memory_save", {"content": "shim saved this"})
     assert ok.get("isError") is not True and ok["content"][0]["type"] == "text"
-    bad = await call_document(app, "memory_audit", {"limit": 0})
+    assert ok["structuredContent"]["memory"]["content"] == "shim saved this"
+    bad = await gateway.call_tool("memory_audit", {"limit": 0})
     assert bad["isError"] is True and "limit" in bad["content"][0]["text"]
     await gateway.close()
 
@@ -178,7 +173,7 @@ async def test_every_tool_resource_and_prompt_answers_against_the_real_service(
             m["id"] for m in (await c.call_tool("memory_export", {})).structured_content["memories"]
         ]  # type: ignore[index]
         assert ids and ids[0] in memory_id
-        forgot = await c.call_tool("memory_forget", {"memory_ids": ids, "reason": "test cleanup"})
+        forgot = await c.call_tool("memory_forget", {"memoryIds": ids, "reason": "test cleanup"})
         assert not forgot.is_error, _text(forgot)
         audit = await c.call_tool("memory_audit", {"limit": 5})
         assert "test cleanup" in json.dumps(audit.structured_content)

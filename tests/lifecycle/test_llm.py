@@ -19,6 +19,7 @@ from functions.lifecycle.wire import ConsolidateIn
 from functions.memory.store import MemoryStore
 from functions.records import Memory
 from tests.lifecycle._data import at
+from tests.lifecycle.conftest import wire
 from tests.lifecycle.test_consolidate import seed
 
 LEAK = "sk-ant-" + "A1b2C3d4E5f6G7h8I9j0K"
@@ -113,7 +114,7 @@ async def start(
     svc = LifecycleService(cfg)
     await svc.start(client)
     running.append(svc)
-    return svc
+    return wire(svc)  # type: ignore[no-any-return]
 
 
 async def consolidated(store: MemoryStore) -> dict[str, Memory]:

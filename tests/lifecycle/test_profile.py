@@ -12,12 +12,13 @@ from functions.lifecycle.wire import DigestIn, ProjectProfileIn
 from functions.memory.store import MemoryStore
 from functions.records import PROFILES_BUCKET, ProjectProfile, profile_key
 from tests.lifecycle._data import at, obs, put_obs
+from tests.lifecycle.conftest import wire
 
 
 async def test_profile_ranks_recent_work_keeps_lists_bounded_and_derives_conventions(
     store: MemoryStore, client: Client
 ) -> None:
-    svc = LifecycleService(LifecycleConfig(profile=ProfileConfig(top=5, half_life_days=30)))
+    svc = wire(LifecycleService(LifecycleConfig(profile=ProfileConfig(top=5, half_life_days=30))))
     await svc.start(client)
     items = []
     # a year ago: legacy.py, edited a lot

@@ -10,12 +10,13 @@ from functions.lifecycle.wire import AutoForgetIn
 from functions.memory.store import MemoryStore
 from functions.records import AuditEntry, Observation, Session
 from tests.lifecycle._data import at, obs, put_obs
+from tests.lifecycle.conftest import wire
 
 
 async def test_sessions_over_the_cap_lose_their_lowest_value_oldest_observations(
     store: MemoryStore, client: Client
 ) -> None:
-    svc = LifecycleService(LifecycleConfig(forget=ForgetConfig(max_obs_per_session=10)))
+    svc = wire(LifecycleService(LifecycleConfig(forget=ForgetConfig(max_obs_per_session=10))))
     await svc.start(client)
     now = at(days=1)
     # "counted": its stored count announces it is over the cap; "imported": no count kept

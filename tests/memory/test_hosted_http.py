@@ -45,7 +45,7 @@ async def test_observe_through_the_hosted_trigger_never_crosses_the_bus(
     async def spy(msg: object) -> None:
         seen.append(msg)
 
-    await client.nc.subscribe(subject_for("mem::rest::observe"), cb=spy)
+    await client.nc.subscribe(subject_for("mem::observe"), cb=spy)
     await client.nc.flush()
     replies = [
         await _post_fresh(base, payload(eventId=f"hosted-{i}", sessionId="hosted"))

@@ -14,11 +14,10 @@ from urllib.parse import parse_qsl
 
 import msgspec
 
-from engine import Client, FunctionError, HttpRequest, tracing
-from engine._protocol import HDR_TRIGGER
+from engine import Client, FunctionError, HttpRequest, discover, tracing
+from engine.protocol import HDR_COERCE, HDR_TRIGGER
 from triggers.http.openapi import build_openapi
-from triggers.http.routes import Route, RouteTable
-from triggers.http.schemas import Schemas, function_schemas
+from triggers.http.routes import Route, RouteConfig, RouteTable
 from triggers.http.secret import bearer_matches
 from triggers.http.settings import HttpSettings
 
@@ -58,6 +57,7 @@ def error_body(err: FunctionError) -> bytes:
 
 
 _HTTP_TRIGGER = {HDR_TRIGGER: "http"}
+_HTTP_TRIGGER_COERCE = {HDR_TRIGGER: "http", HDR_COERCE: "strings"}
 
 
 class HttpApp:
@@ -106,7 +106,7 @@ class HttpApp:
             if method == "GET" and path in self.settings.openapi_paths:
                 await _send(send, 200, await self._openapi_doc(), extra)
                 return
-            route, params, exists = self.table.match(method, path)
+            route, params, exists = self.table.match(method, path, headers.get("accept", ""))
             if route is None:
                 if exists:
                     extra.append((b"allow", ", ".join(self.table.methods_for(path)).encode()))
@@ -117,11 +117,46 @@ class HttpApp:
                 await _send(send, 401, _UNAUTHORIZED, extra)
                 return
             body = await _read_body(route, headers, receive)
-            payload = self._payload(route, method, path, params, scope, headers, body)
+            payload, coerce = self._payload(route, method, path, params, scope, headers, body)
         except _Reject as rej:
             await _send_error(send, rej.error, extra)
             return
-        await self._call(route, payload, send, extra, headers, method, path)
+        await self._call(route, payload, coerce, send, extra, headers, method, path)
+
+    def _request_object(
+        self,
+        route: Route,
+        params: dict[str, str],
+        scope: Scope,
+        headers: dict[str, str],
+        raw: msgspec.Raw | msgspec.UnsetType,
+        decoded: Any,
+    ) -> tuple[Any, bool]:
+        """The request object of a "body" route, and whether it holds strings to coerce.
+
+        The common case (a JSON body, nothing to merge) passes the body through as bytes;
+        only a merge decodes it."""
+        cfg = route.config
+        source = cfg.source
+        mapped = [(f, headers[h]) for h, f in cfg.headers.items() if headers.get(h)]
+        if source == "body" and not params and not mapped:
+            return (raw if isinstance(raw, msgspec.Raw) else b"{}"), False
+        obj: dict[str, Any] = {}
+        coerce = bool(params)
+        if source in ("query", "merge"):
+            qs: bytes = scope.get("query_string", b"")
+            if qs:
+                obj.update(parse_qsl(qs.decode("latin-1"), keep_blank_values=True))
+                coerce = True
+        if source in ("body", "merge") and isinstance(raw, msgspec.Raw):
+            if not isinstance(decoded, dict):
+                raise _Reject(400, "BAD_REQUEST", "the JSON body must be an object", "body")
+            obj.update(decoded)
+        obj.update(params)
+        for name, value in mapped:
+            if obj.get(name) in (None, ""):
+                obj[name] = value
+        return msgspec.Raw(_encoder.encode(obj)), coerce
 
     def _payload(
         self,
@@ -132,9 +167,10 @@ class HttpApp:
         scope: Scope,
         headers: dict[str, str],
         body: bytes,
-    ) -> Any:
+    ) -> tuple[Any, bool]:
         cfg = route.config
         raw: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
+        decoded: Any = None
         if body:
             ctype = headers.get("content-type", "").partition(";")[0].strip().lower()
             if method in WRITES and ctype not in cfg.content_types:
@@ -146,7 +182,7 @@ class HttpApp:
                 )
             if ctype.endswith("json") or not ctype:
                 try:
-                    _any_decoder.decode(body)
+                    decoded = _any_decoder.decode(body)
                 except msgspec.DecodeError as exc:
                     raise _Reject(
                         400, "BAD_REQUEST", f"malformed JSON body: {exc}", "body"
@@ -155,17 +191,18 @@ class HttpApp:
             else:
                 raw = msgspec.Raw(_encoder.encode(body.decode("utf-8", "replace")))
         if cfg.mode == "body":
-            return raw if isinstance(raw, msgspec.Raw) else b"{}"
+            return self._request_object(route, params, scope, headers, raw, decoded)
         qs: bytes = scope.get("query_string", b"")
         query = dict(parse_qsl(qs.decode("latin-1"), keep_blank_values=True)) if qs else {}
         return HttpRequest(
             method=method, path=path, path_params=params, query=query, headers=headers, body=raw
-        )
+        ), False
 
     async def _call(
         self,
         route: Route,
         payload: Any,
+        coerce: bool,
         send: Send,
         extra: list[tuple[bytes, bytes]],
         headers: dict[str, str],
@@ -173,7 +210,8 @@ class HttpApp:
         path: str,
     ) -> None:
         cfg = route.config
-        resp_type = Any if cfg.mode == "body" else _Reply
+        # "body" mode: the reply's JSON goes out as it came, decoded only to read a status.
+        resp_type = bytes if cfg.mode == "body" else _Reply
         # The request's span: a child of the client's traceparent when it sent one.
         span = token = None
         if tracing.enabled():
@@ -191,7 +229,7 @@ class HttpApp:
                 payload,
                 response=resp_type,
                 timeout=cfg.timeout,
-                headers=_HTTP_TRIGGER,
+                headers=_HTTP_TRIGGER_COERCE if coerce else _HTTP_TRIGGER,
             )
         )
         if token is not None:
@@ -218,14 +256,17 @@ class HttpApp:
                 extra,
             )
             return
+        if isinstance(reply, bytes):
+            status = _status_of(cfg, reply)
+        else:
+            assert isinstance(reply, _Reply)
+            status = reply.status
         if span is not None:
-            status = reply.status if isinstance(reply, _Reply) else cfg.status
             span.set_attribute("http.response.status_code", status)
             span.end()
-        if cfg.mode == "body":
-            await _send(send, cfg.status, _encoder.encode(reply), extra)
+        if isinstance(reply, bytes):
+            await _send(send, status, reply or b"null", extra)
             return
-        assert isinstance(reply, _Reply)
         hdrs = extra + [
             (k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in reply.headers.items()
         ]
@@ -268,16 +309,20 @@ class HttpApp:
     async def _openapi_doc(self) -> bytes:
         if self._openapi is None or self._openapi[0] != self.table.version:
             routes = self.table.routes()
-            found: Schemas = {}
-            if any(
-                r.config.mode == "body"
-                and (r.config.body_schema is None or r.config.response_schema is None)
-                for r in routes
-            ):
-                found = await function_schemas(self.client.nc)
-            doc = build_openapi(routes, self.settings.title, found)
+            functions = {f.id: f for f in await discover(self.client)}
+            doc = build_openapi(routes, self.settings.title, functions)
             self._openapi = (self.table.version, _encoder.encode(doc))
         return self._openapi[1]
+
+
+def _status_of(cfg: RouteConfig, reply: bytes) -> int:
+    if not cfg.status_field:
+        return int(cfg.status)
+    try:
+        value = _any_decoder.decode(reply).get(cfg.status_field)
+    except (msgspec.DecodeError, AttributeError):
+        return int(cfg.status)
+    return int(cfg.status_by.get(str(value), cfg.status))
 
 
 async def _read_body(route: Route, headers: dict[str, str], receive: Receive) -> bytes:

@@ -1,14 +1,18 @@
-"""An OpenAPI 3.1 document built from the registered routes and their declared schemas."""
+"""An OpenAPI 3.1 document built from the registered routes and the functions' own
+declarations (their request/response types, read from `$SRV.INFO` by `engine.discover`).
+
+A "body" route's request object is documented where it comes from: a JSON request body,
+query parameters, or both (`merge`); path parameters are always path parameters."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
+from engine import FunctionInfo
 from triggers.http.routes import Route
-from triggers.http.schemas import Schemas
 
-_ERROR = {
+ERROR_SCHEMA = {
     "type": "object",
     "properties": {
         "error": {
@@ -16,11 +20,18 @@ _ERROR = {
             "properties": {
                 "code": {"type": "string"},
                 "message": {"type": "string"},
+                "retryable": {"type": "boolean"},
                 "field": {"type": "string"},
             },
             "required": ["code", "message"],
         }
     },
+    "required": ["error"],
+}
+UNAUTHORIZED_SCHEMA = {
+    "type": "object",
+    "properties": {"error": {"type": "string", "enum": ["unauthorized"]}},
+    "required": ["error"],
 }
 
 
@@ -32,46 +43,105 @@ def _hoist(schema: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
     return moved
 
 
+def _object_of(schema: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The object schema behind a msgspec schema's top-level `$ref`."""
+    if not schema:
+        return None
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/"):
+        target = (schema.get("$defs") or {}).get(ref.removeprefix("#/$defs/"))
+        return target if isinstance(target, dict) else None
+    return schema if schema.get("type") == "object" else None
+
+
+def _query_parameters(
+    request: dict[str, Any] | None, skip: set[str], defs: dict[str, Any]
+) -> list[dict[str, Any]]:
+    obj = _object_of(request)
+    if obj is None:
+        return []
+    required = set(obj.get("required") or [])
+    out = []
+    for name, prop in (obj.get("properties") or {}).items():
+        if name in skip:
+            continue
+        schema = _hoist({**prop, "$defs": request.get("$defs", {})} if request else prop, defs)
+        out.append({"name": name, "in": "query", "required": name in required, "schema": schema})
+    return out
+
+
+def _operation(
+    r: Route, fn: FunctionInfo | None, defs: dict[str, Any]
+) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    cfg = r.config
+    body_schema, response_schema = cfg.body_schema, cfg.response_schema
+    if cfg.mode == "body" and fn is not None:
+        body_schema = body_schema if body_schema is not None else fn.request_schema
+        response_schema = response_schema if response_schema is not None else fn.response_schema
+    op: dict[str, Any] = {"operationId": r.function_id, "x-function": r.function_id}
+    summary = cfg.summary or (fn.description if fn else "")
+    if summary:
+        op["summary"] = summary
+    if cfg.description:
+        op["description"] = cfg.description
+    if cfg.tags:
+        op["tags"] = cfg.tags
+    params: list[dict[str, Any]] = [
+        {"name": p, "in": "path", "required": True, "schema": {"type": "string"}} for p in r.params
+    ]
+    source = cfg.source if cfg.mode == "body" else "body"
+    if source in ("query", "merge"):
+        params += _query_parameters(body_schema, set(r.params), defs)
+    if params:
+        op["parameters"] = params
+    if body_schema is not None and source in ("body", "merge"):
+        obj = _object_of(body_schema)
+        required = bool(obj.get("required")) if obj is not None else True
+        op["requestBody"] = {
+            "required": required and source == "body",
+            "content": {"application/json": {"schema": _hoist(body_schema, defs)}},
+        }
+    ok: dict[str, Any] = {"description": "success"}
+    if response_schema is not None:
+        ok["content"] = {"application/json": {"schema": _hoist(response_schema, defs)}}
+    err = {"description": "error", "content": {"application/json": {"schema": ERROR_SCHEMA}}}
+    statuses = {str(cfg.status)}
+    statuses.update(str(s) for s in cfg.status_by.values())
+    op["responses"] = {s: ok for s in sorted(statuses)}
+    op["responses"].update({"4XX": err, "5XX": err})
+    if r.requires_bearer:
+        op["security"] = [{"bearer": []}]
+        op["responses"]["401"] = {
+            "description": "missing or wrong bearer secret",
+            "content": {"application/json": {"schema": UNAUTHORIZED_SCHEMA}},
+        }
+    return op, ok
+
+
 def build_openapi(
-    routes: list[Route], title: str, functions: Schemas | None = None
+    routes: list[Route], title: str, functions: dict[str, FunctionInfo] | None = None
 ) -> dict[str, Any]:
-    """`functions` (from `$SRV.INFO`) fills the schemas of `mode="body"` routes that
-    declared none: there the function's own request/response types are the route's."""
+    functions = functions or {}
     paths: dict[str, dict[str, Any]] = {}
     defs: dict[str, Any] = {}
+    alternates: list[Route] = []
+    successes: dict[tuple[str, str], dict[str, Any]] = {}
     for r in routes:
-        cfg = r.config
-        body_schema, response_schema = cfg.body_schema, cfg.response_schema
-        if cfg.mode == "body" and functions and r.function_id in functions:
-            req_s, resp_s = functions[r.function_id]
-            body_schema = body_schema if body_schema is not None else req_s
-            response_schema = response_schema if response_schema is not None else resp_s
-        op: dict[str, Any] = {"operationId": r.function_id, "x-function": r.function_id}
-        if cfg.summary:
-            op["summary"] = cfg.summary
-        if cfg.description:
-            op["description"] = cfg.description
-        if cfg.tags:
-            op["tags"] = cfg.tags
-        if r.params:
-            op["parameters"] = [
-                {"name": p, "in": "path", "required": True, "schema": {"type": "string"}}
-                for p in r.params
-            ]
-        if body_schema is not None:
-            op["requestBody"] = {
-                "required": True,
-                "content": {"application/json": {"schema": _hoist(body_schema, defs)}},
-            }
-        ok: dict[str, Any] = {"description": "success"}
-        if response_schema is not None:
-            ok["content"] = {"application/json": {"schema": _hoist(response_schema, defs)}}
-        err = {"description": "error", "content": {"application/json": {"schema": _ERROR}}}
-        op["responses"] = {str(cfg.status): ok, "4XX": err, "5XX": err}
-        if r.requires_bearer:
-            op["security"] = [{"bearer": []}]
-        path = cfg.path.replace(":path}", "}").replace(":int}", "}")
-        paths.setdefault(path, {})[cfg.method.lower()] = op
+        if r.config.accept:
+            alternates.append(r)
+            continue
+        op, ok = _operation(r, functions.get(r.function_id), defs)
+        path = r.config.path.replace(":path}", "}").replace(":int}", "}")
+        paths.setdefault(path, {})[r.config.method.lower()] = op
+        if ok is not None:
+            successes[(r.config.method, path)] = ok
+    # A route answering another media type (an HTML page) is another content of the same
+    # operation's success response.
+    for r in alternates:
+        path = r.config.path.replace(":path}", "}").replace(":int}", "}")
+        ok = successes.get((r.config.method, path))
+        if ok is not None:
+            ok.setdefault("content", {})[r.config.accept] = {"schema": {"type": "string"}}
     return {
         "openapi": "3.1.0",
         "info": {"title": title, "version": "1"},

@@ -11,11 +11,21 @@ Config keys of an `http` trigger (all but `path` optional):
   get 415. A JSON body is checked before the call (400 naming the problem); a non-JSON body
   reaches the function as a JSON string.
 - `mode`: "http" (default) — the function gets `engine.HttpRequest` and returns
-  `engine.HttpResponse`; "body" — the function gets the JSON body itself (`{}` when empty)
-  and its reply is sent as the JSON body with status `status` (default 200).
-- `status`: success status in "body" mode.
+  `engine.HttpResponse`; "body" — the function gets a request object (see `source`),
+  decoded on the worker into its own request type, and its reply is sent as the JSON body
+  with status `status` (default 200). A function declared with `http=engine.Http(...)`
+  gets a "body" route from that declaration.
+- `source` ("body" mode): where the request object comes from — `body` (default), `query`
+  (the query string, values as strings the worker coerces), `path`, `merge` (query, body,
+  path parameters; later wins) or `none`. Path parameters are always merged in.
+- `headers` ("body" mode): request header -> request field, filled when absent or empty.
+- `status`: success status in "body" mode; `status_field` + `status_by`: a reply field
+  whose value picks the status (observe: accepted 201, duplicate 200, retrying 202).
+- `accept`: a media type; the route answers requests whose Accept header names it, the
+  route of the same method and path without `accept` the others.
 - `summary`, `description`, `tags`, `body_schema`, `response_schema`: OpenAPI document
-  entries; schemas are JSON Schema dicts, e.g. `msgspec.json.schema(MyStruct)`.
+  entries; schemas are JSON Schema dicts, e.g. `msgspec.json.schema(MyStruct)`. "body"
+  routes take their schemas from the function's own types when these are not given.
 """
 
 from __future__ import annotations
@@ -40,7 +50,12 @@ class RouteConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=False):
     timeout: float = 30.0
     content_types: list[str] = msgspec.field(default_factory=lambda: ["application/json"])
     mode: Literal["http", "body"] = "http"
+    source: Literal["body", "query", "path", "merge", "none"] = "body"
+    headers: dict[str, str] = msgspec.field(default_factory=dict)
     status: int = 200
+    status_field: str = ""
+    status_by: dict[str, int] = msgspec.field(default_factory=dict)
+    accept: str = ""
     summary: str = ""
     description: str = ""
     tags: list[str] = msgspec.field(default_factory=list)
@@ -54,6 +69,8 @@ class RouteConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=False):
         if self.max_body < 0 or self.timeout <= 0:
             raise ValueError("http trigger max_body must be >= 0 and timeout > 0")
         self.content_types = [c.lower() for c in self.content_types]
+        self.headers = {k.lower(): v for k, v in self.headers.items()}
+        self.accept = self.accept.lower()
 
 
 @dataclass
@@ -76,12 +93,25 @@ def route_from_spec(spec: TriggerSpec) -> Route:
     return Route(spec.key, spec.function_id, cfg, regex, convertors, list(convertors))
 
 
+def _pick(routes: list[Route], accept: str) -> Route:
+    """The route for a request's Accept header among routes of one method and path."""
+    if len(routes) == 1:
+        return routes[0]
+    default = routes[0]
+    for r in routes:
+        if not r.config.accept:
+            default = r
+        elif r.config.accept in accept:
+            return r
+    return default
+
+
 class RouteTable:
     """Exact paths in a dict (the common case, one lookup); templated paths by regex."""
 
     def __init__(self) -> None:
         self._by_key: dict[str, Route] = {}
-        self._static: dict[tuple[str, str], Route] = {}
+        self._static: dict[tuple[str, str], list[Route]] = {}
         self._templated: list[Route] = []
         self.version = 0
 
@@ -97,32 +127,45 @@ class RouteTable:
         return sorted(self._by_key.values(), key=lambda r: (r.config.path, r.config.method))
 
     def _rebuild(self) -> None:
-        static: dict[tuple[str, str], Route] = {}
-        templated: list[Route] = []
-        # Oldest first so a later declaration of the same method + path wins.
+        by_target: dict[tuple[str, str, str], Route] = {}
+        # Oldest first so a later declaration of the same method + path (+ accept) wins.
         for r in self._by_key.values():
+            by_target[(r.config.method, r.config.path, r.config.accept)] = r
+        static: dict[tuple[str, str], list[Route]] = {}
+        templated: list[Route] = []
+        for r in by_target.values():
             if r.params:
                 templated.append(r)
             else:
-                static[(r.config.method, r.config.path)] = r
+                static.setdefault((r.config.method, r.config.path), []).append(r)
         # Longer templates first: `/a/{x}/b` before `/a/{x:path}`.
         templated.sort(key=lambda r: len(r.config.path), reverse=True)
         self._static, self._templated = static, templated
         self.version += 1
 
-    def match(self, method: str, path: str) -> tuple[Route | None, dict[str, str], bool]:
+    def match(
+        self, method: str, path: str, accept: str = ""
+    ) -> tuple[Route | None, dict[str, str], bool]:
         """(route, path params, path_exists) — path_exists tells 405 from 404."""
-        r = self._static.get((method, path))
-        if r is not None:
-            return r, {}, True
+        found = self._static.get((method, path))
+        if found is not None:
+            return _pick(found, accept), {}, True
         exists = False
+        hits: list[Route] = []
+        params: dict[str, str] = {}
         for r in self._templated:
             m = r.regex.match(path)
             if m is None:
                 continue
             if r.config.method == method:
-                return r, m.groupdict(), True
+                if not hits:
+                    params = m.groupdict()
+                if not hits or r.config.path == hits[0].config.path:
+                    hits.append(r)
+                continue
             exists = True
+        if hits:
+            return _pick(hits, accept), params, True
         if not exists:
             exists = any(p == path for (_m, p) in self._static)
         return None, {}, exists

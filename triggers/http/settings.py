@@ -6,7 +6,7 @@ import os
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
-from engine._paths import Ports
+from engine.paths import Instance
 from triggers.http.secret import load_secret
 
 LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
@@ -34,7 +34,7 @@ class HttpSettings:
         paths = [p.strip() for p in env.get("HTTP_OPENAPI_PATHS", "/openapi.json").split(",")]
         return cls(
             host=env.get("AGENTMEMORY_REST_HOST", "127.0.0.1"),
-            port=int(port) if port else Ports.for_instance().rest,
+            port=int(port) if port else Instance.resolve().ports.rest,
             secret=load_secret(),
             allowed_origins=frozenset(o for o in origins if o),
             openapi_paths=tuple(p for p in paths if p),

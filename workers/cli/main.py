@@ -12,7 +12,7 @@ import typer
 from rich.panel import Panel
 from rich.table import Table
 
-from engine._paths import load_settings
+from engine.paths import load_settings
 from workers.cli import connect as connect_mod
 from workers.cli import lifecycle
 from workers.cli.app import DataDir, InstanceOpt, Port, app, err, fail, out, target_of

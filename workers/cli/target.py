@@ -9,7 +9,7 @@ from typing import Any
 
 import httpx
 
-from engine._instance import Instance
+from engine.paths import Instance
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_CONFIG = ROOT / "config" / "engine.yaml"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from engine._paths import Ports
+from engine.paths import Instance
 from triggers.http.secret import load_secret
 
 
@@ -27,7 +27,7 @@ class ConsoleSettings:
     @classmethod
     def from_env(cls) -> ConsoleSettings:
         env = os.environ
-        ports = Ports.for_instance()
+        ports = Instance.resolve().ports
         return cls(
             port=int(env.get("AGENTMEMORY_CONSOLE_PORT") or ports.console),
             rest_port=int(env.get("AGENTMEMORY_REST_PORT") or ports.rest),

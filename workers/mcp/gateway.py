@@ -1,19 +1,31 @@
-"""How the MCP tools reach the memory service: REST at AGENTMEMORY_URL, or the bus.
+"""How the MCP server reaches the memory service: REST at AGENTMEMORY_URL, or the bus.
 
-Both speak the upstream REST surface (method + path + JSON body), so a tool is written
-once. Over the bus we resolve the route through the http triggers stored in KV and call
-the bound function directly, exactly as the http trigger would, minus the HTTP hop.
+Tools: over REST, upstream's `GET /agentmemory/mcp/tools` and `POST /agentmemory/mcp/call`;
+over the bus, the functions' own declarations (`engine.discover`) and a call by id.
+Resources and prompts read REST routes (method + path + JSON body); over the bus the route
+is resolved through the http triggers stored in KV and its function called directly, as
+the http trigger would, minus the HTTP hop.
 """
 
 from __future__ import annotations
 
 import os
+import time
 from typing import Any, Protocol
 
 import httpx
 import msgspec
 
-from engine import TRIGGERS_BUCKET, Client, FunctionError, HttpRequest, TriggerSpec
+from engine import TRIGGERS_BUCKET, Client, FunctionError, HttpRequest, TriggerSpec, discover
+from engine.protocol import HDR_COERCE
+from workers.mcp.catalog import (
+    ToolDef,
+    error_text,
+    result_document,
+    text_result,
+    tool_defs,
+    visible,
+)
 
 
 class GatewayError(Exception):
@@ -38,6 +50,14 @@ class Gateway(Protocol):
         body: Any = None,
         query: dict[str, str] | None = None,
     ) -> Any: ...
+
+    async def tools(self) -> list[dict[str, Any]]:
+        """MCP tool descriptors (name, description, inputSchema)."""
+        ...
+
+    async def call_tool(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        """An MCP CallToolResult as JSON; a refused call is `isError` with the reason."""
+        ...
 
     async def close(self) -> None: ...
 
@@ -87,6 +107,22 @@ class RestGateway:
             raise _error_of(resp.status_code, data)
         return data
 
+    async def tools(self) -> list[dict[str, Any]]:
+        doc = await self.request("GET", "/agentmemory/mcp/tools")
+        tools = doc.get("tools") if isinstance(doc, dict) else None
+        return [t for t in tools or [] if isinstance(t, dict)]
+
+    async def call_tool(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        try:
+            doc = await self.request(
+                "POST", "/agentmemory/mcp/call", {"name": name, "arguments": arguments}
+            )
+        except GatewayError as err:
+            where = f" (field `{err.field}`)" if err.field else ""
+            hint = " This may succeed if retried later." if err.retryable else ""
+            return text_result(f"{err.message}{where}.{hint}", error=True)
+        return doc if isinstance(doc, dict) else text_result(str(doc))
+
     async def close(self) -> None:
         await self._http.aclose()
 
@@ -100,10 +136,34 @@ class _Reply(msgspec.Struct):
 class BusGateway:
     """Calls the function an http trigger binds to (method, path), over NATS."""
 
-    def __init__(self, client: Client, timeout: float = 30.0) -> None:
+    def __init__(self, client: Client, timeout: float = 30.0, tools_ttl: float = 5.0) -> None:
         self.client = client
         self.timeout = timeout
+        self.tools_ttl = tools_ttl
         self._routes: dict[tuple[str, str], tuple[str, str]] | None = None
+        self._tools: tuple[float, list[ToolDef]] | None = None
+
+    async def tool_defs(self) -> list[ToolDef]:
+        """The visible tools, from the functions' declarations (cached a few seconds: a
+        discovery waits for every worker's answer)."""
+        now = time.monotonic()
+        if self._tools is None or now - self._tools[0] > self.tools_ttl:
+            self._tools = (now, visible(tool_defs(await discover(self.client))))
+        return self._tools[1]
+
+    async def tools(self) -> list[dict[str, Any]]:
+        return [t.descriptor() for t in await self.tool_defs()]
+
+    async def call_tool(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        found = next((t for t in await self.tool_defs() if t.name == name), None)
+        if found is None:
+            self._tools = None  # a worker may have started since: look again next time
+            return text_result(f"no tool named {name!r}", error=True)
+        try:
+            reply = await self.client.call(found.function_id, arguments, timeout=self.timeout)
+        except FunctionError as err:
+            return text_result(error_text(err), error=True)
+        return result_document(reply)
 
     async def _route(self, method: str, path: str) -> tuple[str, str]:
         if self._routes is None or (method, path) not in self._routes:
@@ -132,6 +192,11 @@ class BusGateway:
         raw = msgspec.Raw(msgspec.json.encode(body if body is not None else {}))
         try:
             if mode == "body":
+                if query:  # a GET route's request object: strings, coerced by the worker
+                    q = msgspec.Raw(msgspec.json.encode({**query, **(body or {})}))
+                    return await self.client.call(
+                        function_id, q, timeout=self.timeout, headers={HDR_COERCE: "strings"}
+                    )
                 return await self.client.call(function_id, raw, timeout=self.timeout)
             req = HttpRequest(
                 method=method.upper(),
@@ -163,9 +228,9 @@ async def connect_gateway() -> Gateway:
 
 async def _local_bus() -> BusGateway | None:
     from engine import connect
-    from engine._instance import Instance
+    from engine.paths import Instance
 
-    inst = Instance.resolve(int(os.environ.get("AGENTMEMORY_INSTANCE", "0") or 0))
+    inst = Instance.resolve()
     info = inst.read_pidfile()
     if inst.running_pid() is None or not info or not info.get("nats_url"):
         return None
@@ -178,10 +243,9 @@ async def _local_bus() -> BusGateway | None:
 
 
 def _local_url() -> str:
-    from engine._paths import Ports
+    from engine.paths import Instance
 
-    inst = int(os.environ.get("AGENTMEMORY_INSTANCE", "0") or 0)
-    return f"http://127.0.0.1:{Ports.for_instance(inst).rest}"
+    return f"http://127.0.0.1:{Instance.resolve().ports.rest}"
 
 
 def _secret() -> str:

@@ -23,13 +23,9 @@ def _add_search() -> None:
     if os.environ.get("AGENTMEMORY_SEARCH", "on").lower() in ("0", "off", "false", "no"):
         return
     if importlib.util.find_spec("functions.search") is None:
+        logging.getLogger("workers.memory").info("no functions.search: write path only")
         return
-    search = importlib.import_module("functions.search")
-    reg = getattr(search, "register", None)
-    if callable(reg):
-        reg(worker)
-    else:
-        logging.getLogger("workers.memory").info("functions.search has no register()")
+    importlib.import_module("functions.search.handlers").register(worker)
 
 
 _add_search()

@@ -1,0 +1,29 @@
+"""Where an instance lives, for workers and command-line tools: its data dir and named
+ports, as the engine config's `layout` says (see engine/_paths.py)."""
+
+from engine._instance import Instance, InstanceBusy
+from engine._paths import (
+    DEFAULT_CONFIG,
+    ENGINE_PORTS,
+    ENV_CONFIG,
+    Layout,
+    Ports,
+    current_layout,
+    default_data_dir,
+    load_settings,
+    read_layout,
+)
+
+__all__ = [
+    "DEFAULT_CONFIG",
+    "ENGINE_PORTS",
+    "ENV_CONFIG",
+    "Instance",
+    "InstanceBusy",
+    "Layout",
+    "Ports",
+    "current_layout",
+    "default_data_dir",
+    "load_settings",
+    "read_layout",
+]
