@@ -81,3 +81,15 @@ def test_doctor_names_each_problem_with_its_fix(stack: Stack) -> None:
     assert res.returncode == 1
     assert "agentmemory start --detach" in res.stdout
     assert "agentmemory connect claude-code --with-hooks" in res.stdout
+
+
+def test_dry_run_diff_keeps_long_lines_whole_when_piped(stack: Stack) -> None:
+    settings = stack.home / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text('{"model": "opus"}')  # no final newline
+    out = stack.cli("connect", "claude-code", "--with-hooks", "--dry-run").stdout
+    lines = out.splitlines()
+    commands = [ln for ln in lines if '"command": "AGENTMEMORY_URL=' in ln]
+    assert len(commands) == 10 and all(ln.endswith('claude_code.py",') for ln in commands)
+    assert max(map(len, commands)) > 80
+    assert '-{"model": "opus"}' in lines and "\\ No newline at end of file" in lines

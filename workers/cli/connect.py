@@ -58,13 +58,15 @@ class Change:
         return self.before != self.after
 
     def diff(self) -> str:
+        lines = difflib.unified_diff(
+            self.before.splitlines(keepends=True),
+            self.after.splitlines(keepends=True),
+            fromfile=f"{self.path} (before)",
+            tofile=f"{self.path} (after)",
+        )
+        # A file without a final newline would glue its last line to the next one.
         return "".join(
-            difflib.unified_diff(
-                self.before.splitlines(keepends=True),
-                self.after.splitlines(keepends=True),
-                fromfile=f"{self.path} (before)",
-                tofile=f"{self.path} (after)",
-            )
+            ln if ln.endswith("\n") else ln + "\n\\ No newline at end of file\n" for ln in lines
         )
 
     def write(self) -> None:
@@ -190,39 +192,127 @@ def merge_codex_toml(path: Path, with_hooks: bool, env: dict[str, str] | None = 
 
 
 def plan(
-    agent: str, home: Path, with_hooks: bool, where: dict[str, str] | None = None
+    agent: str,
+    home: Path,
+    with_hooks: bool,
+    hook_url: str = "",
+    mcp_env: dict[str, str] | None = None,
 ) -> list[Change]:
     """The file changes that wire `agent` to agentmemory (nothing written yet).
 
-    `where` locates a non-default instance: AGENTMEMORY_URL goes into the hook commands,
-    the rest (data dir, port, instance) into the MCP server's environment.
+    A non-default server is named by `hook_url` (put into the hook commands, which read
+    nothing else) and by `mcp_env` (the MCP server's environment).
     """
-    where = dict(where or {})
-    url = where.pop("AGENTMEMORY_URL", "")
-    env = where or None
-    if agent == "claude-code":
-        changes = [merge_mcp_json(home / ".claude.json", env=env)]
-        if with_hooks:
-            settings = home / ".claude" / "settings.json"
-            changes.append(merge_hooks_json(settings, "claude-code", CLAUDE_EVENTS, url))
-        return changes
+    env = mcp_env or None
+    mcp_file, hooks_file = config_files(agent, home)
+    changes: list[Change]
     if agent == "codex":
-        changes = [merge_codex_toml(home / ".codex" / "config.toml", with_hooks, env)]
-        if with_hooks:
-            hooks = home / ".codex" / "hooks.json"
-            changes.append(merge_hooks_json(hooks, "codex", CODEX_EVENTS, url))
-        return changes
-    if agent == "cursor":
-        return [merge_mcp_json(home / ".cursor" / "mcp.json", env=env)]
-    if agent == "gemini-cli":
-        return [merge_mcp_json(home / ".gemini" / "settings.json", env=env)]
-    if agent == "opencode":
+        changes = [merge_codex_toml(mcp_file, with_hooks, env)]
+    elif agent == "opencode":
         cmd = mcp_command()
         entry: dict[str, Any] = {"type": "local", "command": cmd, "enabled": True}
         if env:
             entry["environment"] = env
-        return [merge_mcp_json(home / ".config" / "opencode" / "opencode.json", "mcp", entry)]
+        changes = [merge_mcp_json(mcp_file, "mcp", entry)]
+    else:
+        changes = [merge_mcp_json(mcp_file, env=env)]
+    if with_hooks and hooks_file is not None:
+        events = CLAUDE_EVENTS if agent == "claude-code" else CODEX_EVENTS
+        changes.append(merge_hooks_json(hooks_file, agent, events, hook_url))
+    return changes
+
+
+def config_files(agent: str, home: Path) -> tuple[Path, Path | None]:
+    """The agent's MCP config file and its hooks file (None: the agent has no hooks)."""
+    if agent == "claude-code":
+        return home / ".claude.json", home / ".claude" / "settings.json"
+    if agent == "codex":
+        return home / ".codex" / "config.toml", home / ".codex" / "hooks.json"
+    if agent == "cursor":
+        return home / ".cursor" / "mcp.json", None
+    if agent == "gemini-cli":
+        return home / ".gemini" / "settings.json", None
+    if agent == "opencode":
+        return home / ".config" / "opencode" / "opencode.json", None
     raise ValueError(f"unknown agent {agent!r}; choose one of {', '.join(AGENTS)}")
+
+
+HOOK_AGENTS = tuple(SCRIPTS)
+
+
+@dataclass
+class Wiring:
+    """What an agent's config holds of ours (read back for `doctor`)."""
+
+    agent: str
+    mcp_command: list[str]
+    hook_commands: list[str]
+
+    @property
+    def connected(self) -> bool:
+        return bool(self.mcp_command or self.hook_commands)
+
+
+def wiring(agent: str, home: Path) -> Wiring:
+    mcp_file, hooks_file = config_files(agent, home)
+    command: list[str] = []
+    try:
+        entry = _our_mcp_entry(agent, mcp_file)
+    except (OSError, ValueError, AttributeError):  # unreadable, or not the shape we write
+        entry = None
+    if isinstance(entry, dict):
+        raw = entry.get("command")
+        args = entry.get("args") or []
+        if isinstance(raw, str):
+            command = [raw, *(str(a) for a in args if isinstance(a, str | int))]
+        elif isinstance(raw, list):
+            command = [str(c) for c in raw]
+    hooks: list[str] = []
+    if hooks_file is not None:
+        try:
+            groups = _load_json(hooks_file, _read(hooks_file)).get("hooks", {})
+        except (OSError, ValueError):
+            groups = {}
+        hooks = [
+            hook["command"]
+            for event_groups in (list(groups.values()) if isinstance(groups, dict) else [])
+            for group in _list(event_groups)
+            for hook in _list(group.get("hooks") if isinstance(group, dict) else None)
+            if _ours(hook, agent)
+        ]
+    return Wiring(agent, command, hooks)
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _our_mcp_entry(agent: str, path: Path) -> Any:
+    text = _read(path)
+    if not text.strip():
+        return None
+    if agent == "codex":
+        servers = tomlkit.parse(text).get("mcp_servers") or {}
+        entry = servers.get(SERVER_NAME)
+        return entry.unwrap() if entry is not None else None
+    servers = _load_json(path, text).get("mcp" if agent == "opencode" else "mcpServers")
+    return servers.get(SERVER_NAME) if isinstance(servers, dict) else None
+
+
+def hook_target(command: str) -> tuple[str, list[str]]:
+    """The URL an installed hook command sends to ("" when it names none) and the files
+    it runs (interpreter and script), as `hook_command` wrote them."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return "", []
+    url = ""
+    while words and "=" in words[0] and not words[0].startswith(("/", ".")):
+        key, _, value = words.pop(0).partition("=")
+        if key == "AGENTMEMORY_URL":
+            url = value
+    files = [w for w in words if not w.startswith("-")]
+    return url, files[:2]
 
 
 def generic_block() -> str:

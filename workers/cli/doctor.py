@@ -1,19 +1,26 @@
-"""`agentmemory doctor`: each check says what is wrong and the command that fixes it."""
+"""`agentmemory doctor`: each check says what is wrong and the command that fixes it.
+
+Only what the user set up is judged: the agents whose config holds our entries (or that
+`--agent` names). An agent they never connected is not a failure.
+"""
 
 from __future__ import annotations
 
-import json
 import os
+import shlex
+import shutil
 import socket
 import stat
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 
+from workers.cli import connect
 from workers.cli.target import Target, secret_path
 from workers.hooks import SCRIPTS, _spool
-from workers.hooks._hookcore import Settings
+from workers.hooks._hookcore import DEFAULT_URL, Settings
 
 
 @dataclass
@@ -21,6 +28,7 @@ class Check:
     name: str
     ok: bool
     detail: str
+    # A failure's fix; on a passing check, an optional next step.
     fix: str = ""
 
 
@@ -34,11 +42,26 @@ def _port_free(port: int) -> bool:
     return True
 
 
-def run(target: Target, home: Path) -> list[Check]:
-    inst = target.instance
-    running = inst.running_pid() is not None
+def run(target: Target, home: Path, agents: list[str] | None = None) -> list[Check]:
     out: list[Check] = []
+    running = False
+    if not target.remote:
+        running = target.instance.running_pid() is not None
+        out += _local(target, running)
+    out.append(_secret_file())
+    if target.remote or running:
+        out += _rest(target)
+    else:
+        out.append(Check("engine", False, "not running", target.hint("start --detach", local=True)))
+    out += _agents(target, home, agents or [])
+    out.append(_spool_backlog(target))
+    return out
+
+
+def _local(target: Target, running: bool) -> list[Check]:
+    inst = target.instance
     ports = inst.ports
+    out: list[Check] = []
     named = {"REST": ports.rest, "streams": ports.streams, "viewer": ports.viewer}
     named |= {"console": ports.console, "NATS": ports.nats, "NATS monitor": ports.nats_monitor}
     busy = [f"{n} :{p}" for n, p in named.items() if not _port_free(p)]
@@ -47,12 +70,16 @@ def run(target: Target, home: Path) -> list[Check]:
             Check("ports", True, f"held by the running engine ({', '.join(busy) or 'none'})")
         )
     elif busy:
+        # Another block, not this instance's flags: its data dir belongs to this one.
+        other = ["agentmemory", "start", "--detach", "--instance", str(inst.number + 1)]
+        if "--port" in target.flags():
+            other += ["--port", str(target.anchor)]
         out.append(
             Check(
                 "ports",
                 False,
                 f"in use by another program: {', '.join(busy)}",
-                f"stop that program, or run on another block: agentmemory start --instance {inst.number + 1}",
+                f"stop that program, or run on another block: {' '.join(other)}",
             )
         )
     else:
@@ -68,81 +95,136 @@ def run(target: Target, home: Path) -> list[Check]:
         fix = "" if ok else f"chmod 700 {dd}" + ("" if writable else f" && chown $USER {dd}")
         out.append(Check("data dir", ok, f"{dd} mode {mode:o}, writable={writable}", fix))
 
-    sp = secret_path()
-    if os.environ.get("AGENTMEMORY_SECRET"):
-        out.append(Check("secret", True, "AGENTMEMORY_SECRET is set"))
-    elif not sp.exists():
-        out.append(Check("secret", True, f"{sp} is generated on first start"))
-    else:
-        mode = stat.S_IMODE(sp.stat().st_mode)
-        out.append(Check("secret", not mode & 0o077, f"{sp} mode {mode:o}", f"chmod 600 {sp}"))
-
     if running:
+        restart = (
+            f"{target.hint('stop', local=True)} && {target.hint('start --detach', local=True)}"
+        )
         try:
             r = httpx.get(
                 f"http://127.0.0.1:{ports.nats_monitor}/healthz?js-enabled-only=true", timeout=2
             )
             ok = r.status_code == 200
-            out.append(
-                Check(
-                    "NATS",
-                    ok,
-                    f"healthz {r.status_code}",
-                    "" if ok else "agentmemory stop && agentmemory start",
-                )
-            )
+            out.append(Check("NATS", ok, f"healthz {r.status_code}", "" if ok else restart))
         except httpx.HTTPError as exc:
-            out.append(
-                Check(
-                    "NATS",
-                    False,
-                    f"monitor port not answering ({type(exc).__name__})",
-                    "agentmemory stop && agentmemory start",
-                )
-            )
-        with target.client(timeout=3) as rest:
-            alive = rest.alive()
-        out.append(
+            detail = f"monitor port not answering ({type(exc).__name__})"
+            out.append(Check("NATS", False, detail, restart))
+    return out
+
+
+def _secret_file() -> Check:
+    sp = secret_path()
+    if os.environ.get("AGENTMEMORY_SECRET"):
+        return Check("secret", True, "AGENTMEMORY_SECRET is set")
+    if not sp.exists():
+        return Check("secret", True, f"{sp} is generated on first start")
+    mode = stat.S_IMODE(sp.stat().st_mode)
+    ok = not mode & 0o077
+    return Check("secret", ok, f"{sp} mode {mode:o}", "" if ok else f"chmod 600 {sp}")
+
+
+def _rest(target: Target) -> list[Check]:
+    with target.client(timeout=3) as rest:
+        alive = rest.alive()
+        accepted = rest.authorized() if alive else None
+    livez = target.url + "/agentmemory/livez"
+    if not alive:
+        fix = (
+            f"check that agentmemory runs at {target.url}"
+            if target.remote
+            else f"see the logs in {target.instance.logs}"
+        )
+        return [Check("REST", False, f"{livez} is not answering", fix)]
+    checks = [Check("REST", True, livez)]
+    if accepted is False:
+        checks.append(
             Check(
-                "REST",
-                alive,
-                target.url + "/agentmemory/livez",
-                "" if alive else "check logs in " + str(inst.logs),
+                "secret accepted",
+                False,
+                "the server answers 401 to our secret",
+                "set AGENTMEMORY_SECRET to the server's secret (its ~/.agentmemory/secret)",
             )
         )
     else:
-        out.append(Check("engine", False, "not running", "agentmemory start --detach"))
+        checks.append(Check("secret accepted", True, "an authenticated request succeeds"))
+    return checks
 
-    settings_file = home / ".claude" / "settings.json"
-    try:
-        hooked = SCRIPTS["claude-code"].name in json.dumps(
-            json.loads(settings_file.read_text()).get("hooks", {})
-        )
-    except (OSError, ValueError, AttributeError):
-        hooked = False
-    out.append(
-        Check(
-            "claude-code hooks",
-            hooked,
-            str(settings_file),
-            "" if hooked else "agentmemory connect claude-code --with-hooks",
-        )
-    )
-    codex_hooks = home / ".codex" / "hooks.json"
-    if (home / ".codex").exists():
-        try:
-            wired = SCRIPTS["codex"].name in codex_hooks.read_text()
-        except OSError:
-            wired = False
-        fix = "" if wired else "agentmemory connect codex --with-hooks"
-        out.append(Check("codex hooks", wired, str(codex_hooks), fix))
-    backlog = len(_spool.read(Settings()))
-    out.append(
-        Check(
-            "hook spool",
-            backlog == 0,
-            f"{backlog} event(s) waiting",
-            "" if backlog == 0 else "agentmemory start (drains the spool)",
-        )
-    )
+
+def _agents(target: Target, home: Path, chosen: list[str]) -> list[Check]:
+    wired = {a: connect.wiring(a, home) for a in connect.AGENTS if a != "mcp"}
+    judged = [a for a, w in wired.items() if w.connected or a in chosen]
+    if not judged:
+        return [
+            Check(
+                "agents",
+                True,
+                "none connected yet",
+                target.hint("connect claude-code --with-hooks"),
+            )
+        ]
+    out: list[Check] = []
+    for agent in judged:
+        w = wired[agent]
+        hooks = agent in connect.HOOK_AGENTS
+        reconnect = target.hint(f"connect {agent}" + (" --with-hooks" if hooks else ""))
+        if not w.connected:
+            out.append(Check(agent, False, "not connected", reconnect))
+            continue
+        out.append(_mcp_entry(agent, w, reconnect))
+        if hooks:
+            out.append(_hooks(target, agent, w, reconnect))
     return out
+
+
+def _runnable(path: str) -> bool:
+    return bool(shutil.which(path)) if os.sep not in path else os.access(path, os.X_OK)
+
+
+def _mcp_entry(agent: str, w: connect.Wiring, reconnect: str) -> Check:
+    name = f"{agent} MCP server"
+    if not w.mcp_command:
+        return Check(name, False, "no agentmemory entry in its MCP config", reconnect)
+    program = w.mcp_command[0]
+    if not _runnable(program):
+        return Check(name, False, f"{program} does not exist or cannot run", reconnect)
+    return Check(name, True, " ".join(w.mcp_command))
+
+
+def _hooks(target: Target, agent: str, w: connect.Wiring, reconnect: str) -> Check:
+    name = f"{agent} hooks"
+    if not w.hook_commands:
+        return Check(
+            name, True, "not installed (the MCP tools work; sessions are not captured)", reconnect
+        )
+    missing = sorted(
+        {f for cmd in w.hook_commands for f in connect.hook_target(cmd)[1] if not os.path.exists(f)}
+    )
+    if missing:
+        return Check(
+            name,
+            False,
+            f"{len(w.hook_commands)} installed, but {', '.join(missing)} is missing",
+            reconnect,
+        )
+    urls = {connect.hook_target(cmd)[0] for cmd in w.hook_commands}
+    # A hook without its own AGENTMEMORY_URL reads the agent's environment, else the default.
+    sends_to = {(u or os.environ.get("AGENTMEMORY_URL") or DEFAULT_URL).rstrip("/") for u in urls}
+    if sends_to != {target.url}:
+        return Check(
+            name,
+            False,
+            f"send to {', '.join(sorted(sends_to))}, not to this server ({target.url})",
+            reconnect,
+        )
+    return Check(name, True, f"{len(w.hook_commands)} installed, sending to {target.url}")
+
+
+def _spool_backlog(target: Target) -> Check:
+    backlog = len(_spool.read(Settings()))
+    if backlog == 0:
+        return Check("hook spool", True, "no event waiting")
+    if target.remote:
+        drain = [os.path.realpath(sys.executable), "-S", str(SCRIPTS["claude-code"]), "--drain"]
+        fix = f"AGENTMEMORY_URL={shlex.quote(target.url)} {shlex.join(drain)}"
+    else:
+        fix = f"{target.hint('start --detach', local=True)} (drains the spool)"
+    return Check("hook spool", False, f"{backlog} event(s) waiting to be sent", fix)

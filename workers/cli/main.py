@@ -6,25 +6,39 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
+from rich.markup import escape
 from rich.panel import Panel
-from rich.table import Table
 
 from engine.paths import load_settings
 from workers.cli import connect as connect_mod
 from workers.cli import lifecycle
-from workers.cli.app import DataDir, InstanceOpt, Port, app, err, fail, out, target_of
-from workers.cli.target import DEFAULT_CONFIG, Target
+from workers.cli.app import (
+    DataDir,
+    InstanceOpt,
+    Port,
+    UrlOpt,
+    app,
+    err,
+    fail,
+    out,
+    target_of,
+)
+from workers.cli.target import DEFAULT_CONFIG, Target, register
 
 
 @app.callback(invoke_without_command=True)
 def root(
-    ctx: typer.Context, data_dir: DataDir = None, port: Port = None, instance: InstanceOpt = None
+    ctx: typer.Context,
+    data_dir: DataDir = None,
+    port: Port = None,
+    instance: InstanceOpt = None,
+    url: UrlOpt = None,
 ) -> None:
     load_settings()
-    ctx.obj = {"data_dir": data_dir, "port": port, "instance": instance}
+    ctx.obj = {"data_dir": data_dir, "port": port, "instance": instance, "url": url}
     if ctx.invoked_subcommand is None:
         ctx.invoke(start, ctx=ctx)
 
@@ -39,9 +53,9 @@ def _ready_panel(target: Target, pid: int | None = None) -> Panel:
         f"data     {target.instance.data_dir}",
     ]
     if pid:
-        lines.append(f"pid      {pid}  (stop with: agentmemory stop)")
-    lines.append("next     agentmemory connect claude-code --with-hooks")
-    return Panel("\n".join(lines), title="agentmemory is ready", border_style="green")
+        lines.append(f"pid      {pid}  (stop with: {target.hint('stop', local=True)})")
+    lines.append(f"next     {target.hint('connect claude-code --with-hooks')}")
+    return Panel.fit(escape("\n".join(lines)), title="agentmemory is ready", border_style="green")
 
 
 @app.command()
@@ -54,9 +68,10 @@ def start(
     instance: InstanceOpt = None,
 ) -> None:
     """Start the engine and the memory service (foreground unless --detach)."""
-    target = target_of(ctx, data_dir, port, instance)
+    target = target_of(ctx, data_dir, port, instance, local=True)
     running = target.instance.running_pid()
     if running:
+        lifecycle.drain_spool(target)  # what `doctor` suggests for a backlog
         out.print(_ready_panel(target, running))
         out.print("[yellow]already running[/yellow]")
         return
@@ -66,6 +81,7 @@ def start(
                 pid = lifecycle.start_detached(target, config)
             except lifecycle.StartFailed as exc:
                 raise fail(f"the engine did not start:\n{exc}") from None
+        register(target.instance)
         if lifecycle.wait_serving(target):
             lifecycle.drain_spool(target)
         else:
@@ -74,6 +90,7 @@ def start(
         return
 
     def ready() -> None:
+        register(target.instance)
         if lifecycle.wait_serving(target):
             lifecycle.drain_spool(target)
         out.print(_ready_panel(target))
@@ -86,41 +103,9 @@ def stop(
     ctx: typer.Context, data_dir: DataDir = None, port: Port = None, instance: InstanceOpt = None
 ) -> None:
     """Stop a running instance (triggers first, NATS last)."""
-    code, text = lifecycle.stop(target_of(ctx, data_dir, port, instance))
+    code, text = lifecycle.stop(target_of(ctx, data_dir, port, instance, local=True))
     (out if code == 0 else err).print(text)
     raise typer.Exit(code)
-
-
-def _status(target: Target) -> dict[str, Any]:
-    eng = lifecycle.engine_status(target)
-    p = target.instance.ports
-    workers = [
-        {k: w.get(k) for k in ("name", "replica", "state", "pid", "restarts")}
-        for w in eng.get("workers", [])
-        if isinstance(w, dict)
-    ]
-    return {
-        "running": bool(eng.get("running")),
-        "engine": {
-            "pid": eng.get("pid"),
-            "instance": target.instance.number,
-            "started_at": eng.get("started_at"),
-        },
-        "workers": workers,
-        "nats": {"url": eng.get("nats_url"), "embedded": eng.get("embedded_nats")},
-        "ports": {
-            "rest": p.rest,
-            "streams": p.streams,
-            "viewer": p.viewer,
-            "console": p.console,
-            "nats": p.nats,
-            "nats_monitor": p.nats_monitor,
-        },
-        "data_dir": str(target.instance.data_dir),
-        "url": target.url,
-        "counts": lifecycle.counts(target) if eng.get("running") else None,
-        "embedding_mode": lifecycle.embedding_mode(),
-    }
 
 
 @app.command()
@@ -130,43 +115,56 @@ def status(
     data_dir: DataDir = None,
     port: Port = None,
     instance: InstanceOpt = None,
+    url: UrlOpt = None,
 ) -> None:
     """Engine, workers, NATS, ports, data dir, counts, embedding mode."""
-    st = _status(target_of(ctx, data_dir, port, instance))
+    from workers.cli import status as status_mod
+
+    target = target_of(ctx, data_dir, port, instance, url)
+    st = status_mod.collect(target)
     if as_json:
         sys.stdout.write(json.dumps(st) + "\n")
-        raise typer.Exit(0 if st["running"] else 1)
-    if not st["running"]:
-        out.print(
-            f"[yellow]not running[/yellow] (data dir {st['data_dir']}); start with: agentmemory start --detach"
-        )
-        raise typer.Exit(1)
-    table = Table(
-        "worker", "state", "pid", "restarts", title=f"agentmemory (pid {st['engine']['pid']})"
-    )
-    for w in st["workers"]:
-        table.add_row(
-            f"{w['name']}.{w['replica']}", str(w["state"]), str(w["pid"]), str(w["restarts"])
-        )
-    out.print(table)
-    out.print(f"NATS {st['nats']['url']}  REST {st['url']}  data {st['data_dir']}")
-    out.print(f"counts {st['counts']}  embeddings {st['embedding_mode']}")
+    else:
+        status_mod.render(st, target, out)
+    raise typer.Exit(0 if st["running"] else 1)
 
 
 @app.command()
 def doctor(
-    ctx: typer.Context, data_dir: DataDir = None, port: Port = None, instance: InstanceOpt = None
+    ctx: typer.Context,
+    agent: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--agent",
+            help="Also require this agent to be connected (repeatable). Without it, only "
+            "the agents whose config holds agentmemory are checked.",
+        ),
+    ] = None,
+    data_dir: DataDir = None,
+    port: Port = None,
+    instance: InstanceOpt = None,
+    url: UrlOpt = None,
 ) -> None:
-    """Check ports, data dir, secret, NATS, REST and hooks; print the fix for each problem."""
+    """Check ports, data dir, secret, NATS, REST and connected agents; print each fix.
+
+    Exits 0 when every check passes, 1 when one fails."""
     from workers.cli import doctor as doc
 
-    checks = doc.run(target_of(ctx, data_dir, port, instance), Path.home())
+    unknown = [a for a in agent or [] if a not in connect_mod.AGENTS or a == "mcp"]
+    if unknown:
+        choices = ", ".join(a for a in connect_mod.AGENTS if a != "mcp")
+        raise fail(f"unknown agent {unknown[0]!r} for --agent; choose one of {choices}", 2)
+    checks = doc.run(target_of(ctx, data_dir, port, instance, url), Path.home(), agent)
     for c in checks:
         mark = "[green]ok[/green]  " if c.ok else "[red]FAIL[/red]"
-        out.print(f"{mark} {c.name}: {c.detail}")
-        if not c.ok and c.fix:
-            out.print(f"      fix: [bold]{c.fix}[/bold]")
-    raise typer.Exit(0 if all(c.ok for c in checks) else 1)
+        out.print(f"{mark} {escape(c.name)}: {escape(c.detail)}", highlight=False)
+        if c.fix:
+            label = "next" if c.ok else "fix"
+            out.print(f"      {label}: [bold]{escape(c.fix)}[/bold]", highlight=False)
+    failed = sum(not c.ok for c in checks)
+    if failed:
+        out.print(f"[red]{failed} check(s) failed[/red]")
+    raise typer.Exit(1 if failed else 0)
 
 
 @app.command()
@@ -182,31 +180,34 @@ def connect(
     data_dir: DataDir = None,
     port: Port = None,
     instance: InstanceOpt = None,
+    url: UrlOpt = None,
 ) -> None:
     """Wire an agent to agentmemory (merges into its config, keeps other entries)."""
     if agent == "mcp":
         out.print(connect_mod.generic_block(), markup=False)
         return
-    where: dict[str, str] = {}
-    base: dict[str, Any] = ctx.obj or {}
-    if any(v is not None for v in (data_dir, port, instance, *base.values())):
+    target = target_of(ctx, data_dir, port, instance, url)
+    hook_url, mcp_env = "", {}
+    if target.remote:
+        # The MCP server reads AGENTMEMORY_URL too and then speaks REST to it.
+        hook_url, mcp_env = target.url, {"AGENTMEMORY_URL": target.url}
+    elif target.flags():
         # A non-default instance: the hooks get its URL; the MCP server its data dir and
         # port as an instance-0 anchor, which resolves to exactly these paths and ports.
-        target = target_of(ctx, data_dir, port, instance)
-        where = {
-            "AGENTMEMORY_URL": target.url,
+        hook_url = target.url
+        mcp_env = {
             "AGENTMEMORY_DATA_DIR": str(target.instance.data_dir),
             "AGENTMEMORY_PORT": str(target.instance.ports.rest),
         }
     try:
-        changes = connect_mod.plan(agent, Path.home(), with_hooks, where)
+        changes = connect_mod.plan(agent, Path.home(), with_hooks, hook_url, mcp_env)
     except ValueError as exc:
         raise fail(str(exc), 2) from None
     for ch in changes:
         if not ch.changed:
             out.print(f"unchanged {ch.path}")
         elif dry_run:
-            out.print(ch.diff(), markup=False, highlight=False)
+            out.print(ch.diff(), markup=False, highlight=False, end="")
         else:
             ch.write()
             out.print(f"[green]updated[/green] {ch.path}")
@@ -229,7 +230,7 @@ def console(
     """Open the engine console in a browser."""
     import webbrowser
 
-    url = f"http://127.0.0.1:{target_of(ctx, data_dir, port, instance).instance.ports.console}"
+    url = f"http://127.0.0.1:{target_of(ctx, data_dir, port, instance, local=True).instance.ports.console}"
     out.print(f"console: {url}")
     webbrowser.open(url)
 

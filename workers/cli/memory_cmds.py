@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -11,18 +12,22 @@ import typer
 from rich.progress import Progress
 from rich.table import Table
 
-from workers.cli.app import DataDir, InstanceOpt, Port, app, err, fail, out, target_of
+from workers.cli.app import DataDir, InstanceOpt, Port, UrlOpt, app, err, fail, out, target_of
 from workers.cli.target import ServiceError
 
 
 @app.command()
 def demo(
-    ctx: typer.Context, data_dir: DataDir = None, port: Port = None, instance: InstanceOpt = None
+    ctx: typer.Context,
+    data_dir: DataDir = None,
+    port: Port = None,
+    instance: InstanceOpt = None,
+    url: UrlOpt = None,
 ) -> None:
     """Seed three coding sessions (JWT auth, an N+1 fix, rate limiting) and search them."""
     from workers.cli import demo as demo_mod
 
-    target = target_of(ctx, data_dir, port, instance)
+    target = target_of(ctx, data_dir, port, instance, url)
     try:
         with target.client() as rest:
             n = demo_mod.seed(rest)
@@ -70,13 +75,14 @@ def search(
     data_dir: DataDir = None,
     port: Port = None,
     instance: InstanceOpt = None,
+    url: UrlOpt = None,
 ) -> None:
     """Search observations and memories."""
     body: dict[str, Any] = {"query": query, "limit": limit}
     if project:
         body["project"] = project
     try:
-        with target_of(ctx, data_dir, port, instance).client() as rest:
+        with target_of(ctx, data_dir, port, instance, url).client() as rest:
             data = rest.call("POST", "/agentmemory/search", body)
     except ServiceError as exc:
         raise fail(str(exc)) from None
@@ -95,26 +101,51 @@ def remember(
     ] = "fact",
     concept: Annotated[list[str] | None, typer.Option("--concept", help="Repeatable.")] = None,
     file: Annotated[list[str] | None, typer.Option("--file", help="Repeatable.")] = None,
-    project: Annotated[str | None, typer.Option()] = None,
+    project: Annotated[
+        str | None,
+        typer.Option(help="Default: this directory's project, named as the hooks name it."),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the server's reply.")] = False,
     data_dir: DataDir = None,
     port: Port = None,
     instance: InstanceOpt = None,
+    url: UrlOpt = None,
 ) -> None:
-    """Save a memory on purpose."""
+    """Save a memory on purpose (in the project of the current directory)."""
+    from workers.hooks._hookcore import Settings, project_of
+
     body: dict[str, Any] = {
         "content": content,
         "type": type,
         "concepts": concept or [],
         "files": file or [],
+        # The hooks file a session under its git root's folder name (else the cwd's):
+        # a memory saved here sits in the same project as what they captured.
+        "project": project if project is not None else project_of(Settings(), os.getcwd()),
     }
-    if project:
-        body["project"] = project
     try:
-        with target_of(ctx, data_dir, port, instance).client() as rest:
+        with target_of(ctx, data_dir, port, instance, url).client() as rest:
             data = rest.call("POST", "/agentmemory/remember", body)
     except ServiceError as exc:
         raise fail(str(exc)) from None
-    out.print_json(json.dumps(data))
+    if as_json:
+        sys.stdout.write(json.dumps(data) + "\n")
+        return
+    out.print(_saved_line(data, body["project"]), markup=False, highlight=False)
+
+
+def _saved_line(data: Any, project: str) -> str:
+    memory = data.get("memory") if isinstance(data, dict) else None
+    if not isinstance(memory, dict):
+        return f"saved: {json.dumps(data)}"
+    line = f"saved memory {memory.get('id')} ({memory.get('type')}, project {project or '-'})"
+    if data.get("supersededId"):
+        line += f"; replaces {data['supersededId']}"
+    similar = data.get("similarTo")
+    if isinstance(similar, list) and similar:
+        ids = ", ".join(str(s.get("id")) for s in similar if isinstance(s, dict))
+        line += f"; similar to {ids}"
+    return line
 
 
 @app.command()
@@ -126,10 +157,11 @@ def export(
     data_dir: DataDir = None,
     port: Port = None,
     instance: InstanceOpt = None,
+    url: UrlOpt = None,
 ) -> None:
     """Export everything as JSON."""
     try:
-        with target_of(ctx, data_dir, port, instance).client(timeout=120) as rest:
+        with target_of(ctx, data_dir, port, instance, url).client(timeout=120) as rest:
             data = rest.call("GET", "/agentmemory/export")
     except ServiceError as exc:
         raise fail(str(exc)) from None
@@ -149,6 +181,7 @@ def import_(
     data_dir: DataDir = None,
     port: Port = None,
     instance: InstanceOpt = None,
+    url: UrlOpt = None,
 ) -> None:
     """Import an export document."""
     try:
@@ -156,7 +189,7 @@ def import_(
     except ValueError as exc:
         raise fail(f"{path} is not valid JSON: {exc}", 2) from None
     try:
-        with target_of(ctx, data_dir, port, instance).client(timeout=300) as rest:
+        with target_of(ctx, data_dir, port, instance, url).client(timeout=300) as rest:
             data = rest.call(
                 "POST", "/agentmemory/import", {"exportData": doc, "strategy": strategy}
             )
@@ -174,6 +207,7 @@ def import_jsonl(
     data_dir: DataDir = None,
     port: Port = None,
     instance: InstanceOpt = None,
+    url: UrlOpt = None,
 ) -> None:
     """Import Claude Code transcripts; safe to run again (events keep their ids)."""
     from workers.cli import transcripts as tr
@@ -186,7 +220,7 @@ def import_jsonl(
     sessions = events = 0
     try:
         with (
-            target_of(ctx, data_dir, port, instance).client() as rest,
+            target_of(ctx, data_dir, port, instance, url).client() as rest,
             Progress(console=err) as bar,
         ):
             task = bar.add_task("importing transcripts", total=len(files))

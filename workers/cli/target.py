@@ -1,15 +1,18 @@
-"""Which instance a command talks to, and a small REST client for it."""
+"""Which instance a command talks to, how to name it again in a hint, and a small REST
+client for it."""
 
 from __future__ import annotations
 
+import json
 import os
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-from engine.paths import Instance
+from engine.paths import Instance, Ports, current_layout, default_data_dir
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_CONFIG = ROOT / "config" / "engine.yaml"
@@ -24,19 +27,42 @@ class Target:
     instance: Instance
     url: str
     secret: str
+    # The server was named by --url or AGENTMEMORY_URL rather than derived from the
+    # instance: it may be on another machine, so hints never suggest starting it here.
+    remote: bool = False
+    data_dir_given: bool = False
 
     @classmethod
     def resolve(
-        cls, data_dir: str | None = None, port: int | None = None, instance: int | None = None
+        cls,
+        data_dir: str | None = None,
+        port: int | None = None,
+        instance: int | None = None,
+        url: str | None = None,
+        *,
+        local: bool = False,
     ) -> Target:
-        number = (
-            instance
-            if instance is not None
-            else int(os.environ.get("AGENTMEMORY_INSTANCE", "0") or 0)
-        )
+        """`local`: the command acts on the instance itself (start, stop, console), so a
+        server named by --url or AGENTMEMORY_URL is not the one meant."""
+        env = os.environ
+        number_given = instance is not None or bool(env.get("AGENTMEMORY_INSTANCE"))
+        number = instance if instance is not None else int(env.get("AGENTMEMORY_INSTANCE") or 0)
         inst = Instance.resolve(number, data_dir, port)
-        url = os.environ.get("AGENTMEMORY_URL") or f"http://127.0.0.1:{inst.ports.rest}"
-        return cls(inst, url.rstrip("/"), read_secret())
+        if not data_dir and not env.get("AGENTMEMORY_DATA_DIR") and inst.running_pid() is None:
+            # Started elsewhere (--data-dir, or AGENTMEMORY_DATA_DIR in another shell):
+            # `start` noted where, so `--instance K` alone still finds it.
+            noted = registered_data_dir(number)
+            if noted is not None:
+                inst = Instance.resolve(number, noted, port)
+        port_given = port is not None or bool(env.get("AGENTMEMORY_PORT"))
+        inst = _as_running(inst, number_given, port_given)
+        explicit = None if local else url or env.get("AGENTMEMORY_URL")
+        rest = explicit or f"http://127.0.0.1:{inst.ports.rest}"
+        return cls(inst, rest.rstrip("/"), read_secret(), bool(explicit), bool(data_dir))
+
+    @property
+    def anchor(self) -> int:
+        return self.instance.ports.rest - 100 * self.instance.number
 
     def engine_args(self) -> list[str]:
         return [
@@ -45,13 +71,79 @@ class Target:
             "--instance",
             str(self.instance.number),
             "--port",
-            str(self.instance.ports.rest - 100 * self.instance.number),
+            str(self.anchor),
         ]
 
+    def flags(self, *, local: bool = False) -> list[str]:
+        """The options that select this instance again from any shell; `local` for the
+        commands that act on the instance itself (start, stop), which take no --url."""
+        number = self.instance.number
+        out: list[str] = []
+        if number:
+            out += ["--instance", str(number)]
+        if self.anchor != current_layout().anchor:
+            out += ["--port", str(self.anchor)]
+        if self.data_dir_given or self.instance.data_dir != default_data_dir(number).resolve():
+            out += ["--data-dir", str(self.instance.data_dir)]
+        if self.remote and not local:
+            out += ["--url", self.url]
+        return out
+
+    def hint(self, command: str, *, local: bool = False) -> str:
+        """`agentmemory <command>` with this instance's flags, ready to copy and paste."""
+        return shlex.join(["agentmemory", *shlex.split(command), *self.flags(local=local)])
+
+    def start_hint(self) -> str:
+        if self.remote:
+            return f"check that agentmemory runs at {self.url}"
+        return f"start it with `{self.hint('start --detach', local=True)}`"
+
     def client(self, timeout: float = 30.0) -> Rest:
-        return Rest(self.url, self.secret, timeout)
+        return Rest(self.url, self.secret, timeout, self.start_hint())
 
 
+def _as_running(inst: Instance, number_given: bool, port_given: bool) -> Instance:
+    """What the running engine in this data dir recorded wins over computed defaults: it
+    may have been started with another --port or --instance than this command was given."""
+    info = inst.read_pidfile()
+    if port_given or not info or inst.running_pid() is None:
+        return inst
+    number = info.get("instance")
+    ports = info.get("ports")
+    if not isinstance(number, int) or not isinstance(ports, dict):
+        return inst
+    if number_given and number != inst.number:
+        return inst
+    if not all(isinstance(v, int) for v in ports.values()) or "rest" not in ports:
+        return inst  # a pidfile from another version of the engine
+    return Instance(number, inst.data_dir, Ports(ports), inst.layout)
+
+
+# ---- where `start` put each instance ----------------------------------------------
+def registry_dir() -> Path:
+    return Path.home() / ".agentmemory" / "instances"
+
+
+def register(inst: Instance) -> None:
+    """Note instance K's data dir, so later commands find it with `--instance K` alone."""
+    folder = registry_dir()
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    path = folder / f"{inst.number}.json"
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"data_dir": str(inst.data_dir)}))
+    os.replace(tmp, path)
+
+
+def registered_data_dir(number: int) -> str | None:
+    try:
+        noted = json.loads((registry_dir() / f"{number}.json").read_text())
+    except (OSError, ValueError):
+        return None
+    value = noted.get("data_dir") if isinstance(noted, dict) else None
+    return value if isinstance(value, str) and value else None
+
+
+# ---- the secret and REST -----------------------------------------------------------
 def secret_path() -> Path:
     return Path.home() / ".agentmemory" / "secret"
 
@@ -67,11 +159,12 @@ def read_secret() -> str:
 
 
 class Rest:
-    def __init__(self, url: str, secret: str, timeout: float) -> None:
+    def __init__(self, url: str, secret: str, timeout: float, start_hint: str = "") -> None:
         headers = {"Content-Type": "application/json"}
         if secret:
             headers["Authorization"] = f"Bearer {secret}"
         self.url = url
+        self._start_hint = start_hint or "start it with `agentmemory start --detach`"
         self._http = httpx.Client(base_url=url, headers=headers, timeout=timeout)
 
     def __enter__(self) -> Rest:
@@ -88,7 +181,7 @@ class Rest:
         except httpx.HTTPError as exc:
             raise ServiceError(
                 f"agentmemory is not reachable at {self.url} ({type(exc).__name__}); "
-                "start it with `agentmemory start --detach`"
+                f"{self._start_hint}"
             ) from None
         try:
             data = resp.json() if resp.content else None
@@ -112,3 +205,11 @@ class Rest:
             return self._http.get("/agentmemory/livez", timeout=1.0).status_code == 200
         except httpx.HTTPError:
             return False
+
+    def authorized(self) -> bool | None:
+        """Does the server accept our secret? None when it does not answer."""
+        try:
+            code = self._http.get("/agentmemory/sessions", params={"limit": "1"}).status_code
+        except httpx.HTTPError:
+            return None
+        return code != 401
