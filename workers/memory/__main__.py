@@ -24,12 +24,13 @@ def _add_search() -> None:
         return
     if importlib.util.find_spec("functions.search") is None:
         return
-    search = importlib.import_module("functions.search")
-    reg = getattr(search, "register", None)
+    # The package's __init__ re-exports nothing: registration lives in its handlers module.
+    handlers = importlib.import_module("functions.search.handlers")
+    reg = getattr(handlers, "register", None)
     if callable(reg):
         reg(worker)
     else:
-        logging.getLogger("workers.memory").info("functions.search has no register()")
+        logging.getLogger("workers.memory").info("functions.search.handlers has no register()")
 
 
 _add_search()
