@@ -253,13 +253,18 @@ class State:
         return await Watch(self._bus(), self.bucket, pattern, values=values).start()
 
     def scan(
-        self, keys: str | list[str], type: type[T], *, page: int = _scan.PAGE
+        self,
+        keys: str | list[str],
+        type: type[T],
+        *,
+        page: int = _scan.PAGE,
+        timeout: float = _scan.FETCH_TIMEOUT,
     ) -> AsyncIterator[tuple[str, T]]:
         """(key, value) for every live key matching `keys` (NATS wildcards: `n.>`,
         `e.*.<id>.>`; a list is one pass with several filters), read `page` at a time so
         no whole bucket is held; values that do not decode as `type` are skipped. Raises
-        BusError if the bucket stops answering midway."""
-        return _scan.scan_bucket(self._bus(), self.bucket, keys, type, page)
+        BusError if a page does not come within `timeout`."""
+        return _scan.scan_bucket(self._bus(), self.bucket, keys, type, page, timeout)
 
     async def stored_keys(self, pattern: str = ">") -> list[str]:
         """Every key matching `pattern` that holds a message, deleted ones included (their

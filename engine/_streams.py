@@ -138,12 +138,17 @@ class Stream:
         return await _jetstream.stream_info(self.client, self.name)
 
     def read(
-        self, *, after: int = 0, subject: str = "", page: int = _scan.PAGE
+        self,
+        *,
+        after: int = 0,
+        subject: str = "",
+        page: int = _scan.PAGE,
+        timeout: float = _scan.FETCH_TIMEOUT,
     ) -> AsyncIterator[StreamMessage]:
         """The messages after sequence `after` on `subject` ("" for all), in order, `page`
         at a time; ends at the last message stored when it started. Close it (`aclosing`)
-        when leaving early. Raises BusError if the stream stops answering midway."""
-        return _scan.read_stream(self.client, self.name, subject, after, page)
+        when leaving early. Raises BusError if a page does not come within `timeout`."""
+        return _scan.read_stream(self.client, self.name, subject, after, page, timeout)
 
     async def follow(
         self,
