@@ -22,15 +22,21 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from engine import tracing
+    from engine._bus import BUS_ERRORS, BusError, WrongLastSequence
     from engine._client import Client
     from engine._connect import connect
     from engine._context import Context
     from engine._discovery import FunctionInfo, discover
     from engine._errors import FunctionError, invalid_request
+    from engine._jetstream import PubAck, StreamInfo
+    from engine._objects import Objects
     from engine._operations import Http, NoArgs, Tool, operation
     from engine._protocol import subject_for
-    from engine._state import CasConflict, Change, Entry, State
+    from engine._scan import StreamMessage
+    from engine._state import CasConflict, Change, Entry, Presence, State
+    from engine._streams import Follower, Stream
     from engine._triggers import TRIGGERS_BUCKET, HttpRequest, HttpResponse, TriggerSpec
+    from engine._watch import SnapshotEnd, Watch
     from engine._worker import FunctionSpec, Worker
 
 _WHERE = {
@@ -56,6 +62,19 @@ _WHERE = {
     "TriggerSpec": "engine._triggers",
     "FunctionSpec": "engine._worker",
     "Worker": "engine._worker",
+    # bus: streams, object stores, KV scans and watches
+    "BUS_ERRORS": "engine._bus",
+    "BusError": "engine._bus",
+    "WrongLastSequence": "engine._bus",
+    "PubAck": "engine._jetstream",
+    "StreamInfo": "engine._jetstream",
+    "Objects": "engine._objects",
+    "StreamMessage": "engine._scan",
+    "Presence": "engine._state",
+    "Follower": "engine._streams",
+    "Stream": "engine._streams",
+    "SnapshotEnd": "engine._watch",
+    "Watch": "engine._watch",
 }
 
 
@@ -71,12 +90,15 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "BUS_ERRORS",
     "TRIGGERS_BUCKET",
+    "BusError",
     "CasConflict",
     "Change",
     "Client",
     "Context",
     "Entry",
+    "Follower",
     "FunctionError",
     "FunctionInfo",
     "FunctionSpec",
@@ -84,10 +106,19 @@ __all__ = [
     "HttpRequest",
     "HttpResponse",
     "NoArgs",
+    "Objects",
+    "Presence",
+    "PubAck",
+    "SnapshotEnd",
     "State",
+    "Stream",
+    "StreamInfo",
+    "StreamMessage",
     "Tool",
     "TriggerSpec",
+    "Watch",
     "Worker",
+    "WrongLastSequence",
     "connect",
     "discover",
     "invalid_request",

@@ -13,6 +13,7 @@ from nats.aio.msg import Msg
 
 from engine import _codec, _tracing
 from engine._errors import FunctionError
+from engine._objects import Objects
 from engine._protocol import (
     ERROR_CODE_HEADER,
     ERROR_HEADER,
@@ -21,6 +22,7 @@ from engine._protocol import (
 )
 from engine._requests import Requester
 from engine._state import State
+from engine._streams import Stream
 from engine._tracing import SpanKind
 
 T = TypeVar("T")
@@ -49,6 +51,7 @@ class Client:
         self._requester = Requester(nc)
         self._js = nc.jetstream()
         self._states: dict[str, State] = {}
+        self._objects: dict[str, Objects] = {}
         self._local: dict[str, LocalCall] = {}
 
     def serve_locally(self, function_id: str, call: LocalCall) -> None:
@@ -204,5 +207,19 @@ class Client:
         """A KV bucket, created on first use with `config` (history, ttl, replicas...)."""
         st = self._states.get(bucket)
         if st is None:
-            st = self._states[bucket] = await State.open(self._js, bucket, **config)
+            st = await State.open(self._js, bucket, client=self, **config)
+            st = self._states.setdefault(bucket, st)
         return st
+
+    def stream(self, name: str, subjects: list[str] | None = None, **config: Any) -> Stream:
+        """A JetStream stream: `await .ensure()` creates it with `subjects` and `config`
+        (nats-py StreamConfig fields: duplicate_window, max_age, storage...) if missing."""
+        return Stream(self, name, subjects, config)
+
+    async def objects(self, bucket: str, **config: Any) -> Objects:
+        """An object store bucket, created on first use with `config`."""
+        got = self._objects.get(bucket)
+        if got is None:
+            got = await Objects.open(self, bucket, **config)
+            got = self._objects.setdefault(bucket, got)
+        return got

@@ -5,35 +5,34 @@ from __future__ import annotations
 import asyncio
 import random
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, Generic, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 import msgspec
-import nats.errors
 import nats.js.errors
 from nats.js.api import KeyValueConfig, StorageType
 from nats.js.client import JetStreamContext
 from nats.js.kv import KeyValue
 
-from engine import _codec, _tracing
+from engine import _codec, _jetstream, _scan, _tracing
+from engine._bus import WrongLastSequence
 from engine._errors import FunctionError
+from engine._jetstream import StreamInfo
+from engine._watch import Change, Op, SnapshotEnd, Watch
+
+if TYPE_CHECKING:
+    from engine._client import Client
 
 T = TypeVar("T")
 
-Op = Literal["put", "delete"]
+Presence = Literal["present", "deleted", "absent"]
+CREATE_TIMEOUT = 5.0
+_DELETED = ("DEL", "PURGE")
+__all__ = ["CasConflict", "Change", "Entry", "Op", "Presence", "State"]
 
 
 class Entry(msgspec.Struct, Generic[T]):
     key: str
     value: T
-    revision: int
-
-
-class Change(msgspec.Struct):
-    """One KV event as a watcher sees it; `value` is None on delete."""
-
-    key: str
-    op: Op
-    value: bytes | None
     revision: int
 
 
@@ -62,11 +61,25 @@ def _kv_span(op: str, bucket: str) -> Any:
 
 
 class State:
-    """A KV bucket. Values are msgspec JSON; `type=` decodes into a Struct."""
+    """A KV bucket. Values are msgspec JSON; `type=` decodes into a Struct.
 
-    def __init__(self, kv: KeyValue, bucket: str) -> None:
+    Made by `Client.state`. The bucket-wide operations (keys, scan, watch, info, purge)
+    need the Client it came from: a State built by hand without one has only the per-key
+    operations."""
+
+    def __init__(self, kv: KeyValue, bucket: str, client: Client | None = None) -> None:
         self.kv = kv
         self.bucket = bucket
+        self._client = client
+        self._prefix = f"$KV.{bucket}."
+        self._stream = f"KV_{bucket}"
+
+    def _bus(self) -> Client:
+        if self._client is None:
+            raise RuntimeError(
+                f"State {self.bucket!r} was made without its Client: open it with Client.state()"
+            )
+        return self._client
 
     @classmethod
     async def open(
@@ -74,6 +87,7 @@ class State:
         js: JetStreamContext,
         bucket: str,
         *,
+        client: Client | None = None,
         history: int = 1,
         ttl: float | None = None,
         replicas: int = 1,
@@ -95,7 +109,7 @@ class State:
                 kv = await js.create_key_value(cfg)
             except nats.js.errors.BadRequestError:
                 kv = await js.key_value(bucket)  # a racing replica created it first
-        return cls(kv, bucket)
+        return cls(kv, bucket, client)
 
     async def entry(self, key: str, type: type[T] | Any = Any) -> Entry[T] | None:
         try:
@@ -118,16 +132,41 @@ class State:
             if span is not None:
                 span.end()
 
-    async def create(self, key: str, value: Any) -> int | None:
-        """Store only if absent (atomic across replicas). None when the key exists."""
+    async def create(self, key: str, value: Any, *, over_tombstone: bool = True) -> int | None:
+        """Store only if absent (atomic across replicas); the new revision, or None when the
+        key holds a value. A deleted key counts as absent unless `over_tombstone=False`:
+        then a key that was ever written and deleted is never written again this way (one
+        JetStream write, no read first, for the hot paths that want exactly that)."""
         span = _kv_span("create", self.bucket)
         try:
+            if not over_tombstone:
+                return await self._create_on_empty_subject(key, _codec.encode(value))
             return await self.kv.create(key, _codec.encode(value))
         except nats.js.errors.KeyWrongLastSequenceError:
             return None
         finally:
             if span is not None:
                 span.end()
+
+    async def _create_on_empty_subject(self, key: str, data: bytes) -> int | None:
+        headers = {"Nats-Expected-Last-Subject-Sequence": "0"}
+        try:
+            ack = await _jetstream.publish(
+                self._bus(), self._prefix + key, data, headers, CREATE_TIMEOUT
+            )
+        except WrongLastSequence:
+            return None
+        return ack.seq
+
+    async def presence(self, key: str) -> Presence:
+        """Whether `key` holds a value, was deleted (its tombstone kept), or never existed
+        (or was purged)."""
+        try:
+            e = await self.kv.get(key)
+        except nats.js.errors.KeyNotFoundError as err:
+            # nats-py reports a tombstone as "not found" carrying the DEL/PURGE operation
+            return "deleted" if err.op in _DELETED else "absent"
+        return "deleted" if e.operation in _DELETED else "present"
 
     async def compare_and_set(self, key: str, value: Any, revision: int) -> int:
         """Write only if the key is still at `revision` (0: absent). Raises CasConflict."""
@@ -183,62 +222,64 @@ class State:
                 span.end()
 
     async def keys(self, prefix: str = "") -> list[str]:
-        """Live keys (deleted ones left out) starting with `prefix`.
-
-        nats-py's watcher may send its end-of-snapshot marker before the snapshot's first
-        entries (it checks the consumer's pending count while they are in flight), which made
-        a listing come back short. So the stream's per-subject state says how many subjects
-        there are (a deleted key still has its marker), and the watcher is read until that
-        many entries arrived, or until it stays quiet after the marker.
-        """
+        """Live keys (deleted ones left out) starting with `prefix`."""
         # A prefix ending at a token boundary becomes a server-side subject filter.
         pattern = f"{prefix}>" if prefix.endswith(".") else ">"
-        pre = f"$KV.{self.bucket}."
-        info = await self.kv._js.stream_info(f"KV_{self.bucket}", subjects_filter=pre + pattern)
-        expected = len(info.state.subjects or {})
-        if expected == 0:
-            return []
-        watcher = await self.kv.watch(pattern, meta_only=True)
         out: list[str] = []
-        seen = 0
-        marker = False
-        try:
-            while seen < expected:
-                try:
-                    e = await watcher.updates(timeout=0.5 if marker else 5.0)
-                except nats.errors.TimeoutError:
-                    break  # keys removed since the count: what arrived is the listing
-                if e is None:
-                    marker = True
-                    continue
-                seen += 1
-                if e.operation not in ("DEL", "PURGE") and e.key.startswith(prefix):
-                    out.append(e.key)
-        finally:
-            await watcher.stop()
+        async with await self.changes(pattern, values=False) as watch:
+            async for ch in watch:
+                if isinstance(ch, SnapshotEnd):
+                    break
+                if ch.op == "put" and ch.key.startswith(prefix):
+                    out.append(ch.key)
         return out
 
     async def watch(
         self, pattern: str = ">", *, include_existing: bool = True
     ) -> AsyncIterator[Change]:
         """Changes in order; with `include_existing` the current values come first."""
-        watcher = await self.kv.watch(pattern, include_history=False)
-        initial = True  # until the watcher's end-of-snapshot marker (None)
-        try:
-            while True:
-                try:
-                    e = await watcher.updates(timeout=3600)
-                except nats.errors.TimeoutError:
-                    continue
-                if e is None:
+        async with await self.changes(pattern) as watch:
+            initial = True  # until the end-of-snapshot marker
+            async for ch in watch:
+                if isinstance(ch, SnapshotEnd):
                     initial = False
-                    continue
-                deleted = e.operation in ("DEL", "PURGE")
-                if initial and (deleted or not include_existing):
-                    continue
-                if deleted:
-                    yield Change(e.key, "delete", None, e.revision or 0)
-                else:
-                    yield Change(e.key, "put", e.value, e.revision or 0)
-        finally:
-            await watcher.stop()
+                elif not initial or (include_existing and ch.op == "put"):
+                    yield ch
+
+    async def changes(self, pattern: str = ">", *, values: bool = True) -> Watch:
+        """A started watch of the keys matching `pattern`: each one's current value, then
+        one `SnapshotEnd`, then every change as stored (deletes included). It ends when
+        stopped (`async with` stops it) or when the connection closes."""
+        return await Watch(self._bus(), self.bucket, pattern, values=values).start()
+
+    def scan(
+        self,
+        keys: str | list[str],
+        type: type[T],
+        *,
+        page: int = _scan.PAGE,
+        timeout: float = _scan.FETCH_TIMEOUT,
+    ) -> AsyncIterator[tuple[str, T]]:
+        """(key, value) for every live key matching `keys` (NATS wildcards: `n.>`,
+        `e.*.<id>.>`; a list is one pass with several filters), read `page` at a time so
+        no whole bucket is held; values that do not decode as `type` are skipped. Raises
+        BusError if a page does not come within `timeout`."""
+        return _scan.scan_bucket(self._bus(), self.bucket, keys, type, page, timeout)
+
+    async def stored_keys(self, pattern: str = ">") -> list[str]:
+        """Every key matching `pattern` that holds a message, deleted ones included (their
+        tombstone), from the stream's own subject listing."""
+        subjects = await _jetstream.stream_subjects(
+            self._bus(), self._stream, self._prefix + pattern
+        )
+        n = len(self._prefix)
+        return [s[n:] for s in subjects]
+
+    async def info(self) -> StreamInfo:
+        """The bucket's stream now: messages, bytes, last sequence (the last revision)."""
+        return await _jetstream.stream_info(self._bus(), self._stream)
+
+    async def purge(self, pattern: str) -> int:
+        """Remove the keys matching `pattern` with their history and no tombstone (so no
+        watcher hears of it); how many messages went."""
+        return await _jetstream.purge(self._bus(), self._stream, self._prefix + pattern)

@@ -18,13 +18,10 @@ live edge.
 
 from __future__ import annotations
 
-import contextlib
 from collections import Counter
 from datetime import datetime
 
 import msgspec
-import nats.js.errors
-from nats.js.client import JetStreamContext
 
 from engine import State
 from functions.graph import reindex
@@ -32,17 +29,15 @@ from functions.graph.adjacency import ADJ_VERSION
 from functions.graph.keys import STATS, MemoryIndex, Removed
 from functions.graph.mirror import PURGED, PurgeNote
 from functions.lifecycle import clock
-from functions.lifecycle.scan import scan_kv
-from functions.records import GRAPH_BUCKET, GraphEdge, GraphNode, GraphStats
+from functions.records import GraphEdge, GraphNode, GraphStats
 
 REMOVED_ROUND = 200_000
 
 
-async def _drop(js: JetStreamContext, key: str) -> None:
+async def _drop(state: State, key: str) -> None:
     """Remove a key with its history and no tombstone: a compacted graph takes no space for
     what it dropped. The query mirror learns of purges from the `PURGED` note instead."""
-    with contextlib.suppress(nats.js.errors.NotFoundError):
-        await js.purge_stream(f"KV_{GRAPH_BUCKET}", subject=f"$KV.{GRAPH_BUCKET}.{key}")
+    await state.purge(key)
 
 
 class CompactOut(msgspec.Struct, rename="camel", kw_only=True):
@@ -54,13 +49,11 @@ class CompactOut(msgspec.Struct, rename="camel", kw_only=True):
     adjacency_written: int = 0
 
 
-async def compact(
-    state: State, js: JetStreamContext, now: datetime, *, retention_days: float, cap: int
-) -> CompactOut:
+async def compact(state: State, now: datetime, *, retention_days: float, cap: int) -> CompactOut:
     out = CompactOut()
     removed: set[str] = set()
     notes: list[str] = []
-    async for key, r in scan_kv(js, GRAPH_BUCKET, Removed, keys="rm.>"):
+    async for key, r in state.scan("rm.>", Removed):
         if len(removed) >= REMOVED_ROUND:
             break
         removed.update(r.ids)
@@ -73,7 +66,7 @@ async def compact(
     stats.seq = prior.seq if prior else 0
     changes = reindex.Changes()
 
-    async for key, e in scan_kv(js, GRAPH_BUCKET, GraphEdge, keys="e.>"):
+    async for key, e in state.scan("e.>", GraphEdge):
         sources = [s for s in e.source_ids if s not in removed][:cap]
         changed = sources != e.source_ids
         if changed:
@@ -82,7 +75,7 @@ async def compact(
             e.valid_to, changed = at, True  # nothing evidences the relation any more
             out.edges_closed += 1
         if e.valid_to is not None and clock.days_between(e.valid_to, now) > retention_days:
-            await _drop(js, key)
+            await _drop(state, key)
             changes.deleted(key, e)
             out.edges_deleted += 1
             continue
@@ -96,13 +89,13 @@ async def compact(
         else:
             stats.expired_edges += 1
 
-    async for key, n in scan_kv(js, GRAPH_BUCKET, GraphNode, keys="n.>"):
+    async for key, n in state.scan("n.>", GraphNode):
         sources = [s for s in n.source_ids if s not in removed][:cap]
         degree = live.get(n.id, 0)
         idle = clock.days_between(n.last_seen, now) > retention_days
         if degree == 0 and (idle or not sources):
-            await _drop(js, key)
-            await reindex.drop(js, n.id)
+            await _drop(state, key)
+            await reindex.drop(state, n.id)
             changes.node_deleted(n.id)
             out.nodes_deleted += 1
             continue
@@ -113,19 +106,19 @@ async def compact(
         stats.nodes_by_type[n.kind] = stats.nodes_by_type.get(n.kind, 0) + 1
 
     if removed:
-        async for key, _ in scan_kv(js, GRAPH_BUCKET, MemoryIndex, keys="m.>"):
+        async for key, _ in state.scan("m.>", MemoryIndex):
             if key[2:] in removed:
-                await _drop(js, key)
+                await _drop(state, key)
     for key in notes:
-        await _drop(js, key)
+        await _drop(state, key)
     if prior is not None and prior.adjacency < ADJ_VERSION:
         # A graph fed before the index existed: build every list (nodes alive now).
-        ids = [k[2:] async for k, _ in scan_kv(js, GRAPH_BUCKET, GraphNode, keys="n.>")]
+        ids = [k[2:] async for k, _ in state.scan("n.>", GraphNode)]
         for i in range(0, len(ids), reindex.ROUND):
-            await reindex.rebuild(state, js, set(ids[i : i + reindex.ROUND]))
+            await reindex.rebuild(state, set(ids[i : i + reindex.ROUND]))
         out.adjacency_written = len(ids)
     else:
-        out.adjacency_written = await reindex.apply(state, js, changes)
+        out.adjacency_written = await reindex.apply(state, changes)
     stats.adjacency = ADJ_VERSION
     await state.put(STATS, stats)
     if out.nodes_deleted or out.edges_deleted:

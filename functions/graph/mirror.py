@@ -31,9 +31,8 @@ import logging
 from typing import Any
 
 import msgspec
-from nats.js.client import JetStreamContext
 
-from engine import Client, State
+from engine import Client, SnapshotEnd, State, Watch
 from functions.graph.adjacency import Adjacency
 from functions.graph.keys import STATS
 from functions.records import GRAPH_BUCKET, GraphNode, GraphStats
@@ -58,9 +57,8 @@ class PurgeNote(msgspec.Struct, kw_only=True):
 
 
 class GraphMirror:
-    def __init__(self, state: State, js: JetStreamContext) -> None:
+    def __init__(self, state: State) -> None:
         self.state = state
-        self.js = js
         self.nodes: dict[str, GraphNode] = {}
         self.adj: dict[str, Adjacency] = {}
         self.edges: dict[str, bytes] = {}
@@ -77,16 +75,12 @@ class GraphMirror:
         """Set by `mirror()`: concurrent first queries wait for one start."""
 
     @property
-    def stream(self) -> str:
-        return f"KV_{self.state.bucket}"
-
-    @property
     def running(self) -> bool:
         return self._task is not None and not self._task.done() and not self._stopped
 
     async def start(self) -> None:
-        watcher = await self.state.kv.watch(">", include_history=False)
-        self._task = asyncio.create_task(self._run(watcher), name="graph-mirror")
+        watch = await self.state.changes(">")
+        self._task = asyncio.create_task(self._run(watch), name="graph-mirror")
 
     async def stop(self) -> None:
         if self._task is not None:
@@ -94,38 +88,23 @@ class GraphMirror:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
 
-    async def _run(self, watcher: Any) -> None:
-        nc = self.js._nc
-        # The watcher's async iteration, not `updates(timeout)`: that wraps every message
-        # in a `wait_for` (a task each), which cost the feed sharing this process a third of
-        # its speed. A closed connection sends nothing, so a watchdog ends the iteration.
-        watchdog = asyncio.create_task(self._watchdog(watcher))
+    async def _run(self, watch: Watch) -> None:
+        # The watch ends by itself when the connection closes (engine/_watch.py).
         try:
-            async for e in watcher:
-                if e is None:
-                    continue  # the end-of-snapshot marker: sequences tell freshness
-                await self._apply(e.key, e.operation in ("DEL", "PURGE"), e.value, e.revision)
+            async for ch in watch:
+                if isinstance(ch, SnapshotEnd):
+                    continue  # sequences tell freshness
+                await self._apply(ch.key, ch.op == "delete", ch.value, ch.revision)
         except asyncio.CancelledError:
             raise
         except Exception:  # a broken watch: queries fall back to KV, the next restarts it
-            if not nc.is_closed:
-                log.exception("graph mirror watch stopped")
+            log.exception("graph mirror watch stopped")
         finally:
-            watchdog.cancel()
             self._stopped = True
             self._wake()  # waiters see it stopped
             if _mirrors.get(id(self.state)) is self:
                 del _mirrors[id(self.state)]  # nothing kept for a closed connection
-            with contextlib.suppress(Exception):
-                await watcher.stop()
-
-    async def _watchdog(self, watcher: Any) -> None:
-        while True:
-            await asyncio.sleep(1.0)
-            if self.js._nc.is_closed:
-                break
-        with contextlib.suppress(Exception):
-            await watcher.stop()  # ends the watcher's iteration
+            await watch.stop()
 
     def _wake(self) -> None:
         """Resolve the waiters whose sequence is applied (all of them once stopped)."""
@@ -139,7 +118,7 @@ class GraphMirror:
                 keep.append((target, fut))
         self._waiters = keep
 
-    async def _apply(self, key: str, deleted: bool, value: bytes | None, rev: int | None) -> None:
+    async def _apply(self, key: str, deleted: bool, value: bytes | None, rev: int) -> None:
         kind, _, rest = key.partition(".")
         if kind == "n" and rest:
             if deleted or not value:
@@ -160,7 +139,7 @@ class GraphMirror:
             self.stats = None if deleted or not value else _stats.decode(value)
         elif key == PURGED and not deleted:
             await self._reconcile()
-        self.seq = max(self.seq, rev or 0)
+        self.seq = max(self.seq, rev)
         if self._waiters:  # nothing to do per message while no query waits
             self._wake()
 
@@ -169,10 +148,8 @@ class GraphMirror:
         held: dict[str, dict[str, Any]] = {"n.": self.nodes, "a.": self.adj, "": self.edges}
         for prefix, records in held.items():
             short = prefix or "e."  # edges are held by their full key
-            pre = f"$KV.{self.state.bucket}."
-            info = await self.js.stream_info(self.stream, subjects_filter=f"{pre}{short}>")
-            present = set(info.state.subjects or {})
-            for k in [k for k in records if f"{pre}{prefix}{k}" not in present]:
+            present = set(await self.state.stored_keys(f"{short}>"))
+            for k in [k for k in records if f"{prefix}{k}" not in present]:
                 # Confirmed by key: a subject listing is never trusted to drop a live record.
                 if await self.state.entry(prefix + k, bytes) is None:
                     records.pop(k, None)
@@ -180,7 +157,7 @@ class GraphMirror:
     async def sync(self, wait: float = SYNC_WAIT) -> bool:
         """Wait until every write made before this call is applied. False if the mirror
         stopped or did not get there within `wait` seconds (the caller reads KV then)."""
-        last = (await self.js.stream_info(self.stream)).state.last_seq
+        last = (await self.state.info()).last_seq
         if self.seq < last and self.running:
             fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
             self._waiters.append((last, fut))
@@ -197,7 +174,7 @@ _mirrors: dict[int, GraphMirror] = {}
 """One mirror per bucket handle (per connection) in this process."""
 
 
-async def mirror(state: State, js: JetStreamContext) -> GraphMirror:
+async def mirror(state: State) -> GraphMirror:
     """The running mirror of this bucket handle, started on first use (the lifecycle worker
     starts it when it starts, so the first query does not pay the load)."""
     got = _mirrors.get(id(state))
@@ -206,7 +183,7 @@ async def mirror(state: State, js: JetStreamContext) -> GraphMirror:
             await asyncio.shield(got.started)
         if got.running:
             return got
-    m = GraphMirror(state, js)
+    m = GraphMirror(state)
     _mirrors[id(state)] = m
     m.started = asyncio.ensure_future(m.start())
     await m.started
@@ -222,8 +199,7 @@ async def stop_all() -> None:
 async def start_for(client: Client) -> None:
     """Worker start hook: the mirror loads in the background from the start, so the first
     query finds it (nearly) current instead of starting it."""
-    state = await client.state(GRAPH_BUCKET)
-    await mirror(state, state.kv._js)
+    await mirror(await client.state(GRAPH_BUCKET))
 
 
 async def stop_for(client: Client) -> None:

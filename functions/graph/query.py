@@ -20,15 +20,13 @@ from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
 import msgspec
-from nats.js.client import JetStreamContext
 
 from engine import FunctionError, State
 from functions.graph.adjacency import READS, Adjacency, read_many
 from functions.graph.keys import STATS, node_key, parse_edge_key
 from functions.graph.mirror import GraphMirror, mirror
 from functions.graph.wire import MAX_DEPTH, MAX_LIMIT, GraphQueryIn, edge_wire, node_wire
-from functions.lifecycle.scan import scan_kv
-from functions.records import GRAPH_BUCKET, GraphEdge, GraphNode, GraphStats
+from functions.records import GraphEdge, GraphNode, GraphStats
 
 WALK_CAP = 5000
 """Nodes a walk keeps."""
@@ -57,9 +55,8 @@ def _rank(n: GraphNode) -> tuple[int, int, str]:
 
 
 class GraphQuery:
-    def __init__(self, state: State, js: JetStreamContext) -> None:
+    def __init__(self, state: State) -> None:
         self.state = state
-        self.js = js
         self.mirror: GraphMirror | None = None
         """Set for a query when the mirror caught up with every write before it."""
 
@@ -79,7 +76,7 @@ class GraphQuery:
             for n in list(self.mirror.nodes.values()):
                 yield n
             return
-        async for _, n in scan_kv(self.js, GRAPH_BUCKET, GraphNode, keys="n.>"):
+        async for _, n in self.state.scan("n.>", GraphNode):
             yield n
 
     async def stats(self) -> dict[str, Any]:
@@ -100,7 +97,7 @@ class GraphQuery:
 
     async def query(self, req: GraphQueryIn) -> dict[str, Any]:
         limit = min(req.limit, MAX_LIMIT)
-        m = await mirror(self.state, self.js)
+        m = await mirror(self.state)
         # Only a mirror that applied every write made before this query answers it (what
         # reading KV gave); otherwise the same query reads KV.
         self.mirror = m if await m.sync() else None

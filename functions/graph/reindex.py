@@ -11,12 +11,8 @@ gets every list built the same way (`rebuild`), in rounds of `ROUND` nodes.
 
 from __future__ import annotations
 
-import contextlib
 import heapq
 from collections import defaultdict
-
-import nats.js.errors
-from nats.js.client import JetStreamContext
 
 from engine import State
 from functions.graph.adjacency import (
@@ -28,8 +24,7 @@ from functions.graph.adjacency import (
     rank,
     read_many,
 )
-from functions.lifecycle.scan import scan_kv
-from functions.records import GRAPH_BUCKET, GraphEdge
+from functions.records import GraphEdge
 
 ROUND = 20_000
 """Nodes rebuilt per pass over the edges: what a pass holds is `ROUND` x `ADJ_CAP` entries."""
@@ -56,13 +51,12 @@ class Changes:
         self.removed.pop(nid, None)
 
 
-async def drop(js: JetStreamContext, nid: str) -> None:
+async def drop(state: State, nid: str) -> None:
     """A deleted node's list goes with it (purged: no tombstone, as compaction does)."""
-    with contextlib.suppress(nats.js.errors.NotFoundError):
-        await js.purge_stream(f"KV_{GRAPH_BUCKET}", subject=f"$KV.{GRAPH_BUCKET}.{adj_key(nid)}")
+    await state.purge(adj_key(nid))
 
 
-async def apply(state: State, js: JetStreamContext, ch: Changes) -> int:
+async def apply(state: State, ch: Changes) -> int:
     """Write the changed lists; refill those left short. Returns lists written."""
     ids = sorted(set(ch.upserts) | set(ch.removed))
     short: list[str] = []
@@ -84,16 +78,16 @@ async def apply(state: State, js: JetStreamContext, ch: Changes) -> int:
         await state.put(adj_key(nid), new)
         written += 1
     for i in range(0, len(short), ROUND):
-        await rebuild(state, js, set(short[i : i + ROUND]))
+        await rebuild(state, set(short[i : i + ROUND]))
     return written
 
 
-async def rebuild(state: State, js: JetStreamContext, ids: set[str]) -> None:
+async def rebuild(state: State, ids: set[str]) -> None:
     """The lists of these nodes, exactly, from one pass over the edges: the strongest
     `ADJ_CAP` of each, and the count of all. The record's `seq` is kept (the feed's guard)."""
     best: dict[str, list[tuple[tuple[bool, int, int, str], AdjEdge]]] = defaultdict(list)
     total: dict[str, int] = defaultdict(int)
-    async for key, e in scan_kv(js, GRAPH_BUCKET, GraphEdge, keys="e.>"):
+    async for key, e in state.scan("e.>", GraphEdge):
         entry = AdjEdge(key, e.weight, e.valid_to is None, e.seq)
         for nid in (e.src, e.dst):
             if nid not in ids:

@@ -19,19 +19,16 @@ from datetime import datetime
 from typing import Literal, TypeVar
 
 import msgspec
-import nats.js.errors
 
 from engine import State
 from functions.lifecycle import clock
 from functions.lifecycle.episodes import sweep
 from functions.lifecycle.llm import Rewriter
 from functions.lifecycle.procedural import ProcedurePlanner
-from functions.lifecycle.scan import scan_kv
 from functions.lifecycle.semantic import SemanticPlanner
 from functions.memory.store import MemoryStore
 from functions.records import (
     LIFECYCLE_BUCKET,
-    SUMMARIES_BUCKET,
     Memory,
     MemoryAdded,
     SessionSummary,
@@ -124,7 +121,7 @@ class Consolidator:
         # One pass over the observations feeds both the summaries and the semantic planner.
         swept = await sweep(st, now, None, cap=self.cap, visit=semantic.add)
         procedural = ProcedurePlanner(self.min_sessions, self.cap)
-        async for _, summary in scan_kv(st.js, SUMMARIES_BUCKET, SessionSummary):
+        async for _, summary in st.summaries.scan(">", SessionSummary):
             procedural.add(summary)
         counts = {"semantic": TierCounts(), "procedural": TierCounts()}
         changed: list[Memory] = []
@@ -201,12 +198,7 @@ class Consolidator:
         return recovered
 
     async def _purge_stage(self) -> None:
-        try:
-            await self.store.js.purge_stream(
-                f"KV_{LIFECYCLE_BUCKET}", subject=f"$KV.{LIFECYCLE_BUCKET}.stage.>"
-            )
-        except nats.js.errors.NotFoundError:
-            pass
+        await (await self.store.client.state(LIFECYCLE_BUCKET)).purge("stage.>")
 
 
 def _chunks(items: list[T], size: int) -> list[list[T]]:

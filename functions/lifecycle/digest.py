@@ -18,9 +18,8 @@ from typing import Protocol
 import msgspec
 
 from engine import State
-from functions.lifecycle.scan import read_stream
 from functions.memory.store import MemoryStore
-from functions.records import EVENTS_STREAM, EVENTS_SUBJECT, MemEvent
+from functions.records import EVENTS_SUBJECT, MemEvent
 
 _decoder = msgspec.json.Decoder(MemEvent)
 
@@ -56,12 +55,12 @@ async def digest(
     while after - start < limit:
         events: list[tuple[int, MemEvent]] = []
         last = after
-        reader = read_stream(store.js, EVENTS_STREAM, f"{EVENTS_SUBJECT}.>", after, page=batch)
+        reader = store.events.read(after=after, subject=f"{EVENTS_SUBJECT}.>", page=batch)
         async with contextlib.aclosing(reader) as stream:  # type: ignore[type-var]
-            async for seq, _, data in stream:
-                last = seq
+            async for msg in stream:
+                last = msg.seq
                 with contextlib.suppress(msgspec.DecodeError, msgspec.ValidationError):
-                    events.append((seq, _decoder.decode(data)))  # an unreadable event is skipped
+                    events.append((last, _decoder.decode(msg.data)))  # unreadable: skipped
                 if last - after >= batch:
                     break
         if last == after:

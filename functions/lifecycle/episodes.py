@@ -10,12 +10,9 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from functions.lifecycle import clock
-from functions.lifecycle.scan import scan_kv
 from functions.lifecycle.summarize import SessionDigest, same_summary
 from functions.memory.store import MemoryStore
 from functions.records import (
-    OBSERVATIONS_BUCKET,
-    SESSIONS_BUCKET,
     Observation,
     Session,
     SessionSummary,
@@ -37,7 +34,7 @@ async def summarize_sessions(
     if not session_ids and visit is None:
         return []
     digests = {sid: SessionDigest(sid, cap=cap) for sid in session_ids}
-    async for _, obs in scan_kv(store.js, OBSERVATIONS_BUCKET, Observation):
+    async for _, obs in store.observations.scan(">", Observation):
         if visit is not None:
             visit(obs)
         d = digests.get(obs.session_id)
@@ -81,7 +78,7 @@ async def sweep(
     cutoff = now - timedelta(hours=stale_hours) if stale_hours is not None else clock.EPOCH
     stale: list[str] = []
     closed_unsummarized: set[str] = set()
-    async for sid, s in scan_kv(store.js, SESSIONS_BUCKET, Session):
+    async for sid, s in store.sessions.scan(">", Session):
         if s.status == "active" and clock.parse(s.last_seen or s.started_at) < cutoff:
             stale.append(sid)
         elif s.status in ("ended", "abandoned"):

@@ -14,7 +14,6 @@ from engine import FunctionError
 from functions.lifecycle import clock
 from functions.lifecycle.config import DecayConfig
 from functions.lifecycle.decay import current_lesson_strength, reinforce_lesson
-from functions.lifecycle.scan import scan_kv
 from functions.lifecycle.wire import LessonRecallIn, LessonSaveIn
 from functions.memory.scrub import scrub
 from functions.memory.store import MemoryStore
@@ -78,11 +77,11 @@ async def recall(
 ) -> list[tuple[float, Lesson]]:
     """Best `limit` lessons: token overlap with the query (all lessons when the query is
     empty) times current strength. Streams the bucket; holds only the top `limit`."""
-    await store.client.state(LESSONS_BUCKET)
+    state = await store.client.state(LESSONS_BUCKET)
     q = tokens(req.query)
     agent = store.default_agent(req.agent_id)
     best: list[tuple[float, str, Lesson]] = []
-    async for _, lesson in scan_kv(store.js, LESSONS_BUCKET, Lesson):
+    async for _, lesson in state.scan(">", Lesson):
         if req.project and lesson.project != req.project:
             continue
         if not store.visible(lesson.agent_id, agent):

@@ -10,22 +10,16 @@ import asyncio
 from datetime import datetime
 
 import msgspec
-import nats.js.errors
 
 from functions.lifecycle.config import LifecycleConfig
 from functions.lifecycle.decay import decay_lesson, decay_memory, reinforce_memory, tier
 from functions.lifecycle.forgetting import ForgetPlan, MemoryRules, low_value
-from functions.lifecycle.scan import scan_kv
 from functions.lifecycle.session_cap import SessionCap
 from functions.memory.forget import forget
 from functions.memory.store import MemoryStore
 from functions.memory.wire import ForgetIn
 from functions.records import (
-    AUDIT_BUCKET,
     LESSONS_BUCKET,
-    MEMORIES_BUCKET,
-    OBSERVATIONS_BUCKET,
-    SESSIONS_BUCKET,
     Lesson,
     Memory,
     Observation,
@@ -52,7 +46,7 @@ class ForgetOut(msgspec.Struct, rename="camel", kw_only=True):
 async def run_decay(store: MemoryStore, cfg: LifecycleConfig, now: datetime) -> DecayOut:
     tiers: dict[str, int] = {"hot": 0, "warm": 0, "cold": 0, "fading": 0}
     changed = 0
-    async for key, m in scan_kv(store.js, MEMORIES_BUCKET, Memory):
+    async for key, m in store.memories.scan(">", Memory):
         if m.superseded_by:
             continue
         if decay_memory(msgspec.structs.replace(m), now, cfg.decay) is not None:
@@ -65,7 +59,7 @@ async def run_decay(store: MemoryStore, cfg: LifecycleConfig, now: datetime) -> 
     lessons = await store.client.state(LESSONS_BUCKET)
     n_lessons = 0
     if cfg.decay.lesson_decay:
-        async for key, lesson in scan_kv(store.js, LESSONS_BUCKET, Lesson):
+        async for key, lesson in lessons.scan(">", Lesson):
             if decay_lesson(msgspec.structs.replace(lesson), now, cfg.decay) is None:
                 continue
             await lessons.update(
@@ -93,7 +87,7 @@ async def auto_forget(
 ) -> ForgetOut:
     plan = ForgetPlan()
     rules = MemoryRules(cfg.forget, cfg.decay, now, plan)
-    async for _, m in scan_kv(store.js, MEMORIES_BUCKET, Memory):
+    async for _, m in store.memories.scan(">", Memory):
         rules.add(m)
     removed: dict[str, int] = {}
     ids: dict[str, list[str]] = {}
@@ -122,7 +116,7 @@ async def auto_forget(
         )
 
     cap = await _session_cap(store, cfg.forget.max_obs_per_session)
-    async for _, o in scan_kv(store.js, OBSERVATIONS_BUCKET, Observation):
+    async for _, o in store.observations.scan(">", Observation):
         if not low_value(o, cfg.forget, now):
             if cap is not None:
                 cap.count(o)
@@ -152,7 +146,7 @@ async def _session_cap(store: MemoryStore, limit: int) -> SessionCap | None:
     if limit <= 0:
         return None
     hinted = set()
-    async for sid, s in scan_kv(store.js, SESSIONS_BUCKET, Session):
+    async for sid, s in store.sessions.scan(">", Session):
         if s.observation_count > limit:
             hinted.add(s.id or sid)
     return SessionCap(limit, hinted)
@@ -169,7 +163,7 @@ async def _apply_cap(
 ) -> None:
     late = cap.unannounced()
     if late:  # sessions over the cap that their stored count did not announce
-        async for _, o in scan_kv(store.js, OBSERVATIONS_BUCKET, Observation):
+        async for _, o in store.observations.scan(">", Observation):
             if o.session_id in late and not low_value(o, cfg.forget, now):
                 cap.keep(o)
     extra = cap.excess()
@@ -192,14 +186,11 @@ async def _remove(store: MemoryStore, req: ForgetIn, reason: str) -> None:
 async def purge_audit(store: MemoryStore, months: int, now: datetime) -> int:
     """Drop audit months older than `months` (audit keys start with yyyymm): one subject
     purge per month, looking back ten years. Returns how many entries went."""
-    stream = f"KV_{AUDIT_BUCKET}"
-    try:
-        before = (await store.js.stream_info(stream)).state.messages
-    except nats.js.errors.NotFoundError:
-        return 0
+    audit = store.audit_log
+    before = (await audit.info()).messages
     y, m = now.year, now.month
     for back in range(months, months + 120):
         yy, mm = y + (m - 1 - back) // 12, (m - 1 - back) % 12 + 1
-        await store.js.purge_stream(stream, subject=f"$KV.{AUDIT_BUCKET}.{yy:04d}{mm:02d}.>")
-    after = (await store.js.stream_info(stream)).state.messages
-    return int(before - after)
+        await audit.purge(f"{yy:04d}{mm:02d}.>")
+    after = (await audit.info()).messages
+    return before - after

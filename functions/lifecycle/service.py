@@ -272,7 +272,6 @@ class LifecycleService:
             folded = await self._digest()  # compact what the events say, all of it
             out = await compact(
                 await self.store.client.state(GRAPH_BUCKET),
-                self.store.js,
                 when(req),
                 retention_days=self.config.graph.retention_days,
                 cap=self.config.provenance_cap,
@@ -280,7 +279,7 @@ class LifecycleService:
         return GraphCompactOut(folded=folded, **msgspec.structs.asdict(out))
 
     async def _graph(self) -> GraphQuery:
-        return GraphQuery(await self.store.client.state(GRAPH_BUCKET), self.store.js)
+        return GraphQuery(await self.store.client.state(GRAPH_BUCKET))
 
     @operation(
         "mem::graph-query",

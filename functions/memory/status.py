@@ -45,18 +45,22 @@ def health(store: MemoryStore) -> Health:
     )
 
 
+_UNREACHABLE: tuple[type[BaseException], ...] = (FunctionError, *STORE_ERRORS)
+"""The stream is missing, or the bus is away."""
+
+
 async def checks(store: MemoryStore, inbox: Inbox) -> list[Check]:
     out: list[Check] = []
     try:
-        info = await store.js.stream_info(EVENTS_STREAM)
+        info = await store.events.info()
         out.append(
             Check(
                 name="events",
                 ok=True,
-                detail=f"{EVENTS_STREAM}: {info.state.messages} events, {info.state.bytes} bytes",
+                detail=f"{EVENTS_STREAM}: {info.messages} events, {info.bytes} bytes",
             )
         )
-    except STORE_ERRORS as exc:
+    except _UNREACHABLE as exc:
         out.append(
             Check(
                 name="events",

@@ -10,15 +10,11 @@ import re
 import secrets
 import time
 from datetime import UTC, datetime
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 import msgspec
-import nats.errors
-import nats.js.errors
-from nats.js.api import StreamConfig
-from nats.js.kv import KeyValue
 
-from engine import Client, State
+from engine import BUS_ERRORS, Client, Presence, State, Stream, WrongLastSequence
 from functions.records import (
     AUDIT_BUCKET,
     DEDUP_BUCKET,
@@ -38,19 +34,12 @@ from functions.records import (
 
 T = TypeVar("T")
 
-# Errors that mean "JetStream could not take the write right now": the caller may retry.
-STORE_ERRORS: tuple[type[BaseException], ...] = (
-    nats.errors.Error,
-    nats.js.errors.Error,
-    asyncio.TimeoutError,
-    TimeoutError,
-    ConnectionError,
-)
+STORE_ERRORS = BUS_ERRORS
+"""Errors that mean "JetStream could not take the write right now": the caller may retry."""
 PUBLISH_TIMEOUT = 5.0
 DUPLICATE_WINDOW = 600.0
 
 _event_encoder = msgspec.json.Encoder()
-Presence = Literal["present", "deleted", "absent"]
 
 
 _KEY_OK = re.compile(r"^[-/_=a-zA-Z0-9]+(?:\.[-/_=a-zA-Z0-9]+)*$")
@@ -99,37 +88,12 @@ def _event_subject(event: MemEvent) -> str:
     return f"{EVENTS_SUBJECT}.{kind}"
 
 
-class _ApiError(msgspec.Struct):
-    code: int = 0
-    err_code: int = 0
-    description: str = ""
-
-
-class _PubAck(msgspec.Struct):
-    stream: str = ""
-    seq: int = 0
-    duplicate: bool = False
-    error: _ApiError | None = None
-
-
-class JetStreamWriteError(nats.errors.Error):
-    """JetStream refused a write (full stream, wrong last sequence …)."""
-
-    def __init__(self, err: _ApiError) -> None:
-        super().__init__(f"jetstream: {err.description} (err_code {err.err_code})")
-        self.err_code = err.err_code
-
-
-WRONG_LAST_SEQUENCE = 10071
-_ack_decoder = msgspec.json.Decoder(_PubAck)
-
-
 class MemoryStore:
     """Opened once per process; every handler of the memory domain shares it."""
 
     def __init__(self, client: Client) -> None:
         self.client = client
-        self.js = client.nc.jetstream()
+        self.events: Stream = events_stream(client)
         self.boot_id = secrets.token_hex(8)
         self.started = time.time()
         self.isolated = os.environ.get("AGENTMEMORY_AGENT_SCOPE", "").lower() == "isolated"
@@ -153,95 +117,45 @@ class MemoryStore:
         return self
 
     async def ensure_stream(self) -> None:
-        try:
-            await self.js.stream_info(EVENTS_STREAM)
-            return
-        except nats.js.errors.NotFoundError:
-            pass
-        cfg = StreamConfig(
-            name=EVENTS_STREAM,
-            subjects=[f"{EVENTS_SUBJECT}.>"],
-            duplicate_window=DUPLICATE_WINDOW,
-        )
-        try:
-            await self.js.add_stream(cfg)
-        except nats.js.errors.BadRequestError:
-            await self.js.stream_info(EVENTS_STREAM)  # created concurrently by a peer
+        await self.events.ensure()
 
     async def publish(self, event: MemEvent, msg_id: str | None = None) -> int:
         """Append to MEM_EVENTS and wait for JetStream's ack; `msg_id` makes a retry a no-op."""
-        headers = {"Nats-Expected-Stream": EVENTS_STREAM}
-        if msg_id:
-            headers["Nats-Msg-Id"] = msg_id
-        ack = await self._write(_event_subject(event), _event_encoder.encode(event), headers)
+        data = _event_encoder.encode(event)
+        ack = await self.events.publish(
+            _event_subject(event), data, msg_id=msg_id, timeout=PUBLISH_TIMEOUT
+        )
         return ack.seq
 
     async def publish_once(self, event: ObservationAdded) -> bool:
         """Append an observation's event unless its subject already holds one: False when it
         was there (a replay), whatever the age of the first write."""
-        seq = await self._write_once(
-            _event_subject(event),
-            _event_encoder.encode(event),
-            {"Nats-Expected-Stream": EVENTS_STREAM},
-        )
-        return seq is not None
+        data = _event_encoder.encode(event)
+        try:
+            await self.events.publish(
+                _event_subject(event), data, expect_last_subject_seq=0, timeout=PUBLISH_TIMEOUT
+            )
+        except WrongLastSequence:
+            return False
+        return True
 
     async def kv_create_fast(self, state: State, key: str, value: Any) -> int | None:
         """KV create: None when the key holds a value or a tombstone (a deleted key is never
         re-created this way, so a forgotten observation stays forgotten)."""
-        return await self._write_once(
-            f"$KV.{state.bucket}.{kv_key(key)}", _event_encoder.encode(value), {}
-        )
-
-    async def _write_once(self, subject: str, data: bytes, headers: dict[str, str]) -> int | None:
-        """A write that lands only on an empty subject (expected last subject sequence 0):
-        its sequence, or None when the subject already holds a message or a tombstone."""
-        headers["Nats-Expected-Last-Subject-Sequence"] = "0"
-        try:
-            ack = await self._write(subject, data, headers)
-        except JetStreamWriteError as err:
-            if err.err_code == WRONG_LAST_SEQUENCE:
-                return None
-            raise
-        return ack.seq
-
-    async def _write(self, subject: str, data: bytes, headers: dict[str, str] | None) -> _PubAck:
-        # The observe hot path writes twice per call: a plain request with a msgspec decoded
-        # ack costs about half of nats-py's JetStream/KV wrappers (json + dataclasses).
-        msg = await self.client.request(subject, data, PUBLISH_TIMEOUT, headers)
-        ack = _ack_decoder.decode(msg.data)
-        if ack.error is not None:
-            raise JetStreamWriteError(ack.error)
-        return ack
+        return await state.create(kv_key(key), value, over_tombstone=False)
 
     async def presence(self, state: State, key: str) -> Presence:
         """Whether a key holds a value, was deleted (tombstone kept), or never existed."""
-        kv: KeyValue = state.kv
-        try:
-            e = await kv.get(kv_key(key))
-        except nats.js.errors.KeyNotFoundError as err:
-            # nats-py reports a tombstone as "not found" carrying the DEL/PURGE operation
-            return "deleted" if err.op in ("DEL", "PURGE") else "absent"
-        return "deleted" if e.operation in ("DEL", "PURGE") else "present"
+        return await state.presence(kv_key(key))
 
     async def get(self, state: State, key: str, type_: type[T]) -> T | None:
-        try:
-            return await state.get(kv_key(key), type_)
-        except nats.js.errors.KeyDeletedError:
-            return None
+        return await state.get(kv_key(key), type_)
 
     async def keys(self, state: State, prefix: str = "") -> list[str]:
-        """Keys of a bucket (tombstoned ones included: reading them gives None).
-
-        Read from the stream's per-subject state rather than a KV watcher: nats-py's
-        `keys()` watcher can report "no keys" when its first messages race the consumer
-        info it checks, and a list that is silently empty would make a replace-import or
-        a forget skip records.
-        """
-        pre = f"$KV.{state.bucket}."
-        info = await self.js.stream_info(f"KV_{state.bucket}", subjects_filter=f"{pre}>")
-        subjects = info.state.subjects or {}
-        return sorted(k for k in (s[len(pre) :] for s in subjects) if k.startswith(prefix))
+        """Keys of a bucket (tombstoned ones included: reading them gives None), read from
+        the stream's own subject listing: a list that came back short would make a
+        replace-import or a forget skip records."""
+        return sorted(k for k in await state.stored_keys() if k.startswith(prefix))
 
     async def load_all(self, state: State, type_: type[T], prefix: str = "") -> list[T]:
         keys = await self.keys(state, prefix)
@@ -283,6 +197,13 @@ class MemoryStore:
 
     def default_agent(self, agent_id: str) -> str:
         return agent_id or self._default_agent
+
+
+def events_stream(client: Client) -> Stream:
+    """MEM_EVENTS, as every process that writes or follows it declares it."""
+    return client.stream(
+        EVENTS_STREAM, subjects=[f"{EVENTS_SUBJECT}.>"], duplicate_window=DUPLICATE_WINDOW
+    )
 
 
 def decode_any(data: bytes) -> Any:

@@ -46,6 +46,9 @@ class Embedding(msgspec.Struct, kw_only=True):
     """float32, row-major, one row per chunk."""
 
 
+_embedding = msgspec.json.Decoder(Embedding)
+
+
 def key_of(record_id: str) -> str:
     return hashlib.sha256(record_id.encode()).hexdigest()[:32]
 
@@ -118,18 +121,13 @@ class QueueEmbedding:
             await asyncio.sleep(0.2)
 
     async def run_watcher(self, client: Client) -> None:
-        js = client.nc.jetstream()
-        try:
-            kv = await js.key_value(EMBEDDINGS_BUCKET)
-        except Exception:
-            kv = await js.create_key_value(bucket=EMBEDDINGS_BUCKET)
-        watcher = await kv.watchall()
-        async for entry in watcher:
-            if entry is None or entry.value is None or entry.operation is not None:
+        st = await client.state(EMBEDDINGS_BUCKET)
+        async for change in st.watch():  # stored vectors first, then each new batch
+            if change.value is None:
                 continue
             try:
-                rec = msgspec.json.decode(entry.value, type=Embedding)
-            except msgspec.DecodeError:
+                rec = _embedding.decode(change.value)
+            except (msgspec.DecodeError, msgspec.ValidationError):
                 continue
             self.apply(rec)
 

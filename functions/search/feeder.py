@@ -17,11 +17,10 @@ import time
 from typing import Any
 
 import msgspec
-import nats.js.errors
-from nats.js.api import ConsumerConfig, DeliverPolicy
 
-from engine import Client
-from functions.records import EVENTS_STREAM, EVENTS_SUBJECT, MemEvent
+from engine import Client, Follower, Objects, Stream, StreamMessage
+from functions.memory.store import events_stream
+from functions.records import MemEvent
 from functions.search import snapshot
 from functions.search.embed_queue import QueueEmbedding
 from functions.search.embedding import ensure_model, store_batch, take_batch
@@ -56,7 +55,9 @@ class IndexHolder:
         self.stream_last_seq = 0
         self.delivered_seq = 0
         self._client: Client | None = None
-        self._sub: Any = None
+        self._follower: Follower | None = None
+        self.events: Stream
+        self.store: Objects
         self._tasks: list[asyncio.Task[None]] = []
         self._applied = asyncio.Event()
         self.queue: QueueEmbedding | None = None
@@ -66,21 +67,12 @@ class IndexHolder:
     # ---- lifecycle (worker hooks) --------------------------------------------------
     async def start(self, client: Client) -> None:
         self._client = client
-        self.js = client.nc.jetstream()
-        self.store = await self._object_store()
+        self.store = await client.objects(SNAPSHOT_BUCKET)
         await self.restore()
         if self.embedder is not None:
             ensure_model(self.index, self.embedder)
-        await self._ensure_stream()
-        self._sub = await self.js.subscribe(
-            f"{EVENTS_SUBJECT}.>",
-            ordered_consumer=True,
-            config=ConsumerConfig(
-                deliver_policy=DeliverPolicy.BY_START_SEQUENCE,
-                opt_start_seq=self.index.seq + 1,
-            ),
-            cb=self._on_event,
-        )
+        self.events = await events_stream(client).ensure()
+        self._follower = await self.events.follow(self._on_event, start_seq=self.index.seq + 1)
         self._tasks.append(asyncio.create_task(self._snapshot_loop()))
         if self.embedder is not None and self.queue is not None:
             self._tasks.append(asyncio.create_task(self.queue.run_enqueuer(client)))
@@ -94,42 +86,21 @@ class IndexHolder:
         for t in self._tasks:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await t
-        if self._sub is not None:
-            with contextlib.suppress(Exception):
-                await self._sub.unsubscribe()
+        if self._follower is not None:
+            await self._follower.stop()
         with contextlib.suppress(Exception):
             await self.save()
 
-    async def _ensure_stream(self) -> None:
-        from nats.js.api import StreamConfig
-
-        try:
-            await self.js.stream_info(EVENTS_STREAM)
-        except nats.js.errors.NotFoundError:
-            with contextlib.suppress(nats.js.errors.BadRequestError):
-                await self.js.add_stream(
-                    StreamConfig(name=EVENTS_STREAM, subjects=[f"{EVENTS_SUBJECT}.>"])
-                )
-
-    async def _object_store(self) -> Any:
-        try:
-            return await self.js.object_store(SNAPSHOT_BUCKET)
-        except nats.js.errors.BucketNotFoundError:
-            return await self.js.create_object_store(SNAPSHOT_BUCKET)
-
     # ---- events ----------------------------------------------------------------------
-    async def _on_event(self, msg: Any) -> None:
-        self.delivered_seq = int(msg.metadata.sequence.stream)
+    async def _on_event(self, msg: StreamMessage) -> None:
+        self.delivered_seq = msg.seq
         try:
             event = _decoder.decode(msg.data)
         except msgspec.DecodeError:
             log.warning("skipping an undecodable MEM_EVENTS message on %s", msg.subject)
             return
-        meta = msg.metadata
-        self.index.apply(event, seq=int(meta.sequence.stream))
-        self.stream_last_seq = max(
-            self.stream_last_seq, int(meta.sequence.stream) + int(meta.num_pending)
-        )
+        self.index.apply(event, seq=msg.seq)
+        self.stream_last_seq = max(self.stream_last_seq, msg.seq + msg.pending)
         self._applied.set()
 
     def apply_local(self, event: MemEvent) -> None:
@@ -140,8 +111,7 @@ class IndexHolder:
 
     async def caught_up(self, timeout: float = 5.0) -> bool:
         """Wait until every event in the stream right now has been applied."""
-        info = await self.js.stream_info(EVENTS_STREAM)
-        target = int(info.state.last_seq)
+        target = (await self.events.info()).last_seq
         deadline = time.monotonic() + timeout
         while max(self.index.seq, self.delivered_seq) < target:
             self._applied.clear()
@@ -164,12 +134,11 @@ class IndexHolder:
         return seq
 
     async def restore(self) -> bool:
-        try:
-            res = await self.store.get(self.snapshot_name)
-        except nats.js.errors.ObjectNotFoundError:
+        blob = await self.store.get(self.snapshot_name)
+        if blob is None:
             return False
         fresh = SearchIndex(self.index.config, VectorIndex() if self.embedder else None)
-        self.index = snapshot.load(res.data, fresh)
+        self.index = snapshot.load(blob, fresh)
         self.snapshot_seq = self.index.seq
         self.snapshot_at = time.time()
         return True

@@ -9,10 +9,9 @@ from collections import Counter
 from typing import Any
 
 import msgspec
-import nats.errors
 import numpy as np
 
-from engine import Client, FunctionError
+from engine import BUS_ERRORS, Client, FunctionError
 from functions.records import (
     MEMORIES_BUCKET,
     OBSERVATIONS_BUCKET,
@@ -247,7 +246,7 @@ class SearchService:
         try:
             st = await self.client.state(PROFILES_BUCKET)
             return await st.get(profile_key(project), ProjectProfile)
-        except (nats.errors.Error, TimeoutError) as exc:  # the bus is away: the index answers
+        except BUS_ERRORS as exc:  # the bus is away: the index answers
             log.warning(
                 "project profile of %r unreadable, answering from the index: %s", project, exc
             )

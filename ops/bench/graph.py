@@ -34,7 +34,6 @@ from typing import Any
 from engine import Client, FunctionError, connect
 from engine._nats_server import NatsServer
 from functions.lifecycle.clock import iso
-from functions.lifecycle.scan import scan_kv
 from functions.memory.store import MemoryStore
 from functions.records import GRAPH_BUCKET, GraphEdge, Observation, ObservationAdded
 from ops.bench._common import emit, pct, spawn_python
@@ -180,7 +179,8 @@ async def measure(n: int, reps: int) -> dict[str, Any]:
 
             # The peer: every live edge read once into a dict, then walked in memory.
             adj: dict[str, list[tuple[str, str]]] = defaultdict(list)
-            async for key, e in scan_kv(client.nc.jetstream(), GRAPH_BUCKET, GraphEdge, keys="e.>"):
+            graph = await client.state(GRAPH_BUCKET)
+            async for key, e in graph.scan("e.>", GraphEdge):
                 if e.valid_to is None:
                     adj[e.src].append((e.dst, key))
                     adj[e.dst].append((e.src, key))

@@ -15,7 +15,6 @@ from functions.lifecycle.clock import iso
 from functions.lifecycle.config import ProfileConfig
 from functions.lifecycle.digest import digest
 from functions.lifecycle.profile import ProfileFeed
-from functions.lifecycle.scan import scan_kv
 from functions.lifecycle.service import LifecycleService
 from functions.lifecycle.wire import DecayIn, DigestIn
 from functions.memory.forget import forget
@@ -39,12 +38,9 @@ def by_name(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 async def graph_dump(store: MemoryStore) -> tuple[dict[str, GraphNode], dict[str, GraphEdge]]:
-    nodes = {
-        k: n for k, n in [x async for x in scan_kv(store.js, GRAPH_BUCKET, GraphNode, keys="n.>")]
-    }
-    edges = {
-        k: e for k, e in [x async for x in scan_kv(store.js, GRAPH_BUCKET, GraphEdge, keys="e.>")]
-    }
+    graph = await store.client.state(GRAPH_BUCKET)
+    nodes = {k: n async for k, n in graph.scan("n.>", GraphNode)}
+    edges = {k: e async for k, e in graph.scan("e.>", GraphEdge)}
     return nodes, edges
 
 

@@ -17,14 +17,12 @@ from functions.graph.feed import GraphFeed
 from functions.graph.keys import node_id
 from functions.graph.wire import GraphQueryIn
 from functions.lifecycle.clock import iso
-from functions.lifecycle.scan import read_stream, scan_kv
 from functions.lifecycle.service import LifecycleService
 from functions.lifecycle.wire import DecayIn, DigestIn
 from functions.memory.forget import forget
 from functions.memory.store import MemoryStore
 from functions.memory.wire import ForgetIn
 from functions.records import (
-    EVENTS_STREAM,
     EVENTS_SUBJECT,
     GRAPH_BUCKET,
     GraphEdge,
@@ -40,7 +38,7 @@ async def adjacency_dump(store: MemoryStore) -> dict[str, tuple[Adjacency, int]]
     """Every `a.*` record with its revision (read through the bucket's stream)."""
     state = await store.client.state(GRAPH_BUCKET)
     out: dict[str, tuple[Adjacency, int]] = {}
-    async for key, _ in scan_kv(store.js, GRAPH_BUCKET, Adjacency, keys="a.>"):
+    async for key, _ in state.scan("a.>", Adjacency):
         got = await state.entry(key, Adjacency)
         assert got is not None
         out[key[2:]] = (got.value, got.revision)
@@ -92,8 +90,7 @@ def brute_walk(
 async def events(store: MemoryStore) -> list[tuple[int, MemEvent]]:
     dec = msgspec.json.Decoder(MemEvent)
     return [
-        (seq, dec.decode(data))
-        async for seq, _, data in read_stream(store.js, EVENTS_STREAM, f"{EVENTS_SUBJECT}.>", 0)
+        (m.seq, dec.decode(m.data)) async for m in store.events.read(subject=f"{EVENTS_SUBJECT}.>")
     ]
 
 
@@ -194,7 +191,7 @@ async def test_a_replayed_batch_leaves_the_index_as_it_was(
     await random_graph(store)
     batch = await events(store)
     state = await store.client.state(GRAPH_BUCKET)
-    crashing = GraphFeed(EdgeWritesFail(state.kv, state.bucket))
+    crashing = GraphFeed(EdgeWritesFail(state.kv, state.bucket, store.client))
     with pytest.raises(RuntimeError):
         await crashing.apply(batch[:40])
     assert await adjacency_dump(store)  # the index got ahead of the edges
@@ -250,9 +247,9 @@ async def test_compaction_builds_the_index_of_a_graph_fed_before_it(
     await random_graph(store)
     await lifecycle.digest_events(DigestIn())
     # as a graph from before the index: no `a.*` records, stats without the version
-    for nid in await adjacency_dump(store):
-        await store.js.purge_stream(f"KV_{GRAPH_BUCKET}", subject=f"$KV.{GRAPH_BUCKET}.a.{nid}")
     state = await store.client.state(GRAPH_BUCKET)
+    for nid in await adjacency_dump(store):
+        await state.purge(f"a.{nid}")
     stats = await state.get("stats", GraphStats)
     assert stats is not None and stats.adjacency == 1
     stats.adjacency = 0

@@ -50,7 +50,7 @@ async def test_queries_read_the_mirror_which_follows_the_feed_and_compaction(
     await lifecycle.digest_events(DigestIn())
     listing = await lifecycle.graph_query(GraphQueryIn())
     assert set(by_name(listing)) == {"old.py", "legacy", "new.py", "fresh"}
-    m = await mirror(state, store.js)
+    m = await mirror(state)
     await assert_mirror_is_the_bucket(m, store)
 
     # a feed step: the next query sees it (it waits for the mirror, not a timer)

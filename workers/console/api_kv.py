@@ -79,7 +79,7 @@ async def keys(request: Request) -> Response:
     kv = await _bucket(request)
     limit = query_int(request, "limit", 1000, 1, 10000)
     prefix = request.query_params.get("prefix", "")
-    found = await State(kv, request.path_params["bucket"]).keys(prefix)
+    found = await State(kv, request.path_params["bucket"], hub(request).client).keys(prefix)
     found.sort()
     return json_response({"keys": found[:limit], "total": len(found)})
 

@@ -1,0 +1,201 @@
+"""JetStream requests on a connection's shared reply inbox, their replies decoded by msgspec:
+publish-and-ack, stream info (with its subject listing paged) and subject purges.
+
+Why not nats-py's JetStream wrappers here: they decode every reply with `json` into
+dataclasses and wait through `asyncio.wait_for`. The observe hot path acknowledges two
+writes per call (ops/bench/ingest.py) and a graph query reads the stream's last sequence
+each time; a plain request (engine/_requests.py) with a msgspec-decoded reply costs about
+half. The wire is JetStream's documented API ($JS.API.*, publish acks), so nothing here
+depends on nats-py's internals.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, TypeVar
+
+import msgspec
+
+from engine._bus import WRONG_LAST_SEQUENCE, BusError, WrongLastSequence, translate
+from engine._errors import FunctionError
+
+if TYPE_CHECKING:
+    from engine._client import Client
+
+T = TypeVar("T")
+API = "$JS.API"
+API_TIMEOUT = 5.0
+STREAM_NOT_FOUND = 10059
+_NO_BODY = b""
+
+
+class PubAck(msgspec.Struct, frozen=True):
+    """JetStream's acknowledgement of a stored message."""
+
+    stream: str
+    seq: int
+    duplicate: bool = False
+    """True when `msg_id` was seen within the stream's duplicate window: nothing was stored
+    and `seq` is the first write's."""
+
+
+class StreamInfo(msgspec.Struct, frozen=True):
+    """A stream's state when asked."""
+
+    name: str
+    messages: int
+    bytes: int
+    first_seq: int
+    last_seq: int
+    subjects: int
+    """How many distinct subjects hold messages."""
+    max_msgs_per_subject: int = -1
+
+
+class _ApiError(msgspec.Struct):
+    code: int = 0
+    err_code: int = 0
+    description: str = ""
+
+
+class _Ack(msgspec.Struct):
+    stream: str = ""
+    seq: int = 0
+    duplicate: bool = False
+    error: _ApiError | None = None
+
+
+class _Config(msgspec.Struct):
+    name: str = ""
+    max_msgs_per_subject: int = -1
+
+
+class _State(msgspec.Struct):
+    messages: int = 0
+    bytes: int = 0
+    first_seq: int = 0
+    last_seq: int = 0
+    num_subjects: int = 0
+    subjects: dict[str, int] | None = None
+
+
+class _Info(msgspec.Struct):
+    error: _ApiError | None = None
+    config: _Config | None = None
+    state: _State | None = None
+    total: int = 0
+    offset: int = 0
+
+
+class _InfoRequest(msgspec.Struct, omit_defaults=True):
+    subjects_filter: str = ""
+    offset: int = 0
+
+
+class _Purge(msgspec.Struct):
+    error: _ApiError | None = None
+    success: bool = False
+    purged: int = 0
+
+
+class _PurgeRequest(msgspec.Struct, omit_defaults=True):
+    filter: str = ""
+
+
+_ack = msgspec.json.Decoder(_Ack)
+_info = msgspec.json.Decoder(_Info)
+_purge = msgspec.json.Decoder(_Purge)
+_encode = msgspec.json.Encoder().encode
+
+
+class NotFound(FunctionError):
+    def __init__(self, what: str) -> None:
+        super().__init__("NOT_FOUND", f"{what} does not exist")
+
+
+def _refused(what: str, err: _ApiError) -> FunctionError:
+    if err.code == 404 or err.err_code == STREAM_NOT_FOUND:
+        return NotFound(what)
+    return BusError(
+        f"{what}: JetStream refused: {err.description} (err_code {err.err_code})",
+        err_code=err.err_code,
+    )
+
+
+async def publish(
+    client: Client, subject: str, data: bytes, headers: dict[str, str], timeout: float
+) -> PubAck:
+    """Store `data` on `subject` and wait for JetStream's ack. Raises WrongLastSequence when
+    an expected-last-sequence header did not hold, BusError otherwise."""
+    try:
+        msg = await client._requester.request(subject, data, timeout, headers)
+    except Exception as exc:
+        raise translate(exc, f"publish to {subject}") from None
+    try:
+        ack = _ack.decode(msg.data)
+    except msgspec.DecodeError:
+        raise BusError(f"publish to {subject}: not a JetStream ack: {msg.data[:80]!r}") from None
+    if ack.error is not None:
+        if ack.error.err_code == WRONG_LAST_SEQUENCE:
+            raise WrongLastSequence(subject, ack.error.description)
+        raise _refused(f"publish to {subject}", ack.error)
+    return PubAck(ack.stream, ack.seq, ack.duplicate)
+
+
+async def _api(
+    client: Client, subject: str, body: bytes, reply: msgspec.json.Decoder[T], timeout: float
+) -> T:
+    try:
+        msg = await client._requester.request(f"{API}.{subject}", body, timeout)
+    except Exception as exc:
+        raise translate(exc, subject) from None
+    try:
+        return reply.decode(msg.data)
+    except msgspec.DecodeError:
+        raise BusError(f"{subject}: not a JetStream API reply: {msg.data[:80]!r}") from None
+
+
+async def stream_info(client: Client, name: str, timeout: float = API_TIMEOUT) -> StreamInfo:
+    """Raises NotFound for a stream that does not exist."""
+    got = await _api(client, f"STREAM.INFO.{name}", _NO_BODY, _info, timeout)
+    if got.error is not None:
+        raise _refused(f"stream {name}", got.error)
+    st = got.state or _State()
+    return StreamInfo(
+        name,
+        st.messages,
+        st.bytes,
+        st.first_seq,
+        st.last_seq,
+        st.num_subjects,
+        got.config.max_msgs_per_subject if got.config else -1,
+    )
+
+
+async def stream_subjects(
+    client: Client, name: str, pattern: str, timeout: float = API_TIMEOUT
+) -> dict[str, int]:
+    """Subjects matching `pattern` that hold messages, with their message counts; the
+    server lists a bounded number per reply, so the listing is read in pages."""
+    out: dict[str, int] = {}
+    while True:
+        body = _encode(_InfoRequest(subjects_filter=pattern, offset=len(out)))
+        got = await _api(client, f"STREAM.INFO.{name}", body, _info, timeout)
+        if got.error is not None:
+            raise _refused(f"stream {name}", got.error)
+        page = (got.state.subjects if got.state else None) or {}
+        out.update(page)
+        if not page or len(out) >= got.total:
+            return out
+
+
+async def purge(client: Client, name: str, subject: str = "", timeout: float = API_TIMEOUT) -> int:
+    """Remove every message on `subject` (wildcards allowed; "" for all); how many went. A
+    stream that does not exist holds nothing to purge: 0."""
+    body = _encode(_PurgeRequest(subject))
+    got = await _api(client, f"STREAM.PURGE.{name}", body, _purge, timeout)
+    if got.error is not None:
+        err = _refused(f"stream {name}", got.error)
+        if isinstance(err, NotFound):
+            return 0
+        raise err
+    return got.purged

@@ -1,0 +1,54 @@
+"""A JetStream object store: named blobs larger than a message (snapshots), stored in chunks
+by nats-py's object store and handed back whole."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import nats.js.errors
+
+from engine._bus import translate
+
+if TYPE_CHECKING:
+    from engine._client import Client
+
+
+class Objects:
+    """One bucket (`await Client.objects(bucket)`): put and get bytes by name."""
+
+    def __init__(self, store: Any, bucket: str) -> None:
+        self._store = store
+        self.bucket = bucket
+
+    @classmethod
+    async def open(cls, client: Client, bucket: str, **config: Any) -> Objects:
+        js = client._js
+        try:
+            try:
+                store = await js.object_store(bucket)
+            except nats.js.errors.BucketNotFoundError:
+                try:
+                    store = await js.create_object_store(bucket, **config)
+                except nats.js.errors.BadRequestError:
+                    store = await js.object_store(bucket)  # a racing peer created it
+        except Exception as exc:
+            raise translate(exc, f"opening object store {bucket}") from None
+        return cls(store, bucket)
+
+    async def put(self, name: str, data: bytes) -> None:
+        """Store `data` under `name`, replacing what was there once all of it is stored.
+        Raises BusError when JetStream could not take it."""
+        try:
+            await self._store.put(name, data)
+        except Exception as exc:
+            raise translate(exc, f"storing {self.bucket}/{name}") from None
+
+    async def get(self, name: str) -> bytes | None:
+        """The object's bytes, or None when there is no such object (or it was deleted)."""
+        try:
+            res = await self._store.get(name)
+        except (nats.js.errors.ObjectNotFoundError, nats.js.errors.ObjectDeletedError):
+            return None
+        except Exception as exc:
+            raise translate(exc, f"reading {self.bucket}/{name}") from None
+        return bytes(res.data or b"")

@@ -1,0 +1,158 @@
+"""Reading a KV bucket or a stream in pages, so no job holds a whole bucket in memory.
+
+Both go through an ephemeral pull consumer: the server sends `page` messages per fetch, so
+at most one page is in this process at a time however large the bucket is. A KV scan
+delivers the last value per key (deleted keys are skipped). The scan ends at the stream's
+last sequence when it started; a fetch that gets nothing before that raises BusError, so
+a job never takes a scan cut short by an outage for the whole bucket.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import msgspec
+from nats.aio.msg import Msg
+from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
+
+from engine import _codec, _jetstream
+from engine._bus import BusError, translate
+
+if TYPE_CHECKING:
+    from engine._client import Client
+
+T = TypeVar("T")
+
+PAGE = 512
+FETCH_TIMEOUT = 2.0
+_DELETED = ("DEL", "PURGE")
+
+
+class StreamMessage(msgspec.Struct, frozen=True):
+    """One stored message as a reader sees it."""
+
+    seq: int
+    subject: str
+    data: bytes
+    pending: int = 0
+    """Messages after this one that the reader has not been sent yet (0: caught up)."""
+
+
+async def _pages(
+    client: Client,
+    stream: str,
+    last: int,
+    subject: str,
+    config: ConsumerConfig,
+    page: int,
+    timeout: float,
+) -> AsyncIterator[list[Msg]]:
+    what = f"reading {stream}"
+    try:
+        sub = await client._js.pull_subscribe(subject, stream=stream, config=config)
+    except Exception as exc:
+        raise translate(exc, what) from None
+    try:
+        # A filtered scan may match nothing: ask rather than wait out a fetch timeout.
+        try:
+            if (await sub.consumer_info()).num_pending == 0:
+                return
+        except Exception as exc:
+            raise translate(exc, what) from None
+        done = False
+        while not done:
+            try:
+                msgs = await sub.fetch(page, timeout=timeout)
+            except Exception as exc:
+                raise translate(exc, what) from None
+            if not msgs:
+                raise BusError(f"{what}: a fetch returned nothing before the end")
+            for m in msgs:
+                md = m.metadata
+                if md.num_pending == 0 or md.sequence.stream >= last:
+                    done = True
+            yield msgs
+    finally:
+        with contextlib.suppress(Exception):
+            await sub.unsubscribe()
+
+
+async def scan_bucket(
+    client: Client,
+    bucket: str,
+    keys: str | list[str],
+    type_: Any,
+    page: int = PAGE,
+    timeout: float = FETCH_TIMEOUT,
+) -> AsyncIterator[tuple[str, Any]]:
+    """(key, value) for every live key of `bucket` matching `keys`; values that do not
+    decode as `type_` are skipped (one corrupt record must not stop a sweep)."""
+    prefix = f"$KV.{bucket}."
+    stream = f"KV_{bucket}"
+    try:
+        info = await _jetstream.stream_info(client, stream)
+    except _jetstream.NotFound:
+        return
+    if info.messages == 0:
+        return
+    # With one value per key (history 1, our default) every stored message is a key's last
+    # value, and delivering all is far cheaper for the server than last-per-subject.
+    single = info.max_msgs_per_subject == 1
+    config = ConsumerConfig(
+        deliver_policy=DeliverPolicy.ALL if single else DeliverPolicy.LAST_PER_SUBJECT,
+        ack_policy=AckPolicy.NONE,
+        inactive_threshold=30.0,
+        mem_storage=True,
+    )
+    if isinstance(keys, list):
+        if not keys:
+            return
+        config.filter_subjects = [prefix + k for k in keys]
+        subject = prefix + keys[0]
+    else:
+        subject = prefix + keys
+    decoder = _codec.decoder(type_) if type_ is not bytes else None
+    async for msgs in _pages(client, stream, info.last_seq, subject, config, page, timeout):
+        for m in msgs:
+            if m.headers and m.headers.get("KV-Operation") in _DELETED:
+                continue
+            if not m.data:
+                continue
+            if decoder is None:
+                yield m.subject[len(prefix) :], m.data
+                continue
+            try:
+                value = decoder.decode(m.data)
+            except (msgspec.DecodeError, msgspec.ValidationError):
+                continue
+            yield m.subject[len(prefix) :], value
+
+
+async def read_stream(
+    client: Client,
+    stream: str,
+    subject: str,
+    after: int,
+    page: int = PAGE,
+    timeout: float = FETCH_TIMEOUT,
+) -> AsyncIterator[StreamMessage]:
+    """The messages after sequence `after` on `subject` ("" for all), in order."""
+    try:
+        info = await _jetstream.stream_info(client, stream)
+    except _jetstream.NotFound:
+        return
+    if info.last_seq <= after or info.messages == 0:
+        return
+    config = ConsumerConfig(
+        deliver_policy=DeliverPolicy.BY_START_SEQUENCE,
+        opt_start_seq=after + 1,
+        ack_policy=AckPolicy.NONE,
+        inactive_threshold=30.0,
+        mem_storage=True,
+    )
+    async for msgs in _pages(client, stream, info.last_seq, subject, config, page, timeout):
+        for m in msgs:
+            md = m.metadata
+            yield StreamMessage(md.sequence.stream, m.subject, m.data, md.num_pending)

@@ -1,0 +1,236 @@
+"""A JetStream stream as functions use it: ensure it exists, publish with an acknowledgement
+(traced like a call), read it in pages, follow it from a sequence, purge subjects.
+
+Tracing: a publish inside a recorded trace is a PRODUCER span, child of the current one,
+and its `traceparent` travels in the message headers; a follower's handler runs under a
+CONSUMER span that continues the trace of the message it got (messages without one run
+untraced). Deadlines: a publish waits for its ack at most `timeout` seconds (default
+`ACK_TIMEOUT`), never past `deadline` (epoch seconds, as a call's), and raises BusError
+(DEADLINE_EXCEEDED) when none came.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from nats.aio.msg import Msg
+from nats.js.api import ConsumerConfig, DeliverPolicy, StreamConfig
+
+from engine import _codec, _jetstream, _scan, _tracing
+from engine._bus import BusError, translate
+from engine._errors import FunctionError
+from engine._jetstream import PubAck, StreamInfo
+from engine._scan import StreamMessage
+
+if TYPE_CHECKING:
+    from engine._client import Client
+
+log = logging.getLogger("engine.streams")
+
+ACK_TIMEOUT = 5.0
+HEARTBEAT = 5.0
+Handler = Callable[[StreamMessage], Awaitable[None]]
+"""What a follower runs per message, in stream order, one at a time."""
+
+HDR_EXPECTED_STREAM = "Nats-Expected-Stream"
+HDR_MSG_ID = "Nats-Msg-Id"
+HDR_EXPECTED_LAST_SUBJECT_SEQ = "Nats-Expected-Last-Subject-Sequence"
+_CONSUMER = _tracing.SpanKind.CONSUMER
+_PRODUCER = _tracing.SpanKind.PRODUCER
+
+
+def _producer_span(stream: str, subject: str) -> _tracing.LeanSpan | None:
+    # As KV writes: only inside a recorded trace, a child of the call that made it.
+    if not _tracing._enabled or not _tracing.current_span().is_recording():
+        return None
+    return _tracing.start(
+        f"publish {stream}",
+        _PRODUCER,
+        {
+            "messaging.system": "nats",
+            "messaging.operation.name": "publish",
+            "messaging.destination.name": subject,
+        },
+    )
+
+
+class Stream:
+    """A handle on one stream (`Client.stream`); nothing is asked of the server until used."""
+
+    def __init__(
+        self, client: Client, name: str, subjects: list[str] | None, config: dict[str, Any]
+    ) -> None:
+        self.client = client
+        self.name = name
+        self.subjects = subjects
+        self.config = config
+
+    async def ensure(self) -> Stream:
+        """Create the stream with this handle's subjects and config unless it exists (an
+        existing stream keeps its own config); a peer creating it concurrently is fine."""
+        try:
+            await _jetstream.stream_info(self.client, self.name)
+            return self
+        except _jetstream.NotFound:
+            pass
+        cfg = StreamConfig(name=self.name, subjects=self.subjects, **self.config)
+        js = self.client._js
+        try:
+            await js.add_stream(cfg)
+        except Exception as exc:
+            try:
+                await _jetstream.stream_info(self.client, self.name)  # created by a peer
+            except FunctionError:
+                raise translate(exc, f"creating stream {self.name}") from None
+        return self
+
+    async def publish(
+        self,
+        subject: str,
+        value: Any,
+        *,
+        msg_id: str | None = None,
+        expect_last_subject_seq: int | None = None,
+        headers: dict[str, str] | None = None,
+        timeout: float | None = None,
+        deadline: float | None = None,
+    ) -> PubAck:
+        """Store `value` (bytes as they are, anything else as msgspec JSON) on `subject` and
+        wait for the ack. `msg_id` makes a retry within the duplicate window a no-op (the
+        ack says `duplicate`); `expect_last_subject_seq` stores only if the subject's last
+        message has that sequence (0: the subject is empty), else WrongLastSequence.
+        Raises BusError when JetStream could not take it."""
+        data = value if value.__class__ is bytes else _codec.encode(value)
+        hdrs = {HDR_EXPECTED_STREAM: self.name}
+        if msg_id:
+            hdrs[HDR_MSG_ID] = msg_id
+        if expect_last_subject_seq is not None:
+            hdrs[HDR_EXPECTED_LAST_SUBJECT_SEQ] = str(expect_last_subject_seq)
+        if headers:
+            hdrs.update(headers)
+        wait = ACK_TIMEOUT if timeout is None else timeout
+        if deadline is not None:
+            wait = min(wait, deadline - time.time())
+            if wait <= 0:
+                raise BusError(
+                    f"deadline passed before publishing to {subject}", code="DEADLINE_EXCEEDED"
+                )
+        span = _producer_span(self.name, subject)
+        if span is None:
+            return await _jetstream.publish(self.client, subject, data, hdrs, wait)
+        if msg_id:
+            span.set_attribute("messaging.message.id", msg_id)
+        _tracing.inject(hdrs, span)
+        try:
+            return await _jetstream.publish(self.client, subject, data, hdrs, wait)
+        except FunctionError as err:
+            _tracing.fail(span, err.code, err.message)
+            raise
+        finally:
+            span.end()
+
+    async def info(self) -> StreamInfo:
+        """Messages, bytes, sequences and subject count now; NOT_FOUND if it does not exist."""
+        return await _jetstream.stream_info(self.client, self.name)
+
+    def read(
+        self,
+        *,
+        after: int = 0,
+        subject: str = "",
+        page: int = _scan.PAGE,
+        timeout: float = _scan.FETCH_TIMEOUT,
+    ) -> AsyncIterator[StreamMessage]:
+        """The messages after sequence `after` on `subject` ("" for all), in order, `page`
+        at a time; ends at the last message stored when it started. Close it (`aclosing`)
+        when leaving early. Raises BusError if a page does not come within `timeout`."""
+        return _scan.read_stream(self.client, self.name, subject, after, page, timeout)
+
+    async def follow(
+        self,
+        handler: Handler,
+        *,
+        start_seq: int = 1,
+        subject: str = "",
+        heartbeat: float = HEARTBEAT,
+    ) -> Follower:
+        """Run `handler` on every message from `start_seq` on, then on each new one, in
+        order (an ordered consumer: nothing kept on the server). Across reconnects and
+        server restarts it resumes after the last message handled (found within two
+        `heartbeat`s). A handler that raises is logged and the next message follows."""
+        follower = Follower(self.name, handler)
+        config = ConsumerConfig(
+            deliver_policy=DeliverPolicy.BY_START_SEQUENCE, opt_start_seq=max(start_seq, 1)
+        )
+        try:
+            follower._sub = await self.client._js.subscribe(
+                subject,
+                stream=self.name,
+                cb=follower._on_msg,
+                ordered_consumer=True,
+                config=config,
+                idle_heartbeat=heartbeat,
+            )
+        except Exception as exc:
+            raise translate(exc, f"following {self.name}") from None
+        return follower
+
+    async def purge(self, subject: str = "") -> int:
+        """Remove the messages on `subject` (wildcards allowed; "" for all) with no
+        tombstone; how many went (0 for a stream that does not exist)."""
+        return await _jetstream.purge(self.client, self.name, subject)
+
+
+class Follower:
+    """A running `Stream.follow`; `stop()` ends it."""
+
+    def __init__(self, stream: str, handler: Handler) -> None:
+        self.stream = stream
+        self.handler = handler
+        self.last_seq = 0
+        """The last message handed to the handler."""
+        self._sub: Any = None
+        self._span_name = f"process {stream}"
+
+    async def _on_msg(self, msg: Msg) -> None:
+        md = msg.metadata
+        seq = md.sequence.stream
+        sm = StreamMessage(seq, msg.subject, msg.data, md.num_pending)
+        self.last_seq = seq
+        span = None
+        if _tracing._enabled and msg.headers:
+            parent = _tracing.extract(msg.headers)
+            if parent is not None:
+                span = _tracing.start(
+                    self._span_name,
+                    _CONSUMER,
+                    {
+                        "messaging.system": "nats",
+                        "messaging.operation.name": "process",
+                        "messaging.destination.name": msg.subject,
+                    },
+                    parent,
+                )
+        # The subscription's task keeps the context it was made in: the handler sees only
+        # the message's own trace.
+        token = _tracing._current.set(span)
+        try:
+            await self.handler(sm)
+        except Exception as exc:
+            log.exception("%s: the handler failed on message %d", self.stream, seq)
+            if span is not None:
+                _tracing.fail(span, "INTERNAL", f"{type(exc).__name__}: {exc}")
+        finally:
+            _tracing._current.reset(token)
+            if span is not None:
+                span.end()
+
+    async def stop(self) -> None:
+        if self._sub is not None:
+            with contextlib.suppress(Exception):  # a closed connection: nothing to undo
+                await self._sub.unsubscribe()
+            self._sub = None
