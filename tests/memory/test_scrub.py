@@ -219,3 +219,14 @@ _ORDINARY = [
 @pytest.mark.parametrize("text", _ORDINARY, ids=lambda t: t[:30])
 def test_ordinary_identifiers_code_and_logs_are_left_alone(text: str) -> None:
     assert scrub(text) == text
+
+
+def test_a_rule_finding_one_secret_per_match_is_run_until_none_is_left() -> None:
+    # kubernetes-secret-yaml reports the first entry under `data:`; every entry is a secret
+    values = ["YWRtaW5pc3RyYXRvcjE=", "UGw0bnRlZFNlY3JldFBhc3N3b3JkMQ==", "LS0tLS1CRUdJTiBQUklW"]
+    entries = "".join(
+        f"  {k}: {v}\n" for k, v in zip(("username", "password", "tls.key"), values, strict=True)
+    )
+    out = scrub(f"apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\ndata:\n{entries}")
+    assert [v for v in values if v in out] == []
+    assert out.count("[REDACTED:kubernetes-secret-yaml]") == 3
