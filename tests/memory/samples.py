@@ -101,7 +101,7 @@ SECRETS: list[Planted] = [
     Planted(
         "secret_assignment", 'settings = {"token": "PlantedGenericTok88"}', "PlantedGenericTok88"
     ),
-    Planted("secret_assignment", "DB_PASSWORD=PlantedPassw0rd99 ./run", "PlantedPassw0rd99"),
+    Planted("database-password", "DB_PASSWORD=PlantedPassw0rd99 ./run", "PlantedPassw0rd99"),
     Planted("secret_assignment", "password: 'PlantedYamlPass11'", "PlantedYamlPass11"),
 ]
 

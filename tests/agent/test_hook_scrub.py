@@ -1,0 +1,50 @@
+"""The hooks' scrubber (workers/hooks/_scrub.py): what the spool writes to disk while the
+server is down holds none of the provider corpus, and the script finds the server's rule
+set from its own folder without loading `re` for a body with nothing to scrub."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.memory.secret_corpus import SAMPLES
+from workers.hooks import HOOKS_DIR, _spool
+from workers.hooks._hookcore import Settings
+
+
+def test_the_spool_holds_no_provider_secret_of_the_corpus(tmp_path: Path) -> None:
+    settings = Settings({"HOME": str(tmp_path), "AGENTMEMORY_SPOOL_DIR": str(tmp_path / "s")})
+    for i, s in enumerate(SAMPLES):
+        body = {
+            "eventId": f"c{i}",
+            "data": {"tool_input": {"command": s.text}, "tool_output": s.text},
+        }
+        _spool.append(settings, "POST", "/agentmemory/observe", body)
+    raw = (tmp_path / "s" / "hooks.jsonl").read_text()
+    assert [f"{s.provider}: {s.kind}" for s in SAMPLES if s.needle in raw] == []
+    assert len(_spool.read(settings)) == len(SAMPLES)
+
+
+_PROBE = """
+import sys
+sys.path.insert(0, sys.argv[1])
+import _scrub
+clean = _scrub.might_hold_secret("12 passed in 0.2 seconds, 0 failed")
+print(clean, "re" in sys.modules)
+print(_scrub.scrub_text(sys.argv[2]))
+"""
+
+
+def test_the_hook_script_loads_the_rule_set_and_loads_re_only_when_needed() -> None:
+    stripe = next(s for s in SAMPLES if s.kind == "stripe-access-token")
+    out = subprocess.run(
+        [os.path.realpath(sys.executable), "-S", "-c", _PROBE, str(HOOKS_DIR), stripe.text],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PATH": os.environ.get("PATH", "")},
+    ).stdout.splitlines()
+    assert out[0] == "False False"
+    assert stripe.needle not in out[1] and "[REDACTED]" in out[1]
