@@ -402,7 +402,7 @@ class Supervisor:
             store = await client.state(TRIGGERS_BUCKET, history=5, replicas=reps)
             for t in self.cfg.triggers:
                 spec = TriggerSpec(
-                    kind=t.kind,  # type: ignore[arg-type]
+                    kind=t.kind,
                     function_id=t.function_id,
                     config=t.config,
                     id=t.id,
@@ -437,6 +437,7 @@ class Supervisor:
                 "ENGINE_INSTANCE": str(self.inst.number),
                 "ENGINE_DATA_DIR": str(self.inst.data_dir),
                 "ENGINE_SUPERVISOR_PID": str(os.getpid()),
+                "ENGINE_NAMESPACE": lay.name,
                 # The layout's own names (config/engine.yaml), so workers find the instance
                 # they belong to with the settings a user would set.
                 lay.env("DATA_DIR"): str(self.inst.data_dir),

@@ -133,6 +133,9 @@ def test_functions_show_schemas_and_call_counts(console: Console) -> None:
     schema = echo["request_schema"]
     assert "text" in str(schema)
     assert echo["num_requests"] >= 3
+    # its declaration, as the worker published it
+    assert (echo["http"]["method"], echo["http"]["path"]) == ("POST", "/example/echo")
+    assert echo["tool"] is None  # not an MCP tool
     assert "engine::dlq-list" in fns
 
 
@@ -208,7 +211,7 @@ def test_trace_search_filters_by_duration(console: Console) -> None:
 def test_triggers_list_and_cron_fire_now_runs_the_function(console: Console) -> None:
     with console.api() as c:
         kinds = {t["id"]: t["kind"] for t in c.get("/api/triggers").json()["triggers"]}
-        assert kinds == {"yearly-count": "cron", "echo-route": "http", "failing-queue": "queue"}
+        assert kinds == {"yearly-count": "cron", "example-echo": "http", "failing-queue": "queue"}
         before = _invoke(c, "example::count", {"key": "cron-hits", "by": 0})["result"]["value"]
         fired = c.post("/api/triggers/cron/yearly-count/fire").json()
         assert fired["ok"], fired

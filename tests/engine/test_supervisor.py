@@ -151,7 +151,7 @@ def test_worker_runs_at_its_configured_cpu_priority(engine_factory) -> None:
 def test_status_while_the_bus_is_not_up_is_one_clear_line(tmp_path) -> None:
     # Seen on `make run`: status asked in the first second, before the embedded server
     # accepted clients, printed a nats-py traceback.
-    from engine._instance import Instance, InstanceLock
+    from engine.paths import Instance, InstanceLock
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
