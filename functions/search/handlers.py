@@ -3,9 +3,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+import msgspec
 
-from engine import Context, Http, Tool, Worker
+from engine import Context, Http, NoArgs, Tool, Worker
 from functions.search.embed_queue import QUEUE, EmbedIn, EmbedOut, embed_call
 from functions.search.feeder import IndexHolder
 from functions.search.service import SearchService
@@ -18,6 +18,7 @@ from functions.search.wire import (
     ProfileOut,
     SearchIn,
     SearchOut,
+    SearchStatusOut,
     SmartSearchIn,
     SmartSearchOut,
     TimelineIn,
@@ -105,8 +106,8 @@ def register(worker: Worker, holder: IndexHolder | None = None) -> SearchService
         description="Index size, lag, snapshot age",
         http=Http("GET", "/agentmemory/search/status", source="none", tags=["search"]),
     )
-    async def status(req: Any, ctx: Context) -> dict[str, Any]:
-        return svc.holder.status()
+    async def status(req: NoArgs, ctx: Context) -> SearchStatusOut:
+        return msgspec.convert(svc.holder.status(), SearchStatusOut)
 
     if svc.holder.queue is not None and svc.holder.embedder is not None:
         embedder = svc.holder.embedder

@@ -101,6 +101,24 @@ class TimelineOut(msgspec.Struct, kw_only=True):
     entries: list[dict[str, Any]]
 
 
+class SearchStatusOut(msgspec.Struct, rename="camel", kw_only=True):
+    """The read model of one search replica."""
+
+    documents: int
+    slots: int
+    terms: int
+    entities: int
+    vectors: int
+    pending_embeddings: int
+    seq: int
+    """The last MEM_EVENTS sequence applied."""
+    lag: int
+    """Events in the stream not applied yet."""
+    snapshot_seq: int
+    snapshot_age_seconds: float | None
+    embedder: str
+
+
 class ProfileIn(msgspec.Struct, rename="camel", kw_only=True):
     project: str = ""
     agent_id: str | None = None
