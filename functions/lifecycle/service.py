@@ -207,5 +207,5 @@ class LifecycleService:
             return {"project": req.project, "profile": None, "reason": "no_observations"}
         return {
             "project": req.project,
-            "profile": profile_wire(p, self.config.profile.half_life_days),
+            "profile": profile_wire(p, self.config.profile),
         }
