@@ -47,15 +47,19 @@ SCAN_MAX = 65536
 
 @dataclass(frozen=True)
 class SearchConfig:
+    """Defaults are what cross-validation over the LoCoMo development conversations chose
+    (`make eval`, ops/eval/cv.py); change one only with the fold figures that support it."""
+
     fields: FieldWeights = field(default_factory=FieldWeights)
     fusion: FusionWeights = field(default_factory=FusionWeights)
-    per_session: int = 3
+    per_session: int = 0
+    """Results of one session allowed ahead of the rest (0: no diversification)."""
     depth: int = 100
     """Candidates each stream contributes to fusion."""
     session_depth: int = 12
     """Best sessions whose records form the session stream."""
-    k1: float = 1.2
-    b: float = 0.75
+    k1: float = 0.3
+    b: float = 0.5
     prefix: bool = True
     synonyms: bool = True
     rrf_k: int = RRF_K
