@@ -7,6 +7,7 @@ import contextlib
 import json
 import re
 from collections import Counter
+from collections.abc import Iterable
 from typing import Any
 
 import ahocorasick_rs
@@ -251,10 +252,14 @@ def _strings(value: Any, out: list[str], depth: int = 0) -> None:
         if value:
             out.append(value)
         return
-    if depth >= _MAX_DEPTH:
+    items: Iterable[Any]
+    if isinstance(value, dict):
+        items = value.values()
+    elif isinstance(value, list):
+        items = value
+    else:
         return
-    items = value.values() if isinstance(value, dict) else value
-    if not isinstance(items, list) and not isinstance(value, dict):
+    if depth >= _MAX_DEPTH:
         return
     for v in items:
         if isinstance(v, str):
