@@ -317,6 +317,4 @@ class LifecycleService:
         p: ProjectProfile | None = await state.get(profile_key(req.project), ProjectProfile)
         if p is None:
             return ProfileOut(project=req.project, profile=None, reason="no_observations")
-        return ProfileOut(
-            project=req.project, profile=profile_wire(p, self.config.profile.half_life_days)
-        )
+        return ProfileOut(project=req.project, profile=profile_wire(p, self.config.profile))
