@@ -468,6 +468,11 @@ class Supervisor:
         os.replace(tmp, self.inst.pidfile)
 
     # ---- running -----------------------------------------------------------------
+    def functions(self) -> list[str]:
+        """Every function id the instance serves: its workers' and the supervisor's own
+        (engine::status, engine::stop), as the console's Functions page lists them."""
+        return sorted({f for w in self.workers for f in w.functions} | set(self._api.functions))
+
     def status(self) -> EngineStatus:
         return EngineStatus(
             instance=self.inst.number,

@@ -362,3 +362,15 @@ def test_workers_page_data_shows_a_restart_after_a_crash(console: Console) -> No
 
         after = wait_until(restarted, timeout=15, what="the example worker back, counted")
         assert after["last_exit"] == -signal.SIGKILL
+
+
+def test_the_ready_line_counts_the_functions_the_console_lists(console: Console) -> None:
+    import re
+
+    ready = next(line for line in console.engine.lines if line.startswith("engine ready"))
+    m = re.search(r"(\d+) functions", ready)
+    assert m is not None
+    with console.api() as c:
+        listed = c.get("/api/functions").json()["functions"]
+    assert int(m.group(1)) == len(listed)
+    assert "engine::status" in {f["function_id"] for f in listed}
