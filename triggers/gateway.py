@@ -17,7 +17,6 @@ import asyncio
 import contextlib
 import logging
 import os
-import warnings
 from typing import Any
 
 import msgspec
