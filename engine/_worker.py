@@ -146,7 +146,7 @@ class Worker:
         validate_function_id(function_id)
 
         def deco(fn: Handler) -> Handler:
-            hints = typing.get_type_hints(fn)
+            hints = typing.get_type_hints(fn, include_extras=True)
             params = [k for k in hints if k != "return"]
             req_t = request if request is not None else (hints[params[0]] if params else Any)
             resp_t = response if response is not None else hints.get("return", Any)
@@ -532,14 +532,34 @@ def _decode_request(data: bytes, type_: Any, coerce: bool = False) -> Any:
         if coerce:  # a query string or path parameters: "10" may be an int
             return _codec.decode_lax(data, type_)
         return _codec.decode(data, type_)
-    except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+    except msgspec.ValidationError as exc:
+        # JSON Schema's integer is any number without a fractional part (`5.0` included),
+        # which msgspec's strict decoding refuses: such a request is decoded again with
+        # integral floats as ints (only then, so the usual path pays nothing).
+        if "got `float`" in str(exc):
+            try:
+                return _codec.decode(_codec.encode(_integral(_codec.decode(data))), type_)
+            except (msgspec.ValidationError, msgspec.DecodeError):
+                pass
         raise invalid_request(exc) from None
+    except msgspec.DecodeError as exc:
+        raise invalid_request(exc) from None
+
+
+def _integral(value: Any) -> Any:
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**63:
+        return int(value)
+    if isinstance(value, dict):
+        return {k: _integral(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_integral(v) for v in value]
+    return value
 
 
 def _adapt(method: Callable[..., Awaitable[Any]]) -> tuple[Any, Any, Handler]:
     """(request type, response type, handler(req, ctx)) of a service method taking
     `(req)`, `(req, ctx)` or nothing."""
-    hints = typing.get_type_hints(method)
+    hints = typing.get_type_hints(method, include_extras=True)
     params = [
         p
         for p in inspect.signature(method).parameters.values()

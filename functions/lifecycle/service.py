@@ -24,13 +24,13 @@ from functions.lifecycle.episodes import summarize_sessions, sweep
 from functions.lifecycle.lease import held
 from functions.lifecycle.llm import Rewriter
 from functions.lifecycle.maintenance import (
+    AutoForgetOut,
     DecayOut,
     auto_forget,
     purge_audit,
     reinforce,
     run_decay,
 )
-from functions.lifecycle.maintenance import ForgetOut as AutoForgetOut
 from functions.lifecycle.profile import ProfileFeed, profile_wire
 from functions.lifecycle.wire import (
     AutoForgetIn,

@@ -12,15 +12,15 @@ from functions.search.service import SearchService
 from functions.search.wire import (
     ContextIn,
     ContextOut,
-    EnrichIn,
     EnrichOut,
+    EnrichRequest,
     ProfileIn,
     ProfileOut,
     SearchIn,
     SearchOut,
     SearchStatusOut,
-    SmartSearchIn,
     SmartSearchOut,
+    SmartSearchRequest,
     TimelineIn,
     TimelineOut,
 )
@@ -55,7 +55,7 @@ def register(worker: Worker, holder: IndexHolder | None = None) -> SearchService
         http=rest("POST", "smart-search"),
         tool=Tool("memory_smart_search", tier="core"),
     )
-    async def smart(req: SmartSearchIn, ctx: Context) -> SmartSearchOut:
+    async def smart(req: SmartSearchRequest, ctx: Context) -> SmartSearchOut:
         return await svc.smart_search(req)
 
     @worker.function(
@@ -71,7 +71,7 @@ def register(worker: Worker, holder: IndexHolder | None = None) -> SearchService
         description="What memory knows about these files and terms",
         http=rest("POST", "enrich"),
     )
-    async def enrich(req: EnrichIn, ctx: Context) -> EnrichOut:
+    async def enrich(req: EnrichRequest, ctx: Context) -> EnrichOut:
         return await svc.enrich(req)
 
     @worker.function(
@@ -80,7 +80,7 @@ def register(worker: Worker, holder: IndexHolder | None = None) -> SearchService
         http=rest("POST", "file-context"),
         tool=Tool("memory_file_history"),
     )
-    async def file_context(req: EnrichIn, ctx: Context) -> EnrichOut:
+    async def file_context(req: EnrichRequest, ctx: Context) -> EnrichOut:
         return await svc.enrich(req)
 
     @worker.function(

@@ -6,6 +6,7 @@ import asyncio
 import logging
 import os
 from collections import Counter
+from collections.abc import Sequence
 from typing import Any
 
 import msgspec
@@ -53,7 +54,7 @@ def tokens_of(text: str) -> int:
     return (len(text) + 3) // 4
 
 
-def _kinds(kinds: list[str] | None) -> list[str] | None:
+def _kinds(kinds: Sequence[str] | None) -> list[str] | None:
     if kinds is None:
         return None
     bad = [k for k in kinds if k not in KINDS]
@@ -61,7 +62,7 @@ def _kinds(kinds: list[str] | None) -> list[str] | None:
         raise FunctionError(
             "BAD_REQUEST", f"unknown kinds {bad}; expected {list(KINDS)}", field="kinds"
         )
-    return kinds
+    return list(kinds)
 
 
 class SearchService:
@@ -113,7 +114,7 @@ class SearchService:
         return out
 
     def _search(self, query: str, project: str | None, agent_id: str | None,
-                kinds: list[str] | None, limit: int) -> list[Hit]:  # fmt: skip
+                kinds: Sequence[str] | None, limit: int) -> list[Hit]:  # fmt: skip
         h = self.holder
         qv = None
         if h.embedder is not None and h.index.vectors is not None and h.index.vectors.count():

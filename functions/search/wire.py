@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import msgspec
 
-from functions.names import Names, names
+from functions.names import SOME_NAMES, TEXT, Names, at_least_one_of, names
+
+Kind = Literal["observation", "memory", "summary"]
 
 Limit = Annotated[int, msgspec.Meta(ge=1, le=500)]
 Query = Annotated[str, msgspec.Meta(max_length=10_000)]
@@ -17,7 +19,7 @@ class SearchIn(msgspec.Struct, rename="camel", kw_only=True):
     limit: Limit = 10
     project: str | None = None
     agent_id: str | None = None
-    kinds: list[str] | None = None
+    kinds: list[Kind] | None = None
     format: str = "json"
     token_budget: int | None = None
 
@@ -27,13 +29,20 @@ class SmartSearchIn(msgspec.Struct, rename="camel", kw_only=True):
     limit: Limit = 10
     project: str | None = None
     agent_id: str | None = None
-    kinds: list[str] | None = None
+    kinds: list[Kind] | None = None
     expand_ids: Names = msgspec.field(default_factory=list)
     format: str = "compact"
     token_budget: int | None = None
 
     def __post_init__(self) -> None:
         self.expand_ids = names(self.expand_ids)
+
+
+SmartSearchRequest = Annotated[
+    SmartSearchIn,
+    msgspec.Meta(extra_json_schema=at_least_one_of(query=TEXT, expandIds=SOME_NAMES)),
+]
+"""A query, or ids to expand."""
 
 
 class CompactHit(msgspec.Struct, rename="camel", kw_only=True):
@@ -81,6 +90,12 @@ class EnrichIn(msgspec.Struct, rename="camel", kw_only=True):
 
     def __post_init__(self) -> None:
         self.files, self.terms = names(self.files), names(self.terms)
+
+
+EnrichRequest = Annotated[
+    EnrichIn, msgspec.Meta(extra_json_schema=at_least_one_of(files=SOME_NAMES, terms=SOME_NAMES))
+]
+"""Files or terms, at least one."""
 
 
 class EnrichOut(msgspec.Struct, kw_only=True):
