@@ -84,7 +84,7 @@ class GraphCompactOut(CompactOut, rename="camel", kw_only=True):
 
 
 def when(req: Clocked) -> datetime:
-    if not req.now:
+    if req.now is None:
         return clock.now()
     try:
         datetime.fromisoformat(req.now.replace("Z", "+00:00"))

@@ -120,7 +120,13 @@ def _operation(
         op["parameters"] = params
     if body_schema is not None and source in ("body", "merge"):
         obj = _object_of(body_schema)
-        required = bool(obj.get("required")) if obj is not None else True
+        # An empty body is `{}`: required when `{}` would not do (a required field, or a
+        # one-of requirement beside the type).
+        required = (
+            obj is None
+            or bool(obj.get("required"))
+            or any(k in body_schema for k in ("anyOf", "oneOf", "allOf"))
+        )
         op["requestBody"] = {
             "required": required and source == "body",
             "content": {"application/json": {"schema": _hoist(body_schema, defs)}},
