@@ -83,6 +83,9 @@ def test_second_start_of_the_same_instance_says_so(engine_factory) -> None:
     )
     assert out.returncode == 1
     assert b"already running" in out.stderr and str(eng.proc.pid).encode() in out.stderr
+    # the hint names this instance again: its data dir and port block are not the defaults
+    hint = out.stderr.decode()
+    assert f"--data-dir {eng.data_dir.resolve()}" in hint and f"--port {eng.anchor}" in hint
 
 
 def test_busy_port_is_named_in_the_error(engine_factory) -> None:
