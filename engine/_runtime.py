@@ -14,6 +14,9 @@ from engine import _tracing
 from engine._connect import connect
 from engine._logs import attach_log_stream
 
+ENV_LIFELINE = "ENGINE_SUPERVISOR_FD"
+"""The read end of the supervisor's lifeline pipe, inherited by every worker."""
+
 if TYPE_CHECKING:
     from engine._worker import Worker
 
@@ -65,12 +68,40 @@ async def serve(worker: Worker, stop: asyncio.Event | None = None) -> None:
 
 async def _exit_with_supervisor(stop: asyncio.Event) -> None:
     # Workers run in their own session (so Ctrl-C reaches only the supervisor); if the
-    # supervisor dies without stopping us, we drain and exit rather than linger.
+    # supervisor dies without stopping us, we drain and exit rather than linger. The
+    # supervisor holds the write end of a pipe whose read end we inherit: it reads as
+    # end-of-file the moment the supervisor is gone, however it died, with no polling.
+    fd = int(os.environ.get(ENV_LIFELINE, "-1") or -1)
     sup = int(os.environ.get("ENGINE_SUPERVISOR_PID", "0") or 0)
+    loop = asyncio.get_running_loop()
+    if fd >= 0:
+        try:
+            os.fstat(fd)
+        except OSError:
+            fd = -1
+    if fd >= 0:
+        gone = asyncio.Event()
+
+        def readable() -> None:
+            try:
+                data = os.read(fd, 64)
+            except BlockingIOError:
+                return
+            except OSError:
+                data = b""
+            if not data:
+                loop.remove_reader(fd)
+                gone.set()
+
+        os.set_blocking(fd, False)
+        loop.add_reader(fd, readable)
+        await gone.wait()
+        stop.set()
+        return
     if not sup:
         return
-    while True:
-        await asyncio.sleep(1.0)
+    while True:  # no lifeline (a worker started by hand with the pid set): look now and then
+        await asyncio.sleep(5.0)
         if os.getppid() != sup:
             stop.set()
             return
