@@ -213,8 +213,10 @@ class Worker:
             raise RuntimeError(f"worker {self.name} is not started")
         return self._client
 
-    async def start(self, nc: NATS) -> None:
-        self._client = Client(nc)
+    async def start(self, nc: NATS, client: Client | None = None) -> None:
+        """Serve on `nc`; workers of one process pass one shared `client`, so their calls to
+        each other's functions run in-process."""
+        self._client = client or Client(nc)
         self._sweeper = asyncio.get_running_loop().create_task(self._enforce_deadlines())
         # Calls this process makes to its own functions run here, without the two bus hops
         # (a trigger hosted in the worker, or one function calling a sibling); available to

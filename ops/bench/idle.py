@@ -70,7 +70,10 @@ def _label(pid: int) -> str:
         return str(pid)
     words = [c.decode(errors="replace") for c in cmd if c]
     if "-m" in words:
-        return words[words.index("-m") + 1]
+        i = words.index("-m") + 1
+        if words[i] == "engine.host":  # several workers in one process: name them all
+            return "+".join(words[i + 1 :])
+        return words[i]
     return Path(words[0]).name if words else str(pid)
 
 

@@ -10,8 +10,6 @@ import os
 
 from engine import Worker
 from functions.memory.register import register
-from triggers.hosting import host as host_triggers
-from triggers.hosting import hosted_kinds
 
 worker = Worker("memory", description="agentmemory write path and REST API")
 register(worker)
@@ -29,9 +27,5 @@ def _add_search() -> None:
 
 
 _add_search()
-# ENGINE_TRIGGERS=http (config/engine.yaml) serves the REST port from this process as
-# well: observe, the hooks' hottest route, then skips the hop through the trigger process.
-host_triggers(worker, hosted_kinds(os.environ.get("ENGINE_TRIGGERS")))
-
 if __name__ == "__main__":
     worker.run()
