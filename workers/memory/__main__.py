@@ -9,12 +9,14 @@ import logging
 import os
 
 from engine import Worker
+from functions.coordination.register import register as register_coordination
 from functions.memory.register import register
 from triggers.hosting import host as host_triggers
 from triggers.hosting import hosted_kinds
 
 worker = Worker("memory", description="agentmemory write path and REST API")
 register(worker)
+register_coordination(worker)
 
 
 def _add_search() -> None:
