@@ -7,7 +7,7 @@ Timestamps are ISO-8601 strings in UTC as the upstream clients send them.
 from __future__ import annotations
 
 import hashlib
-from typing import Literal
+from typing import Any, Literal
 
 import msgspec
 
@@ -267,6 +267,9 @@ class AuditEntry(msgspec.Struct, omit_defaults=True, kw_only=True):
     reason: str = ""
     actor: str = ""
     project: str = ""
+    details: dict[str, Any] = msgspec.field(default_factory=dict)
+    """What the entry needs beyond its targets: a lease's id and expiry, the revision a
+    write committed at (coordination), ..."""
 
 
 # ---- MEM_EVENTS: what the read models (BM25, vectors, graph) follow -----------------

@@ -9,10 +9,12 @@ import logging
 import os
 
 from engine import Worker
+from functions.coordination.register import register as register_coordination
 from functions.memory.register import register
 
 worker = Worker("memory", description="agentmemory write path and REST API")
 register(worker)
+register_coordination(worker)
 
 
 def _add_search() -> None:
