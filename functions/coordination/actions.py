@@ -296,7 +296,9 @@ async def add_edge(cs: CoordStore, req: EdgeCreateIn) -> EdgeOut:
     now = now_iso()
     e = _edge(req.type, req.source_action_id, req.target_action_id, now, req.metadata)
     if e.source_action_id == e.target_action_id:
-        raise FunctionError("BAD_REQUEST", "an action cannot depend on itself", field="type")
+        raise FunctionError(
+            "UNPROCESSABLE", "an action cannot depend on itself", field="targetActionId"
+        )
     await load(cs, e.source_action_id, "sourceActionId")
     if e.type == "gated_by":
         cps: dict[str, Checkpoint] = {}

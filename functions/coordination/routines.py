@@ -62,17 +62,17 @@ async def create(cs: CoordStore, req: RoutineCreateIn) -> RoutineOut:
     ]
     orders = [s.order for s in steps]
     if len(set(orders)) != len(orders):
-        raise FunctionError("BAD_REQUEST", "duplicate step orders", field="steps")
+        raise FunctionError("UNPROCESSABLE", "duplicate step orders", field="steps")
     for i, s in enumerate(steps):
         for d in s.depends_on:
             if d not in orders:
                 raise FunctionError(
-                    "BAD_REQUEST",
+                    "UNPROCESSABLE",
                     f"step {s.order} depends on unknown order {d}",
                     field=f"steps[{i}].dependsOn",
                 )
     if (hit := _cycle(steps)) is not None:
-        raise FunctionError("BAD_REQUEST", f"step {hit} is on a dependency cycle", field="steps")
+        raise FunctionError("UNPROCESSABLE", f"step {hit} is on a dependency cycle", field="steps")
     now = now_iso()
     routine = Routine(
         id=new_id("rtn"),

@@ -66,11 +66,11 @@ def view(s: Sentinel) -> Any:
 def _config(req: SentinelCreateIn) -> dict[str, Any]:
     cfg = json_value(req.config, "config")
     if not isinstance(cfg, dict):
-        raise FunctionError("BAD_REQUEST", "config must be a JSON object", field="config")
+        raise FunctionError("UNPROCESSABLE", "config must be a JSON object", field="config")
     kind = req.type
 
     def bad(msg: str) -> FunctionError:
-        return FunctionError("BAD_REQUEST", msg, field="config")
+        return FunctionError("UNPROCESSABLE", msg, field="config")
 
     if kind == "timer":
         d = cfg.get("durationMs")

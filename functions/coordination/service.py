@@ -38,7 +38,7 @@ from functions.coordination.wire import (
     CrystalAutoIn,
     CrystalAutoOut,
     CrystalListIn,
-    CrystallizeIn,
+    CrystallizeRequest,
     CrystalOut,
     CrystalsOut,
     EdgeCreateIn,
@@ -431,7 +431,7 @@ class CoordinationService:
         tool=Tool("memory_crystallize"),
         timeout=120,
     )
-    async def crystallize(self, req: CrystallizeIn, ctx: Context) -> CrystalOut:
+    async def crystallize(self, req: CrystallizeRequest, ctx: Context) -> CrystalOut:
         return await crystals.crystallize(self.cs, req, lambda p: self._remember(ctx, p))
 
     @operation(

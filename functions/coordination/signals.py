@@ -42,7 +42,8 @@ async def send(cs: CoordStore, req: SignalSendIn) -> SignalOut:
         parent = await cs.get(cs.signals, kv_key(req.reply_to), Signal)
         if parent is not None:
             thread = parent.thread_id or parent.id
-    ttl = math.ceil(req.expires_in_ms / 1000) if req.expires_in_ms else None
+    # At least a second (JetStream's TTL unit): a tiny value would round to no TTL at all.
+    ttl = max(1, math.ceil(req.expires_in_ms / 1000)) if req.expires_in_ms else None
     sig = Signal(
         id=new_id("sig"),
         from_=scrub(req.from_.strip()),

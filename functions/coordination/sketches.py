@@ -72,7 +72,7 @@ async def add(cs: CoordStore, req: SketchAddIn) -> SketchAddOut:
     for i, dep in enumerate(req.depends_on):
         if dep not in sk.action_ids:
             raise FunctionError(
-                "BAD_REQUEST",
+                "UNPROCESSABLE",
                 f"dependency {dep} is not an action of this sketch",
                 field=f"dependsOn[{i}]",
             )

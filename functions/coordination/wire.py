@@ -29,7 +29,7 @@ from functions.coordination.records import (
     Sketch,
     SketchListing,
 )
-from functions.names import Names, names
+from functions.names import SOME_NAMES, Names, at_least_one_of, names
 from functions.views import view
 
 Id = Annotated[str, msgspec.Meta(min_length=1, max_length=256)]
@@ -37,7 +37,8 @@ Title = Annotated[str, msgspec.Meta(min_length=1, max_length=500, pattern=r"\S")
 Text = Annotated[str, msgspec.Meta(max_length=20_000)]
 Priority = Annotated[int, msgspec.Meta(ge=1, le=10)]
 Limit = Annotated[int, msgspec.Meta(ge=1, le=1000)]
-Millis = Annotated[float, msgspec.Meta(gt=0)]
+Millis = Annotated[float, msgspec.Meta(gt=0, le=365 * 86_400_000)]
+"""Milliseconds, up to a year (a TTL or deadline past it is a mistake, not a plan)."""
 AgentId = Annotated[str, msgspec.Meta(max_length=256)]
 EdgeKind = EdgeType | Literal["blocks"]
 """`blocks` is stored the other way round: A blocks B is B requires A."""
@@ -68,7 +69,9 @@ def json_value(value: Any, field: str) -> Any:
         try:
             return json.loads(value)
         except ValueError:
-            raise FunctionError("BAD_REQUEST", f"{field} is not valid JSON", field=field) from None
+            raise FunctionError(
+                "UNPROCESSABLE", f"{field} is not valid JSON", field=field
+            ) from None
     return value
 
 
@@ -527,6 +530,12 @@ class CrystallizeIn(msgspec.Struct, rename="camel", kw_only=True):
         self.action_ids = names(self.action_ids)
         if not self.action_ids:
             raise msgspec.ValidationError("actionIds must name at least one action")
+
+
+CrystallizeRequest = Annotated[
+    CrystallizeIn, msgspec.Meta(extra_json_schema=at_least_one_of(actionIds=SOME_NAMES))
+]
+"""The actions to crystallize: one at least."""
 
 
 class CrystalOut(msgspec.Struct):

@@ -103,7 +103,7 @@ async def test_routine_definitions_are_checked(rest: httpx.AsyncClient) -> None:
         ([{"order": 1, "title": "a"}, {"order": 1, "title": "b"}], "steps"),
     ]:
         r = await rest.post(A + "routines", json={"name": "bad", "steps": steps})
-        assert r.status_code == 400, (steps, r.text)
+        assert r.status_code in (400, 422), (steps, r.text)  # malformed, or impossible
         assert r.json()["error"]["field"] == field, r.text
     r = await rest.post(A + "routines/run", json={"routineId": "rtn_nope"})
     assert r.status_code == 404 and r.json()["error"]["field"] == "routineId"
