@@ -35,7 +35,7 @@ from functions.search.documents import (
     Record,
     document,
 )
-from functions.search.fusion import FusionWeights, diversify, rrf
+from functions.search.fusion import RRF_K, FusionWeights, diversify, rrf
 from functions.search.graph import EntityGraph
 from functions.search.streams import session_stream, time_stream, top
 from functions.search.temporal import day_number
@@ -71,6 +71,11 @@ class Hit(msgspec.Struct, kw_only=True):
     timestamp: str
     importance: int
     score: float
+    """Relevance in [0, 1]: the fused score over the best a record could get from the
+    retrievers that answered (1.0 = ranked first by every one), never above the hit before
+    it (per-session diversification may move a hit behind lower ones)."""
+    matched: list[str] = msgspec.field(default_factory=list)
+    """The retrievers that ranked it: bm25, vector, graph, session, time."""
 
 
 class Meta(msgspec.Struct, array_like=True):
@@ -325,15 +330,25 @@ class SearchIndex:
         fused = rrf(streams, self.config.fusion)
         sess = self.session
         fused = diversify(fused, _SessionView(sess), self.config.per_session, limit)
+        fusion = self.config.fusion
+        best = sum(fusion.of(k) for k, v in streams.items() if v) / (RRF_K + 1) or 1.0
+        picked = [(n, s) for n, s in fused[:limit] if self.meta[n] is not None]
+        wanted = {n for n, _ in picked}
+        matched: dict[int, list[str]] = {n: [] for n in wanted}
+        for name, ranked in streams.items():
+            if fusion.of(name) > 0:
+                for doc in set(ranked) & wanted:
+                    matched[doc].append(name)
         out: list[Hit] = []
-        for n, s in fused[:limit]:
+        ceiling = 1.0
+        for n, s in picked:
             m = self.meta[n]
-            if m is None:
-                continue
+            assert m is not None
+            ceiling = min(ceiling, s / best)
             out.append(
                 Hit(id=m.id, kind=m.kind, session_id=m.session_id, project=m.project,
                     agent_id=m.agent_id, title=m.title, type=m.type, timestamp=m.timestamp,
-                    importance=m.importance, score=round(s * 1000.0, 4))
+                    importance=m.importance, score=round(ceiling, 4), matched=sorted(matched[n]))
             )  # fmt: skip
         return out
 
