@@ -125,7 +125,7 @@ class MemoryService:
         http=rest(
             "POST",
             "observe",
-            max_body=16 * 1024 * 1024,  # upstream hooks send whole tool inputs; cut to size
+            max_body=17 * 1024 * 1024,  # a 16 MiB hook body and its envelope; cut to size
             status=201,
             status_field="status",
             status_by={"accepted": 201, "duplicate": 200, "retrying": 202},
