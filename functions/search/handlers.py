@@ -75,12 +75,13 @@ def register(worker: Worker, holder: IndexHolder | None = None) -> SearchService
 
     @worker.function(
         "mem::file-context",
-        description="Get past observations about specific files.",
+        description="Get past observations about specific files (sessionId: the current "
+        "session, left out).",
         http=rest("POST", "file-context"),
         tool=Tool("memory_file_history", tier="basic"),
     )
     async def file_context(req: EnrichIn, ctx: Context) -> EnrichOut:
-        return await svc.enrich(req)
+        return await svc.enrich(req, exclude_session=True)
 
     @worker.function(
         "mem::timeline",

@@ -221,12 +221,16 @@ class SearchService:
                 blocks.append(("observation", f"- {om.timestamp[:16]} [{om.type}] {om.title}"))
         return _pack(blocks, req.budget)
 
-    async def enrich(self, req: EnrichIn) -> EnrichOut:
+    async def enrich(self, req: EnrichIn, *, exclude_session: bool = False) -> EnrichOut:
+        """What memory knows about files and terms; `exclude_session` leaves out the
+        caller's own session (upstream's memory_file_history: "current session to exclude")."""
         await self._fresh()
         terms = [*req.files, *req.terms]
         if not terms:
             raise FunctionError("BAD_REQUEST", "give files or terms to enrich", field="files")
         hits = self._search(" ".join(terms), req.project, req.agent_id, None, 15)
+        if exclude_session and req.session_id:
+            hits = [h for h in hits if h.session_id != req.session_id]
         lines = [f"- [{h.type}] {h.title} ({h.timestamp[:10]})" for h in hits]
         text, used = "", 0
         truncated = False

@@ -211,7 +211,7 @@ async def test_a_5_mib_event_is_stored_cut_to_size_and_its_replay_is_a_duplicate
             "tool_name": "Write",
             "tool_input": {"file_path": "big.txt", "content": "z" * (5 << 20)},
             "tool_output": "written",
-        }  # fmt: skip
+        }
     )
     first = await observe(client, huge)
     again = await observe(client, huge)
