@@ -419,3 +419,43 @@ async def test_a_3_mib_post_tool_use_event_is_stored_truncated_and_found(
         hits = (await http.post("/agentmemory/smart-search", json={
             "query": "zebrafish migration notes"})).json()["results"]  # fmt: skip
     assert hits and hits[0]["obsId"] == obs["id"]
+
+
+async def test_heal_drops_orphan_index_entries_and_reindexes_lost_records(
+    stack: Stack, tmp_path: Path
+) -> None:
+    from functions.records import MEMORIES_BUCKET, OBSERVATIONS_BUCKET, Memory
+
+    sid = "index-heal-session"
+    post_tool(stack, sid, tmp_path, "Bash", {"command": "terraform plan -out quokka.plan"},
+              {"stdout": "Plan: 3 to add, quokka bucket"})  # fmt: skip
+    (obs,) = await observations(stack, sid)
+    client = await stack.eng.client()
+    try:
+        # An observation gone from KV without its removal event (the index still holds it),
+        # and a memory in KV whose event never reached the stream (the index lacks it).
+        await (await client.state(OBSERVATIONS_BUCKET)).delete(obs["id"])
+        lost = Memory(id="mem_lostevent01", content="Wombat deploys run on Fridays only",
+                      created_at="2026-11-01T00:00:00Z", updated_at="2026-11-01T00:00:00Z")  # fmt: skip
+        await (await client.state(MEMORIES_BUCKET)).put(lost.id, lost)
+    finally:
+        await client.nc.close()
+    async with stack.shim() as s:
+        diag = doc_of(await s.call_tool("memory_diagnose", {"categories": "index"}))
+        names = {c["name"] for c in diag["checks"]}
+        assert {"index-orphans", "index-unindexed"} <= names, diag
+        healed = doc_of(await s.call_tool("memory_heal", {"categories": "index"}))
+        assert healed["fixed"] == 2, healed
+
+        async def clean() -> bool:
+            got = doc_of(await s.call_tool("memory_diagnose", {"categories": "index"}))
+            return [c["name"] for c in got["checks"]] == ["index-ok"]
+
+        await eventually(clean, timeout=15, what="a clean index")
+    async with stack.http() as http:
+        found = (
+            await http.post("/agentmemory/smart-search", json={"query": "wombat fridays"})
+        ).json()
+        gone = (await http.post("/agentmemory/smart-search", json={"query": "quokka"})).json()
+    assert [h["obsId"] for h in found["results"]][:1] == [lost.id]
+    assert obs["id"] not in [h["obsId"] for h in gone["results"]]
