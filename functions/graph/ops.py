@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import msgspec
 
@@ -24,6 +24,9 @@ from functions.lifecycle.wire import DecayIn, DigestIn
 from functions.records import GRAPH_BUCKET, LIFECYCLE_BUCKET, GraphEdge, GraphNode, Observation
 
 MAX_IMPORT = 50_000
+
+if TYPE_CHECKING:
+    from functions.lifecycle.service import LifecycleService
 
 
 class BuildIn(msgspec.Struct, rename="camel", kw_only=True):
@@ -112,14 +115,14 @@ def _observation(raw: dict[str, Any], i: int) -> Observation:
 
 
 class GraphOps:
-    def __init__(self, owner: Any) -> None:
-        self._owner = owner  # the LifecycleService
+    def __init__(self, owner: LifecycleService) -> None:
+        self.owner = owner
 
     async def _graph(self) -> Any:
-        return await self._owner.store.client.state(GRAPH_BUCKET)
+        return await self.owner.store.client.state(GRAPH_BUCKET)
 
     async def _counts(self) -> tuple[int, int]:
-        stats = await (await self._owner.graph_reader()).stats()
+        stats = await (await self.owner.graph_reader()).stats()
         return int(stats["totalNodes"]), int(stats["totalEdges"])
 
     @operation(
@@ -130,7 +133,7 @@ class GraphOps:
         http=rest("POST", "graph/build"),
     )
     async def build(self, req: BuildIn) -> BuildOut:
-        out = await self._owner.digest_events(DigestIn())
+        out = await self.owner.digest_events(DigestIn())
         nodes, edges = await self._counts()
         return BuildOut(success=True, folded=out.folded, nodes=nodes, edges=edges)
 
@@ -155,10 +158,10 @@ class GraphOps:
     )
     async def reset(self) -> ResetOut:
         state = await self._graph()
-        async with await self._owner.exclusive("graph"):
+        async with await self.owner.exclusive("graph"):
             removed = await state.purge(">")
             await state.put(PURGED, PurgeNote(at=clock.iso(clock.now()), keys=removed))
-            life = await self._owner.store.client.state(LIFECYCLE_BUCKET)
+            life = await self.owner.store.client.state(LIFECYCLE_BUCKET)
             await life.put(cursor_key("graph"), 0)
         return ResetOut(
             success=True,
@@ -174,7 +177,7 @@ class GraphOps:
         http=rest("POST", "graph/snapshot-rebuild"),
     )
     async def snapshot_rebuild(self) -> BuildOut:
-        out = await self._owner.graph_compact(DecayIn())
+        out = await self.owner.graph_compact(DecayIn())
         nodes, edges = await self._counts()
         return BuildOut(success=True, folded=out.folded, nodes=nodes, edges=edges)
 
@@ -193,7 +196,7 @@ class GraphOps:
         at = clock.iso(clock.now())
         state = await self._graph()
         ids: dict[str, str] = {}
-        async with await self._owner.exclusive("graph"):
+        async with await self.owner.exclusive("graph"):
             for raw in nodes_in[:MAX_IMPORT]:
                 if not isinstance(raw, dict) or raw.get("id") is None:
                     continue

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
 
@@ -71,6 +71,9 @@ STALE_SESSION = timedelta(hours=24)
 PROFILE_LAG = 1000
 """MEM_EVENTS a profile may trail before it counts as stale (the feed runs every minute)."""
 Status = Literal["pass", "warn", "fail"]
+
+if TYPE_CHECKING:
+    from functions.lifecycle.service import LifecycleService
 
 
 class DiagnoseIn(msgspec.Struct, rename="camel", kw_only=True):
@@ -141,12 +144,12 @@ def rest(method: str, path: str, **kw: Any) -> Http:
 
 
 class DiagnosticsService:
-    def __init__(self, owner: Any) -> None:
-        self._owner = owner  # the LifecycleService
+    def __init__(self, owner: LifecycleService) -> None:
+        self.owner = owner
 
     @property
     def store(self) -> MemoryStore:
-        return self._owner.store  # type: ignore[no-any-return]
+        return self.owner.store
 
     async def _findings(self, cats: list[str], now: datetime) -> list[Finding]:
         want = set(cats or OURS)
@@ -384,15 +387,15 @@ class DiagnosticsService:
 
     # ---- fixes -------------------------------------------------------------------------
     async def _sweep(self) -> str:
-        out = await self._owner.sweep(SweepIn(stale_hours=24))
+        out = await self.owner.sweep(SweepIn(stale_hours=24))
         return f"swept sessions: abandoned {len(out.abandoned)}"
 
     async def _auto_forget(self) -> str:
-        out = await self._owner.auto_forget(AutoForgetIn())
+        out = await self.owner.auto_forget(AutoForgetIn())
         return f"auto-forget removed {sum(out.removed.values())}"
 
     async def _refold(self) -> str:
-        out = await self._owner.digest_events(DigestIn())
+        out = await self.owner.digest_events(DigestIn())
         return f"profiles refolded: {out.folded}"
 
     def _unsupersede(self, mid: str) -> Any:

@@ -5,7 +5,7 @@ The actions are the coordination layer's; they are read through its functions
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -13,6 +13,9 @@ from engine import Context, FunctionError, Http, operation
 from functions.memory import remember as remember_mod
 from functions.memory.wire import MemoryView, RememberIn
 from functions.names import Names, names
+
+if TYPE_CHECKING:
+    from functions.lifecycle.service import LifecycleService
 
 
 class FlowIn(msgspec.Struct, rename="camel", kw_only=True):
@@ -65,8 +68,8 @@ def workflow_text(actions: list[dict[str, Any]]) -> tuple[str, str, list[str]]:
 
 
 class FlowService:
-    def __init__(self, owner: Any) -> None:
-        self._owner = owner  # the LifecycleService
+    def __init__(self, owner: LifecycleService) -> None:
+        self.owner = owner
 
     @operation(
         "mem::flow-compress",
@@ -108,7 +111,7 @@ class FlowService:
             return FlowOut(success=True, compressed=0, message="no completed actions to compress")
         title, content, tags = workflow_text(done)
         out = await remember_mod.remember(
-            self._owner.store,
+            self.owner.store,
             RememberIn(
                 content=content,
                 title=title,

@@ -14,7 +14,7 @@ import hashlib
 import re
 from collections import defaultdict
 from itertools import combinations
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import msgspec
 
@@ -41,6 +41,9 @@ InsightView = view(Insight)
 Unit = Annotated[float, msgspec.Meta(ge=0, le=1)]
 _TOKEN = re.compile(r"[a-z0-9_./-]{2,}")
 _EDITS = ("file_edit", "file_write")
+
+if TYPE_CHECKING:
+    from functions.lifecycle.service import LifecycleService
 
 
 class PatternsIn(msgspec.Struct, rename="camel", kw_only=True):
@@ -118,12 +121,12 @@ def insight_id(project: str, concepts: list[str]) -> str:
 
 
 class InsightService:
-    def __init__(self, owner: Any) -> None:
-        self._owner = owner
+    def __init__(self, owner: LifecycleService) -> None:
+        self.owner = owner
 
     @property
     def store(self) -> MemoryStore:
-        return self._owner.store  # type: ignore[no-any-return]
+        return self.owner.store
 
     async def _observations(self, project: str) -> list[Observation]:
         return [
@@ -216,7 +219,7 @@ class InsightService:
                     f"(seen in {p.frequency} sessions)."
                 )
         now = clock.now()
-        cfg = self._owner.config.decay
+        cfg = self.owner.config.decay
         async for _, les in (await self.store.client.state(LESSONS_BUCKET)).scan(">", Lesson):
             if les.deleted or (req.project and les.project not in ("", req.project)):
                 continue

@@ -12,7 +12,7 @@ import msgspec
 
 from engine import Http, Tool, operation
 from functions.lifecycle import lessons
-from functions.lifecycle.service import when
+from functions.lifecycle.service import LifecycleService, when
 from functions.lifecycle.wire import (
     LessonListIn,
     LessonOut,
@@ -23,6 +23,7 @@ from functions.lifecycle.wire import (
     LessonView,
     ScoredLesson,
 )
+from functions.memory.store import MemoryStore
 from functions.records import Lesson
 from functions.views import as_view
 
@@ -45,12 +46,12 @@ def _scored(found: list[tuple[float, Lesson]], strength_is_score: bool = False) 
 
 
 class LessonService:
-    def __init__(self, owner: Any) -> None:
-        self._owner = owner  # the LifecycleService: store, config, clock
+    def __init__(self, owner: LifecycleService) -> None:
+        self.owner = owner
 
     @property
-    def store(self) -> Any:
-        return self._owner.store
+    def store(self) -> MemoryStore:
+        return self.owner.store
 
     def _now(self, req: Any) -> datetime:
         return when(req)
@@ -71,7 +72,7 @@ class LessonService:
     )
     async def save(self, req: LessonSaveIn) -> LessonOut:
         lesson, created = await lessons.save(
-            self.store, req, self._owner.config.decay, self._now(req)
+            self.store, req, self.owner.config.decay, self._now(req)
         )
         return LessonOut(
             success=True,
@@ -87,7 +88,7 @@ class LessonService:
         tool=Tool("memory_lesson_recall"),
     )
     async def recall(self, req: LessonRecallIn) -> LessonsOut:
-        found = await lessons.recall(self.store, req, self._owner.config.decay, self._now(req))
+        found = await lessons.recall(self.store, req, self.owner.config.decay, self._now(req))
         return _scored(found)
 
     @operation(
@@ -104,7 +105,7 @@ class LessonService:
         http=rest("GET", "lessons"),
     )
     async def listing(self, req: LessonListIn) -> LessonsOut:
-        found = await lessons.listing(self.store, req, self._owner.config.decay, self._now(req))
+        found = await lessons.listing(self.store, req, self.owner.config.decay, self._now(req))
         return _scored(found, strength_is_score=True)
 
     @operation(
@@ -114,7 +115,7 @@ class LessonService:
     )
     async def reinforce(self, req: LessonReinforceIn) -> LessonOut:
         lesson = await lessons.reinforce(
-            self.store, req.id, self._owner.config.decay, self._now(req)
+            self.store, req.id, self.owner.config.decay, self._now(req)
         )
         return LessonOut(success=True, lesson=as_view(lesson, LessonView), action="strengthened")
 

@@ -16,7 +16,7 @@ import msgspec
 
 from engine import FunctionError, Http, State, Tool, operation
 from functions.memory.scrub import scrub
-from functions.memory.store import MemoryStore, kv_key, new_id, now_iso
+from functions.memory.store import MemoryStore, StoreOwner, kv_key, new_id, now_iso
 from functions.names import Names, names
 from functions.records import (
     FACETS_BUCKET,
@@ -148,12 +148,12 @@ def rest(method: str, path: str, **kw: object) -> Http:
 
 
 class FacetService:
-    def __init__(self, owner: object) -> None:
-        self._owner = owner
+    def __init__(self, owner: StoreOwner) -> None:
+        self.owner = owner
 
     @property
     def store(self) -> MemoryStore:
-        return self._owner.store  # type: ignore[attr-defined, no-any-return]
+        return self.owner.store
 
     async def state(self) -> State:
         return await self.store.client.state(FACETS_BUCKET)

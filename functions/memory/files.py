@@ -16,6 +16,7 @@ from engine import FunctionError, Http, Tool, operation
 from functions.memory import sessions as sessions_mod
 from functions.memory import transcripts
 from functions.memory.markdown import compress_markdown, problems
+from functions.memory.service import MemoryService
 from functions.memory.store import MemoryStore, now_iso
 from functions.memory.wire import ObserveIn, SessionEndIn
 from functions.names import Names, names
@@ -117,12 +118,12 @@ def _name(text: str, fallback: str) -> str:
 
 
 class FileService:
-    def __init__(self, owner: object) -> None:
-        self._owner = owner
+    def __init__(self, owner: MemoryService) -> None:
+        self.owner = owner
 
     @property
     def store(self) -> MemoryStore:
-        return self._owner.store  # type: ignore[attr-defined, no-any-return]
+        return self.owner.store
 
     @operation(
         "mem::compress-file",
@@ -304,7 +305,7 @@ class FileService:
             )
         found = await asyncio.to_thread(transcripts.find_transcripts, root)
         files = found[: req.max_files]
-        observer = self._owner.observer  # type: ignore[attr-defined]
+        observer = self.owner.observer
         sessions = events = stored = dups = 0
         for f in files:
             for s in await asyncio.to_thread(transcripts.parse, f):

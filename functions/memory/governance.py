@@ -15,7 +15,7 @@ from engine import FunctionError, Http, operation
 from functions.lifecycle import clock
 from functions.memory import forget as forget_mod
 from functions.memory import transfer
-from functions.memory.store import MemoryStore, kv_key, now_iso
+from functions.memory.store import MemoryStore, StoreOwner, kv_key, now_iso
 from functions.memory.wire import ForgetIn, ImportCounts, ImportIn
 from functions.names import Names, names
 from functions.records import Memory, Session
@@ -78,12 +78,12 @@ def _when(value: str, field: str) -> str:
 
 
 class GovernanceService:
-    def __init__(self, owner: object) -> None:
-        self._owner = owner
+    def __init__(self, owner: StoreOwner) -> None:
+        self.owner = owner
 
     @property
     def store(self) -> MemoryStore:
-        return self._owner.store  # type: ignore[attr-defined, no-any-return]
+        return self.owner.store
 
     @operation(
         "mem::governance-bulk",

@@ -12,7 +12,7 @@ import msgspec
 
 from engine import FunctionError, Http, operation
 from functions.lifecycle import clock
-from functions.memory.store import MemoryStore
+from functions.memory.store import MemoryStore, StoreOwner
 from functions.memory.wire import MemoryView, ObservationView, SessionView
 from functions.records import Memory, Observation, Session
 from functions.views import as_view
@@ -155,12 +155,12 @@ async def worktree_info(cwd: Path) -> WorktreeInfo:
 
 
 class ListingService:
-    def __init__(self, owner: object) -> None:
-        self._owner = owner
+    def __init__(self, owner: StoreOwner) -> None:
+        self.owner = owner
 
     @property
     def store(self) -> MemoryStore:
-        return self._owner.store  # type: ignore[attr-defined, no-any-return]
+        return self.owner.store
 
     async def _tier(self, type_: str, req: TierIn) -> list[Memory]:
         ms = [

@@ -12,7 +12,7 @@ from typing import Any
 import msgspec
 
 from engine import Context, FunctionError, Http, operation
-from functions.memory.store import MemoryStore
+from functions.memory.store import MemoryStore, StoreOwner
 from functions.records import Memory, Session, SessionSummary
 
 JSON = "application/json"
@@ -163,12 +163,12 @@ async def _optional(ctx: Context, function_id: str, payload: dict[str, Any], emp
 
 
 class McpContentService:
-    def __init__(self, owner: object) -> None:
-        self._owner = owner
+    def __init__(self, owner: StoreOwner) -> None:
+        self.owner = owner
 
     @property
     def store(self) -> MemoryStore:
-        return self._owner.store  # type: ignore[attr-defined, no-any-return]
+        return self.owner.store
 
     @operation(
         "mcp::resources-list",

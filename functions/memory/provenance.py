@@ -10,7 +10,7 @@ import msgspec
 
 from engine import FunctionError, Http, Tool, operation
 from functions.memory.scrub import scrub
-from functions.memory.store import MemoryStore, kv_key, now_iso
+from functions.memory.store import MemoryStore, StoreOwner, kv_key, now_iso
 from functions.memory.wire import SessionView
 from functions.records import (
     COMMITS_BUCKET,
@@ -89,12 +89,12 @@ def rest(method: str, path: str, **kw: object) -> Http:
 
 
 class ProvenanceService:
-    def __init__(self, owner: object) -> None:
-        self._owner = owner
+    def __init__(self, owner: StoreOwner) -> None:
+        self.owner = owner
 
     @property
     def store(self) -> MemoryStore:
-        return self._owner.store  # type: ignore[attr-defined, no-any-return]
+        return self.owner.store
 
     async def _cite(self, sid: str) -> Citation:
         st = self.store

@@ -17,7 +17,7 @@ import msgspec
 from engine import FunctionError, Http, State, Tool, operation
 from functions.graph.keys import MemoryIndex
 from functions.memory.scrub import scrub
-from functions.memory.store import MemoryStore, kv_key, new_id, now_iso
+from functions.memory.store import MemoryStore, StoreOwner, kv_key, new_id, now_iso
 from functions.memory.wire import MemoryView
 from functions.records import (
     GRAPH_BUCKET,
@@ -127,12 +127,12 @@ def rest(method: str, path: str, **kw: object) -> Http:
 
 
 class RelationService:
-    def __init__(self, owner: object) -> None:
-        self._owner = owner
+    def __init__(self, owner: StoreOwner) -> None:
+        self.owner = owner
 
     @property
     def store(self) -> MemoryStore:
-        return self._owner.store  # type: ignore[attr-defined, no-any-return]
+        return self.owner.store
 
     async def state(self) -> State:
         return await self.store.client.state(RELATIONS_BUCKET)

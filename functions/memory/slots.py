@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
+from collections.abc import Callable
 from typing import Annotated, Literal
 
 import msgspec
 
 from engine import FunctionError, Http, State, Tool, operation
 from functions.memory.scrub import scrub
-from functions.memory.store import MemoryStore, now_iso
+from functions.memory.store import MemoryStore, StoreOwner, now_iso
 from functions.records import SLOTS_BUCKET, Observation, Slot
 from functions.views import as_view, view
 
@@ -192,12 +193,12 @@ def rest(method: str, path: str, **kw: object) -> Http:
 class SlotService:
     """Served by the memory worker, over the store its `MemoryService` opened."""
 
-    def __init__(self, store: object) -> None:
-        self._owner = store  # anything with a `.store` (the MemoryService)
+    def __init__(self, owner: StoreOwner) -> None:
+        self.owner = owner
 
     @property
     def store(self) -> MemoryStore:
-        return self._owner.store  # type: ignore[attr-defined, no-any-return]
+        return self.owner.store
 
     async def state(self) -> State:
         return await self.store.client.state(SLOTS_BUCKET)
@@ -226,7 +227,7 @@ class SlotService:
                 return key, s
         raise FunctionError("NOT_FOUND", f"slot {label!r} not found", field="label")
 
-    async def _edit(self, label: str, project: str, change: object) -> Slot:
+    async def _edit(self, label: str, project: str, change: Callable[[Slot], str]) -> Slot:
         key, _ = await self._find(label, project)
         st = await self.state()
         err: list[FunctionError] = []
@@ -240,7 +241,7 @@ class SlotService:
                 err.append(FunctionError("FORBIDDEN", f"slot {label!r} is read-only"))
                 return None
             try:
-                cur.content = change(cur)  # type: ignore[operator]
+                cur.content = change(cur)
             except FunctionError as e:
                 err.append(e)
                 return None

@@ -10,7 +10,7 @@ import re
 import secrets
 import time
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import msgspec
 
@@ -197,6 +197,13 @@ class MemoryStore:
 
     def default_agent(self, agent_id: str) -> str:
         return agent_id or self._default_agent
+
+
+class StoreOwner(Protocol):
+    """What the memory worker's services share: the process's one store (MemoryService)."""
+
+    @property
+    def store(self) -> MemoryStore: ...
 
 
 def events_stream(client: Client) -> Stream:

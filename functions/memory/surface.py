@@ -12,7 +12,7 @@ import msgspec
 
 from engine import FunctionError, Http, HttpRequest, HttpResponse, Tool, operation
 from functions.lifecycle.config import LifecycleConfig
-from functions.memory.store import MemoryStore
+from functions.memory.store import MemoryStore, StoreOwner
 from functions.records import Memory, Session
 
 VERSION = "0.9.29"
@@ -145,12 +145,12 @@ def rest(method: str, path: str, **kw: object) -> Http:
 
 
 class SurfaceService:
-    def __init__(self, owner: object) -> None:
-        self._owner = owner
+    def __init__(self, owner: StoreOwner) -> None:
+        self.owner = owner
 
     @property
     def store(self) -> MemoryStore:
-        return self._owner.store  # type: ignore[attr-defined, no-any-return]
+        return self.owner.store
 
     @operation(
         "mem::config-flags",
