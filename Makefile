@@ -62,7 +62,7 @@ unit: install-test
 test: lint typecheck unit
 
 eval: install-test
-	$(PY) ops/eval/locomo.py
+	$(PY) ops/eval/locomo.py --cv
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache

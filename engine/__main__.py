@@ -50,7 +50,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             print(f"error: {exc}", file=sys.stderr)
             return 1
         ports = ", ".join(f"{name} :{port}" for name, port in inst.ports.as_dict().items())
-        fns = sorted({f for w in sup.workers for f in w.functions})
+        fns = sup.functions()
         print(
             f"engine ready: instance {inst.number}, data {inst.data_dir}, NATS {sup.url}, "
             f"{ports}; {len(sup.workers)} worker process(es), {len(fns)} functions",

@@ -122,7 +122,7 @@ class Client:
                 SpanKind.CLIENT,
                 {
                     "faas.invoked_name": function_id,
-                    "faas.invoked_provider": "agentmemory-engine",
+                    "faas.invoked_provider": "engine",
                 },
             )
             if span.sampled and _SKIP_SERVER_TRACE:
@@ -192,6 +192,11 @@ class Client:
         """A plain NATS request on this connection's shared reply inbox (JetStream publishes
         that need their ack, for instance). Raises nats-py's errors as they are."""
         return await self._requester.request(subject, data, timeout, headers)
+
+    @property
+    def requests_in_flight(self) -> int:
+        """Requests on the shared reply inbox still waiting for their reply."""
+        return self._requester.in_flight
 
     async def fire(
         self, function_id: str, payload: Any = None, *, headers: Mapping[str, str] | None = None

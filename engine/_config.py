@@ -11,6 +11,7 @@ import msgspec
 import yaml
 
 from engine._paths import Layout
+from engine._triggers import check_kind
 
 
 class RestartPolicy(msgspec.Struct, forbid_unknown_fields=True):
@@ -131,6 +132,11 @@ def check(cfg: EngineConfig) -> None:
         for d in w.depends_on:
             if d not in names:
                 raise ConfigError(f"worker {w.name} depends on unknown worker {d!r}")
+    for t in cfg.triggers:
+        try:
+            check_kind(t.kind)
+        except ValueError as exc:
+            raise ConfigError(f"trigger of {t.function_id}: {exc}") from None
     start_order(cfg.workers)
 
 

@@ -11,7 +11,7 @@ from typing import Any
 import nats
 from nats.aio.client import Client as NATS
 
-from engine import _headers
+from engine import _natspy
 
 log = logging.getLogger("engine.connect")
 
@@ -60,5 +60,5 @@ async def connect(
     opts = connect_options(url, credentials, name)
     opts.update(extra)
     nc = await nats.connect(**opts)
-    _headers.install(nc)  # nats-py's header code, faster: every call carries headers
+    _natspy.install(nc)  # nats-py's header code, faster: every call carries headers
     return nc

@@ -5,6 +5,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -37,6 +38,16 @@ class Instance:
         number = lay.default_instance() if instance is None else instance
         dd = Path(data_dir).expanduser() if data_dir else lay.data_dir(number)
         return cls(number, dd.resolve(), lay.ports_for(number, port), lay)
+
+    def flags(self) -> str:
+        """The command-line options that name this instance again (`--instance K`, and
+        `--data-dir` / `--port` when they are not the instance's defaults)."""
+        out = [f"--instance {self.number}"]
+        if self.data_dir != self.layout.data_dir(self.number).resolve():
+            out.append(f"--data-dir {shlex.quote(str(self.data_dir))}")
+        if self.ports != self.layout.ports_for(self.number):
+            out.append(f"--port {self.ports.anchor - 100 * self.number}")
+        return " ".join(out)
 
     @property
     def pidfile(self) -> Path:
@@ -103,22 +114,44 @@ class InstanceLock:
         except BlockingIOError:
             fh.close()
             prev = self.inst.read_pidfile() or {}
+            flags = self.inst.flags()
             raise InstanceBusy(
                 f"engine instance {self.inst.number} is already running "
                 f"(pid {prev.get('pid', '?')}, data dir {self.inst.data_dir}); "
-                f"stop it with `python -m engine stop --instance {self.inst.number}` "
+                f"stop it with `python -m engine stop {flags}` "
                 f"or start another with --instance N"
             ) from None
         self._fh = fh
         tmp = self.inst.pidfile.with_suffix(".tmp")
         tmp.write_text(json.dumps(info))
         os.replace(tmp, self.inst.pidfile)
+        self._note_in_registry()
+
+    def _forget_in_registry(self) -> None:
+        path = self.inst.layout.registry_dir() / f"{self.inst.number}.json"
+        try:
+            if json.loads(path.read_text()).get("data_dir") == str(self.inst.data_dir):
+                path.unlink()
+        except (OSError, ValueError, AttributeError):
+            pass
+
+    def _note_in_registry(self) -> None:
+        folder = self.inst.layout.registry_dir()
+        try:
+            folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+            path = folder / f"{self.inst.number}.json"
+            tmp = path.with_suffix(".tmp")
+            tmp.write_text(json.dumps({"data_dir": str(self.inst.data_dir)}))
+            os.replace(tmp, path)
+        except OSError:
+            pass  # a convenience for tools: never a reason not to start
 
     def release(self) -> None:
         if self._fh is None:
             return
         try:
             self.inst.pidfile.unlink(missing_ok=True)
+            self._forget_in_registry()
         finally:
             fcntl.flock(self._fh, fcntl.LOCK_UN)
             self._fh.close()

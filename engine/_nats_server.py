@@ -74,7 +74,7 @@ class NatsServer:
     host: str = "127.0.0.1"
     user: str | None = None
     password: str | None = None
-    server_name: str = "agentmemory"
+    server_name: str = "engine"
     log_file: Path | None = None
     max_file_store: str = "10G"
     max_memory_store: str = "512M"

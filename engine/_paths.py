@@ -52,6 +52,11 @@ class Layout(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     def settings_file(self) -> Path:
         return Path.home() / f".{self.name}" / ".env"
 
+    def registry_dir(self) -> Path:
+        """Where each running instance notes its data dir (`<K>.json`), so a tool given
+        only `--instance K` finds an instance started with another data dir."""
+        return Path.home() / f".{self.name}" / "instances"
+
     def data_root(self) -> Path:
         env = os.environ.get(self.env("DATA_DIR"))
         if env:

@@ -28,6 +28,10 @@ class Requester:
         self._pending: dict[str, asyncio.Future[Msg]] = {}
         self._starting: asyncio.Task[None] | None = None
 
+    @property
+    def in_flight(self) -> int:
+        return len(self._pending)
+
     async def _start(self) -> None:
         prefix = self.nc.new_inbox() + "."
         await self.nc.subscribe(prefix + "*", cb=self._on_reply)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import re
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
@@ -27,6 +28,25 @@ T = TypeVar("T")
 Presence = Literal["present", "deleted", "absent"]
 CREATE_TIMEOUT = 5.0
 _DELETED = ("DEL", "PURGE")
+_KEY_RE = re.compile(r"^[-/_=.a-zA-Z0-9]+$")
+
+
+def valid_key(key: str) -> bool:
+    """A key JetStream KV can hold (the rule nats-py checks before sending)."""
+    return bool(key) and key[0] != "." and key[-1] != "." and bool(_KEY_RE.match(key))
+
+
+def _check_key(bucket: str, key: str) -> None:
+    # A write with a key from outside (an id a client sent) fails as the client's error,
+    # naming what is wrong, not as nats-py's InvalidKeyError (a 500).
+    if not valid_key(key):
+        raise FunctionError(
+            "BAD_REQUEST",
+            f"{key[:80]!r} cannot be a key of {bucket}: use letters, digits and - / _ = . "
+            "(not at either end)",
+        )
+
+
 __all__ = ["CasConflict", "Change", "Entry", "Op", "Presence", "State"]
 
 
@@ -112,6 +132,8 @@ class State:
         return cls(kv, bucket, client)
 
     async def entry(self, key: str, type: type[T] | Any = Any) -> Entry[T] | None:
+        if not valid_key(key):
+            return None  # no record can live under it
         try:
             e = await self.kv.get(key)
         except nats.js.errors.KeyNotFoundError:
@@ -125,6 +147,7 @@ class State:
         return None if e is None else e.value
 
     async def put(self, key: str, value: Any) -> int:
+        _check_key(self.bucket, key)
         span = _kv_span("put", self.bucket)
         try:
             return await self.kv.put(key, _codec.encode(value))
@@ -137,6 +160,7 @@ class State:
         key holds a value. A deleted key counts as absent unless `over_tombstone=False`:
         then a key that was ever written and deleted is never written again this way (one
         JetStream write, no read first, for the hot paths that want exactly that)."""
+        _check_key(self.bucket, key)
         span = _kv_span("create", self.bucket)
         try:
             if not over_tombstone:
@@ -161,6 +185,8 @@ class State:
     async def presence(self, key: str) -> Presence:
         """Whether `key` holds a value, was deleted (its tombstone kept), or never existed
         (or was purged)."""
+        if not valid_key(key):
+            return "absent"
         try:
             e = await self.kv.get(key)
         except nats.js.errors.KeyNotFoundError as err:
@@ -170,6 +196,7 @@ class State:
 
     async def compare_and_set(self, key: str, value: Any, revision: int) -> int:
         """Write only if the key is still at `revision` (0: absent). Raises CasConflict."""
+        _check_key(self.bucket, key)
         span = _kv_span("update", self.bucket)
         try:
             if revision == 0:
@@ -214,6 +241,8 @@ class State:
         raise CasConflict(self.bucket, key)
 
     async def delete(self, key: str) -> None:
+        if not valid_key(key):
+            return  # nothing can be stored under it
         span = _kv_span("delete", self.bucket)
         try:
             await self.kv.delete(key)

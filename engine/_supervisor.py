@@ -402,7 +402,7 @@ class Supervisor:
             store = await client.state(TRIGGERS_BUCKET, history=5, replicas=reps)
             for t in self.cfg.triggers:
                 spec = TriggerSpec(
-                    kind=t.kind,  # type: ignore[arg-type]
+                    kind=t.kind,
                     function_id=t.function_id,
                     config=t.config,
                     id=t.id,
@@ -437,6 +437,7 @@ class Supervisor:
                 "ENGINE_INSTANCE": str(self.inst.number),
                 "ENGINE_DATA_DIR": str(self.inst.data_dir),
                 "ENGINE_SUPERVISOR_PID": str(os.getpid()),
+                "ENGINE_NAMESPACE": lay.name,
                 # The layout's own names (config/engine.yaml), so workers find the instance
                 # they belong to with the settings a user would set.
                 lay.env("DATA_DIR"): str(self.inst.data_dir),
@@ -467,6 +468,11 @@ class Supervisor:
         os.replace(tmp, self.inst.pidfile)
 
     # ---- running -----------------------------------------------------------------
+    def functions(self) -> list[str]:
+        """Every function id the instance serves: its workers' and the supervisor's own
+        (engine::status, engine::stop), as the console's Functions page lists them."""
+        return sorted({f for w in self.workers for f in w.functions} | set(self._api.functions))
+
     def status(self) -> EngineStatus:
         return EngineStatus(
             instance=self.inst.number,

@@ -328,7 +328,11 @@ class _Exporter:
 
             self.otlp = OTLPSpanExporter()
             self.resource = Resource.create(
-                {"service.name": service, "service.namespace": "agentmemory"}
+                {
+                    "service.name": service,
+                    # The instance's layout name (the supervisor passes it to workers).
+                    "service.namespace": os.environ.get("ENGINE_NAMESPACE", "engine"),
+                }
             )
         self.task: asyncio.Task[None] | None = None
 
@@ -406,6 +410,13 @@ def setup(
 
 def enabled() -> bool:
     return _enabled
+
+
+def set_enabled(on: bool) -> None:
+    """Pause (or resume) tracing in this process once `setup` ran: benchmarks compare
+    traced and untraced calls in one process."""
+    global _enabled
+    _enabled = bool(on) and _service != ""
 
 
 async def shutdown() -> None:

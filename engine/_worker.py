@@ -15,14 +15,16 @@ from typing import Any
 
 import msgspec
 from nats.aio.client import Client as NATS
+from nats.aio.msg import Msg
 from nats.micro import add_service
 from nats.micro.request import Request
 from nats.micro.service import Service
 
-from engine import _codec, _tracing
+from engine import _codec, _natspy, _tracing
 from engine._client import Client, LocalCall
 from engine._context import Context
 from engine._errors import FunctionError, invalid_request
+from engine._natspy import NO_COUNTERS, EndpointCounters
 from engine._operations import Http, NoArgs, Tool, declared
 from engine._protocol import (
     ERROR_CODE_HEADER,
@@ -93,6 +95,9 @@ class _Stats:
             "duration_buckets_ms": list(BUCKETS_MS),
             "duration_counts": list(self.counts),
             "busy_ms": self.busy_ns / 1e6,
+            "calls": sum(self.counts),
+            "errors": self.errors,
+            "last_error": self.last_error,
         }
 
 
@@ -117,7 +122,8 @@ class Worker:
         self._client: Client | None = None
         self._subs: list[Any] = []
         self._stats: dict[str, _Stats] = {}
-        self._endpoints: dict[str, Any] = {}
+        self._counters: dict[str, EndpointCounters] = {}
+        self._by_endpoint: dict[str, str] = {}
         self._dispatchers: dict[str, Callable[[Any], Awaitable[asyncio.Task[None]]]] = {}
         self._draining = False
         self.triggers: list[TriggerSpec] = []
@@ -140,7 +146,7 @@ class Worker:
         validate_function_id(function_id)
 
         def deco(fn: Handler) -> Handler:
-            hints = typing.get_type_hints(fn)
+            hints = typing.get_type_hints(fn, include_extras=True)
             params = [k for k in hints if k != "return"]
             req_t = request if request is not None else (hints[params[0]] if params else Any)
             resp_t = response if response is not None else hints.get("return", Any)
@@ -158,7 +164,13 @@ class Worker:
             )
             self.functions[function_id] = spec
             if http is not None:
-                self.trigger("http", function_id, **http.trigger_config(spec.description, timeout))
+                # A readable trigger id (the console's Triggers page): one route per function.
+                self.trigger(
+                    "http",
+                    function_id,
+                    id=function_id.replace("::", "-"),
+                    **http.trigger_config(spec.description, timeout),
+                )
             return fn
 
         return deco
@@ -178,8 +190,8 @@ class Worker:
             )(handler)
 
     def trigger(self, kind: str, function_id: str, **config: Any) -> TriggerSpec:
-        """Bind an event source to a function, e.g. `worker.trigger("http", "mem::observe",
-        method="POST", path="/agentmemory/observe")`. Stored in KV when the worker starts."""
+        """Bind an event source to a function, e.g. `worker.trigger("cron", "greet::daily",
+        schedule="@daily")`. Stored in KV when the worker starts."""
         spec = trigger_spec(kind, function_id, **config)
         spec.worker = self.name
         self.triggers.append(spec)
@@ -222,25 +234,21 @@ class Worker:
         )
         self._service = svc
         for spec in self.functions.values():
+            name = _endpoint_name(spec.id)
+            self._by_endpoint[name] = spec.id
             await svc.add_endpoint(
-                name=_endpoint_name(spec.id),
+                name=name,
                 subject=subject_for(spec.id),
                 queue_group=spec.id,
                 handler=_from_request(self._dispatchers[spec.id]),
                 metadata=spec.schemas(),
             )
-        # The micro endpoints count requests; errors and busy time are ours to record
-        # because our calls finish in their own tasks, after the endpoint callback returned.
-        self._endpoints = {
-            spec.id: ep for spec, ep in zip(self.functions.values(), svc._endpoints, strict=True)
-        }
-        self._subs = [ep._subscription for ep in svc._endpoints]
-        # Hot path: the subscription hands messages straight to our dispatcher, skipping the
-        # micro wrapper (a Request object and timing per message that our own stats redo);
-        # the request count the micro STATS report is kept here.
-        for spec in self.functions.values():
-            ep = self._endpoints[spec.id]
-            ep._subscription._cb = _counting(ep, self._dispatchers[spec.id])
+        # Hot path on verified nats-py (engine/_natspy.py): raw messages to our dispatchers.
+        # Elsewhere micro's public handler path serves, and its STATS keep its own counts.
+        fast = _natspy.fast_endpoints(svc, [self._dispatchers[f] for f in self.functions])
+        if fast is not None:
+            self._counters = dict(zip(self.functions, fast, strict=True))
+            self._subs = _natspy.subscriptions(svc)
         await self._store_triggers()
         await nc.flush()
         log.info("worker %s serving %s", self.name, ", ".join(self.functions) or "no functions")
@@ -273,6 +281,12 @@ class Worker:
                 await sub.drain()
             except Exception:  # already closed
                 pass
+        if not self._subs and self._service is not None:
+            # The public path: stopping the service unsubscribes its endpoints.
+            try:
+                await self._service.stop()
+            except Exception:
+                pass
         if self._inflight:
             _done, pending = await asyncio.wait(set(self._inflight), timeout=self.drain_timeout)
             for t in pending:
@@ -300,9 +314,7 @@ class Worker:
 
         async def call(data: bytes, headers: dict[str, str]) -> tuple[bytes, dict[str, str]]:
             msg = _LocalMessage(subject, data, headers)
-            ep = self._endpoints.get(function_id)
-            if ep is not None:
-                ep._num_requests += 1
+            self._counters.get(function_id, NO_COUNTERS).request()
             task = await dispatch(msg)
             task.add_done_callback(msg.finished)
             return await msg.reply_future
@@ -391,7 +403,7 @@ class Worker:
                     "DEADLINE_EXCEEDED", f"{spec.id} did not finish before its deadline"
                 ) from None
             if msg.reply:
-                await msg._client.publish(msg.reply, _codec.encode(result))
+                await self._respond(msg, _codec.encode(result), None)
         except FunctionError as err:
             self._trace_error(span, spec, msg, err, now)
             await self._reply_error(spec, msg, err)
@@ -408,10 +420,7 @@ class Worker:
             st = self._stats[spec.id]
             st.busy_ns += elapsed
             st.counts[bisect.bisect_left(_BUCKETS_NS, elapsed)] += 1
-            ep = self._endpoints.get(spec.id)
-            if ep is not None:
-                ep._processing_time += elapsed
-                ep._average_processing_time = ep._processing_time // max(ep._num_requests, 1)
+            self._counters.get(spec.id, NO_COUNTERS).busy(elapsed)
 
     def _trace_error(
         self, span: Any, spec: FunctionSpec, msg: Any, err: FunctionError, started: float
@@ -425,28 +434,31 @@ class Worker:
         st = self._stats[spec.id]
         st.errors += 1
         st.last_error = f"{err.code}: {err.message}"
-        ep = self._endpoints.get(spec.id)
-        if ep is not None:
-            ep._num_errors += 1
-            ep._last_error = st.last_error
+        self._counters.get(spec.id, NO_COUNTERS).error(st.last_error)
         if not msg.reply:
             log.warning("fire-and-forget call of %s failed: %r", spec.id, err)
             return
         try:
-            await msg._client.publish(
-                msg.reply,
+            await self._respond(
+                msg,
                 err.encode(),
-                headers={ERROR_CODE_HEADER: str(err.status), ERROR_HEADER: err.message[:256]},
+                {ERROR_CODE_HEADER: str(err.status), ERROR_HEADER: err.message[:256]},
             )
         except Exception:
             log.warning("could not reply to %s (connection closing)", spec.id)
 
+    async def _respond(self, msg: Any, data: bytes, headers: dict[str, str] | None) -> None:
+        if msg.__class__ is Msg:  # off the bus: publish to its reply subject
+            await self.client.nc.publish(msg.reply, data, headers=headers)
+        else:  # in-process, or micro's public Request
+            await msg.respond(data, headers)
+
     def _endpoint_data(self, ep: Any) -> dict[str, Any]:
-        # $SRV.STATS: each endpoint's `data` carries its duration histogram.
-        for fid, e in self._endpoints.items():
-            if e._name == ep.name:
-                return self._stats[fid].data(fid)
-        return {}
+        # $SRV.STATS: each endpoint's `data` carries our figures of its calls (they run in
+        # their own tasks, so micro's own timing cannot see them): errors, busy time, and a
+        # duration histogram.
+        fid = self._by_endpoint.get(ep.name)
+        return self._stats[fid].data(fid) if fid is not None else {}
 
     def stats(self) -> dict[str, dict[str, Any]]:
         return {
@@ -459,21 +471,18 @@ class _LocalMessage:
     """A call made in this process, shaped like the bus message `_execute` answers: its
     reply (or error reply, with its headers) resolves the caller's future."""
 
-    __slots__ = ("_client", "data", "headers", "reply", "reply_future", "subject")
+    __slots__ = ("data", "headers", "reply", "reply_future", "subject")
 
     def __init__(self, subject: str, data: bytes, headers: dict[str, str]) -> None:
         self.subject = subject
         self.data = data
         self.headers = headers
         self.reply = "local"
-        self._client = self
         self.reply_future: asyncio.Future[tuple[bytes, dict[str, str]]] = (
             asyncio.get_running_loop().create_future()
         )
 
-    async def publish(
-        self, _subject: str, data: bytes, headers: dict[str, str] | None = None
-    ) -> None:
+    async def respond(self, data: bytes, headers: dict[str, str] | None = None) -> None:
         if not self.reply_future.done():
             self.reply_future.set_result((data, headers or {}))
 
@@ -485,23 +494,33 @@ class _LocalMessage:
             )
 
 
+class _RequestMessage:
+    """A micro Request (the public handler path) shaped like the bus message `_execute`
+    answers."""
+
+    __slots__ = ("_req", "data", "headers", "reply", "subject")
+
+    def __init__(self, req: Request) -> None:
+        self._req = req
+        self.subject = req.subject
+        self.data = req.data
+        self.headers = req.headers
+        self.reply = "request"
+
+    async def respond(self, data: bytes, headers: dict[str, str] | None = None) -> None:
+        try:
+            await self._req.respond(data, headers=headers)
+        except Exception:  # fire and forget: nobody to answer
+            pass
+
+
 def _from_request(
     dispatch: Callable[[Any], Awaitable[Any]],
 ) -> Callable[[Request], Awaitable[None]]:
     async def handler(req: Request) -> None:
-        await dispatch(req._msg)
+        await dispatch(_RequestMessage(req))
 
     return handler
-
-
-def _counting(
-    ep: Any, dispatch: Callable[[Any], Awaitable[Any]]
-) -> Callable[[Any], Awaitable[None]]:
-    async def on_msg(msg: Any) -> None:
-        ep._num_requests += 1
-        await dispatch(msg)
-
-    return on_msg
 
 
 def _endpoint_name(function_id: str) -> str:
@@ -513,14 +532,34 @@ def _decode_request(data: bytes, type_: Any, coerce: bool = False) -> Any:
         if coerce:  # a query string or path parameters: "10" may be an int
             return _codec.decode_lax(data, type_)
         return _codec.decode(data, type_)
-    except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+    except msgspec.ValidationError as exc:
+        # JSON Schema's integer is any number without a fractional part (`5.0` included),
+        # which msgspec's strict decoding refuses: such a request is decoded again with
+        # integral floats as ints (only then, so the usual path pays nothing).
+        if "got `float`" in str(exc):
+            try:
+                return _codec.decode(_codec.encode(_integral(_codec.decode(data))), type_)
+            except (msgspec.ValidationError, msgspec.DecodeError):
+                pass
         raise invalid_request(exc) from None
+    except msgspec.DecodeError as exc:
+        raise invalid_request(exc) from None
+
+
+def _integral(value: Any) -> Any:
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**63:
+        return int(value)
+    if isinstance(value, dict):
+        return {k: _integral(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_integral(v) for v in value]
+    return value
 
 
 def _adapt(method: Callable[..., Awaitable[Any]]) -> tuple[Any, Any, Handler]:
     """(request type, response type, handler(req, ctx)) of a service method taking
     `(req)`, `(req, ctx)` or nothing."""
-    hints = typing.get_type_hints(method)
+    hints = typing.get_type_hints(method, include_extras=True)
     params = [
         p
         for p in inspect.signature(method).parameters.values()

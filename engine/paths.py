@@ -1,7 +1,7 @@
 """Where an instance lives, for workers and command-line tools: its data dir and named
 ports, as the engine config's `layout` says (see engine/_paths.py)."""
 
-from engine._instance import Instance, InstanceBusy
+from engine._instance import Instance, InstanceBusy, InstanceLock
 from engine._paths import (
     DEFAULT_CONFIG,
     ENGINE_PORTS,
@@ -20,6 +20,7 @@ __all__ = [
     "ENV_CONFIG",
     "Instance",
     "InstanceBusy",
+    "InstanceLock",
     "Layout",
     "Ports",
     "current_layout",

@@ -17,6 +17,9 @@ from engine._tracing import (
     fail,
     inject,
     scrub_payload,
+    set_enabled,
+    setup,
+    shutdown,
     start,
     untraced,
 )
@@ -36,6 +39,9 @@ __all__ = [
     "fail",
     "inject",
     "scrub_payload",
+    "set_enabled",
+    "setup",
+    "shutdown",
     "start",
     "untraced",
 ]

@@ -3,7 +3,29 @@ upstream's MCP tools send them (`"concepts": "jwt, auth"`)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 Names = list[str] | str
+
+SOME_NAMES: dict[str, Any] = {
+    "anyOf": [
+        {"type": "array", "minItems": 1},
+        {"type": "string", "pattern": "[^,\\s]"},
+    ]
+}
+"""JSON Schema of a `Names` value that names at least one."""
+TEXT: dict[str, Any] = {"type": "string", "pattern": "\\S"}
+"""JSON Schema of a string with a non-blank character."""
+
+
+def at_least_one_of(**fields: dict[str, Any]) -> dict[str, Any]:
+    """`extra_json_schema` of a request that needs one of `fields`, each given as the
+    schema that makes it count (e.g. `memoryIds=SOME_NAMES`)."""
+    return {
+        "anyOf": [
+            {"required": [name], "properties": {name: schema}} for name, schema in fields.items()
+        ]
+    }
 
 
 def names(value: Names) -> list[str]:

@@ -232,10 +232,16 @@ class GraphStats(msgspec.Struct, omit_defaults=True, kw_only=True):
 class ProfileTerm(msgspec.Struct, omit_defaults=True, kw_only=True):
     name: str
     score: float
-    """Decayed count: halves every `half_life_days` of event time without a new mention."""
+    """Decayed weight as of `last` and `epoch`: halves every `half_life_days` of event time
+    and every `session_half_life` later sessions without a mention; within one session
+    the k-th mention adds 1/k^2 (see functions/lifecycle/profile.py)."""
     count: int = 0
     """Plain count since first seen."""
     last: str = ""
+    epoch: int = 0
+    """The profile's session epoch at the last mention."""
+    hits: int = 0
+    """Mentions in that epoch's session (0: before per-session weighting)."""
 
 
 class ProjectProfile(msgspec.Struct, omit_defaults=True, kw_only=True):
@@ -254,6 +260,9 @@ class ProjectProfile(msgspec.Struct, omit_defaults=True, kw_only=True):
     conventions: list[str] = msgspec.field(default_factory=list)
     recent_sessions: list[str] = msgspec.field(default_factory=list)
     """The last few session ids seen (to count distinct sessions without a set)."""
+    epoch: int = 0
+    """Sessions begun since session recency was kept (each new session adds one): the
+    clock terms decay by, besides event time."""
     seq: int = 0
     """Last MEM_EVENTS sequence folded in."""
 

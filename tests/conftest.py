@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from engine import Client, connect
-from engine._nats_server import NatsServer
+from engine.server import NatsServer
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -50,6 +50,9 @@ TICK = "cron.tick."
 DURABLE = "ticks"
 
 
+UNAVAILABLE_RETRY = 3.0
+
+
 class CronConfig(msgspec.Struct, kw_only=True):
     schedule: str
     tz: str = ""
@@ -59,6 +62,11 @@ class CronConfig(msgspec.Struct, kw_only=True):
     backoff: float = 1.0
     timeout: float = 30.0
     payload: Any = msgspec.field(default_factory=dict)
+    wait_unavailable: float = 300.0
+    """Seconds a firing waits for its function when nothing serves it (UNAVAILABLE: its
+    worker is still starting, or restarting), retried every few seconds without counting
+    against `max_attempts`. A tick that fell due while the engine was down fires while the
+    workers start; it used to be dropped before the lifecycle worker was up."""
 
     def __post_init__(self) -> None:
         self.schedule = server_schedule(self.schedule)
@@ -198,6 +206,12 @@ class CronTrigger:
                 spec.function_id, msg.data, timeout=cfg.timeout, headers=headers
             )
         except FunctionError as err:
+            if err.code == "UNAVAILABLE" and time.time() - due < cfg.wait_unavailable:
+                log.debug("cron %s: %s not served yet, waiting", tid, spec.function_id)
+                await msg.nak(
+                    delay=min(UNAVAILABLE_RETRY, backoff_delay(attempt, cfg.backoff, 300))
+                )
+                return
             if attempt < cfg.max_attempts and (err.retryable or err.status >= 500):
                 await msg.nak(delay=backoff_delay(attempt, cfg.backoff, 300))
                 return

@@ -90,7 +90,7 @@ class StreamGateway:
             lifespan="off",
             access_log=False,
             log_level="warning",
-            ws="websockets",
+            ws="websockets-sansio",  # uvicorn's legacy "websockets" one is deprecated
         )
         self._server = _Server(config)
         self._task = await serve_in_background(self._server, listen_socket(settings.host, port))
@@ -166,7 +166,12 @@ class StreamGateway:
         if not stream:
             if not subject:
                 raise ValueError("give ?subject= or ?stream=")
-            return await nc.subscribe(subject, cb=cb)
+            sub = await nc.subscribe(subject, cb=cb)
+            # The server has the subscription before the client is accepted: a message
+            # published once the socket opens is never missed (a SUB still in our write
+            # buffer would miss it: the live-follow test failed so under load).
+            await nc.flush()
+            return sub
         js = nc.jetstream()
         try:
             info = await js.stream_info(stream)

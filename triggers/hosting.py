@@ -3,29 +3,18 @@ some of them itself (ENGINE_TRIGGERS)."""
 
 from __future__ import annotations
 
-import importlib
-
 from engine import Client, Worker
+from engine.triggers import plugins
 from triggers.plugin import Plugin
-
-# kind -> (module, class): imported only when a process hosts that kind.
-_PLUGINS = {
-    "http": ("triggers.http.server", "HttpTrigger"),
-    "cron": ("triggers.cron", "CronTrigger"),
-    "queue": ("triggers.queue", "QueueTrigger"),
-    "subscribe": ("triggers.pubsub", "SubscribeTrigger"),
-    "stream": ("triggers.stream", "StreamTrigger"),
-    "state": ("triggers.state", "StateTrigger"),
-    "ws": ("triggers.gateway", "StreamGateway"),
-}
-ALL = tuple(_PLUGINS)
 
 
 def make_plugin(kind: str) -> Plugin:
-    if kind not in _PLUGINS:
-        raise SystemExit(f"unknown trigger kind {kind!r}; expected some of {', '.join(ALL)}")
-    module, name = _PLUGINS[kind]
-    plugin: Plugin = getattr(importlib.import_module(module), name)()
+    """The plug-in of `kind`, from the `engine.triggers` entry points (pyproject.toml)."""
+    found = plugins().get(kind)
+    if found is None:
+        known = ", ".join(sorted(plugins())) or "none (install the project: pip install -e .)"
+        raise SystemExit(f"unknown trigger kind {kind!r}; installed plug-ins: {known}")
+    plugin: Plugin = found.load()()
     return plugin
 
 
@@ -37,19 +26,24 @@ def host(worker: Worker, kinds: list[str]) -> None:
     An unknown kind stops the process with a message naming it."""
     if not kinds:
         return
-    plugins = [make_plugin(k) for k in kinds]
-    for p in plugins:
+    hosted = [make_plugin(k) for k in kinds]
+    for p in hosted:
         p.install(worker)
 
     @worker.on_start
     async def _start(client: Client) -> None:
-        for p in plugins:
+        for p in hosted:
             await p.start(client)
 
     @worker.on_stop
     async def _stop(client: Client) -> None:
-        for p in reversed(plugins):
+        for p in reversed(hosted):
             await p.stop()
+
+
+def all_kinds() -> list[str]:
+    """Every installed plug-in kind, in a stable order."""
+    return sorted(plugins())
 
 
 def hosted_kinds(value: str | None) -> list[str]:

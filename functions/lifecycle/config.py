@@ -65,6 +65,10 @@ class ProfileConfig:
     """Terms kept per list (concepts, files, commands, errors)."""
     half_life_days: float = 30.0
     """A term's score halves after this much event time without a mention."""
+    session_half_life: float = 1.5
+    """... and after this many later sessions of the project without a mention, so what
+    the last sessions did leads even when they came the same day; a term of most sessions
+    (the project's core) keeps its place. 0 turns session recency off."""
 
 
 _PROVIDERS = (
@@ -149,6 +153,7 @@ class LifecycleConfig:
             profile=ProfileConfig(
                 top=max(5, _int("AGENTMEMORY_PROFILE_TOP", 50)),
                 half_life_days=_float("AGENTMEMORY_PROFILE_HALF_LIFE_DAYS", 30.0),
+                session_half_life=_float("AGENTMEMORY_PROFILE_SESSION_HALF_LIFE", 1.5),
             ),
             llm=LlmConfig.from_env(),
         )

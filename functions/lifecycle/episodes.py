@@ -11,7 +11,7 @@ from datetime import datetime, timedelta
 
 from functions.lifecycle import clock
 from functions.lifecycle.summarize import SessionDigest, same_summary
-from functions.memory.store import MemoryStore
+from functions.memory.store import MemoryStore, kv_key
 from functions.records import (
     Observation,
     Session,
@@ -51,7 +51,7 @@ async def summarize_sessions(
             continue
         # msg id = session + content: a retried write does not index the summary twice.
         await store.publish(SummaryAdded(summary=summary), msg_id=f"summary:{sid}:{digest.count}")
-        await store.summaries.put(sid, summary)
+        await store.summaries.put(kv_key(sid), summary)
         written.append(summary)
     return written
 

@@ -37,7 +37,7 @@ class DecayOut(msgspec.Struct, rename="camel", kw_only=True):
     tiers: dict[str, int]
 
 
-class ForgetOut(msgspec.Struct, rename="camel", kw_only=True):
+class AutoForgetOut(msgspec.Struct, rename="camel", kw_only=True):
     dry_run: bool
     removed: dict[str, int]
     ids: dict[str, list[str]]
@@ -84,7 +84,7 @@ async def reinforce(
 
 async def auto_forget(
     store: MemoryStore, cfg: LifecycleConfig, now: datetime, *, dry_run: bool = False
-) -> ForgetOut:
+) -> AutoForgetOut:
     plan = ForgetPlan()
     rules = MemoryRules(cfg.forget, cfg.decay, now, plan)
     async for _, m in store.memories.scan(">", Memory):
@@ -139,7 +139,7 @@ async def auto_forget(
         ids["low-value"] = preview
     if cap is not None:
         await _apply_cap(store, cfg, cap, now, dry_run, removed, ids)
-    return ForgetOut(dry_run=dry_run, removed=removed, ids=ids)
+    return AutoForgetOut(dry_run=dry_run, removed=removed, ids=ids)
 
 
 async def _session_cap(store: MemoryStore, limit: int) -> SessionCap | None:

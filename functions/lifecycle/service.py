@@ -24,13 +24,13 @@ from functions.lifecycle.episodes import summarize_sessions, sweep
 from functions.lifecycle.lease import held
 from functions.lifecycle.llm import Rewriter
 from functions.lifecycle.maintenance import (
+    AutoForgetOut,
     DecayOut,
     auto_forget,
     purge_audit,
     reinforce,
     run_decay,
 )
-from functions.lifecycle.maintenance import ForgetOut as AutoForgetOut
 from functions.lifecycle.profile import ProfileFeed, profile_wire
 from functions.lifecycle.wire import (
     AutoForgetIn,
@@ -77,7 +77,7 @@ class GraphCompactOut(CompactOut, rename="camel", kw_only=True):
 
 
 def when(req: Clocked) -> datetime:
-    if not req.now:
+    if req.now is None:
         return clock.now()
     try:
         datetime.fromisoformat(req.now.replace("Z", "+00:00"))
@@ -298,6 +298,4 @@ class LifecycleService:
         p: ProjectProfile | None = await state.get(profile_key(req.project), ProjectProfile)
         if p is None:
             return ProfileOut(project=req.project, profile=None, reason="no_observations")
-        return ProfileOut(
-            project=req.project, profile=profile_wire(p, self.config.profile.half_life_days)
-        )
+        return ProfileOut(project=req.project, profile=profile_wire(p, self.config.profile))

@@ -16,8 +16,11 @@ Id = Annotated[str, msgspec.Meta(min_length=1, max_length=512)]
 
 
 class Clocked(msgspec.Struct, rename="camel", kw_only=True):
-    now: str = ""
-    """ISO-8601 time to run at; empty = the wall clock. Lets tests and replays drive time."""
+    now: (
+        Annotated[str, msgspec.Meta(max_length=64, extra_json_schema={"format": "date-time"})]
+        | None
+    ) = None
+    """ISO-8601 time to run at; absent = the wall clock. Lets tests and replays drive time."""
 
 
 class SummarizeIn(Clocked, kw_only=True):

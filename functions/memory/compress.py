@@ -3,9 +3,11 @@ concepts and importance, derived from the hook, the tool name and the (scrubbed)
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from collections import Counter
+from collections.abc import Iterable
 from typing import Any
 
 import ahocorasick_rs
@@ -95,15 +97,40 @@ _FILE_KEYS = (
     "paths",
     "files",
 )
+# Files known by a name without an extension: build, container and task files (each ends
+# in "file", which paths_in_text relies on), and dotfiles. After a directory they are
+# matched like any file name; the first kind also bare, with no directory in front (any
+# other bare `x.y` in prose is too often not a file: node.js, e.g., v1.2, example.com).
+BARE_FILES = frozenset(
+    (
+        *("Dockerfile", "Containerfile", "Makefile", "makefile", "GNUmakefile", "Rakefile"),
+        *("Gemfile", "Procfile", "Jenkinsfile", "Vagrantfile", "Brewfile", "Justfile"),
+        *("justfile", "Pipfile", "Caddyfile", "Earthfile", "Tiltfile", "Snakefile"),
+    )
+)
+KNOWN_NAMES = BARE_FILES | {
+    *(".gitignore", ".gitattributes", ".dockerignore", ".editorconfig", ".env", ".npmrc"),
+    *(".nvmrc", ".prettierrc", ".eslintrc", ".bashrc", ".zshrc", ".python-version"),
+}
 # A path mentioned in text starts where a run of path characters ([\w./-]) starts (the
 # look-behind of the definition in tests/memory/test_compress.py), so each maximal run holds
-# at most one, matched at its start: `(?:\.{0,2}/)?(?:[\w.-]+/)*[\w-]+\.[A-Za-z0-9]{1,8}\b`,
-# kept only if it has a '/'. Its alternatives without a '/' (no prefix, no directory) are the
-# last it tries, so "its first match, if that has a '/'" is "the first match of the
-# alternatives with a '/'", tried in the same order: _PATH below. `_RUN_PATH` takes a whole
-# run at each step: its path (group 1) and the rest of the run, or the run without a path.
-_PATH = r"(?:\.{0,2}/(?:[\w.-]+/)*|(?:[\w.-]+/)+)[\w-]+\.[A-Za-z0-9]{1,8}\b"
-_RUN_PATH = re.compile(rf"({_PATH})[\w./-]*|[\w./-]+")
+# at most one, matched at its start: a directory part, then a file name, either with an
+# extension (a stem, any further dotted parts, the extension: `refresh.test.ts`, `index.d.ts`,
+# `.eslintrc.json`) or a known name. It is kept if it has a '/', or is one of BARE_FILES.
+# The definition tries the options with a '/' first (a directory part is optional and
+# greedy), so `_SLASH_RUN` (those options only: the directory part required) gives the
+# definition's match of a run where that has a '/'; where it has none, `_ANY_RUN` tries the
+# name alone next (group 2). A text naming no known name needs neither the known names nor
+# the bare option: `_EXT_RUN`. Each takes a whole run at each step: its path and the rest
+# of the run, or the run without a path.
+_EXTENDED = r"\.?[\w-]+(?:\.[\w-]+)*\.[A-Za-z0-9]{1,8}"
+_KNOWN = "|".join(re.escape(n) for n in sorted(KNOWN_NAMES, key=lambda n: (-len(n), n)))
+_NAMED = rf"(?:{_EXTENDED}|{_KNOWN})\b"
+_DIRS = r"(?:\.{0,2}/(?:[\w.-]+/)*|(?:[\w.-]+/)+)"
+_EXT_RUN = re.compile(rf"({_DIRS}{_EXTENDED}\b)[\w./-]*|[\w./-]+")
+_ANY_RUN = re.compile(rf"({_DIRS}{_NAMED})[\w./-]*|({_NAMED})[\w./-]*|[\w./-]+")
+
+
 _EXT_LANG = {
     "py": "python",
     "ts": "typescript",
@@ -166,6 +193,7 @@ _LINE_BREAK = re.compile("[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 # Matched against lower-cased text: IGNORECASE alternations cost ~20x more in `re`.
 _FAILURE_HINT = re.compile(r"\b(?:error|failed|failure|traceback|exception|fatal|panic)\b")
 _FAILURE_WORDS = _any_of(["error", "fail", "traceback", "exception", "fatal", "panic"])
+_KNOWN_HINTS = _any_of(["file", "/."])
 
 
 def _looks_failed(text: str) -> bool:
@@ -190,6 +218,107 @@ def as_text(value: Any) -> str:
         return str(value)
 
 
+# JSON text of an object or array with string keys or values (a tool response as the hooks
+# send it), possibly cut short by the hook's size cap.
+_JSON_TEXT = re.compile(r'\s*[\[{]\s*[\[{]?\s*"')
+# A JSON string literal (unrolled: no alternation per character); an unclosed one runs to
+# the end of a cut text.
+_JSON_STRING = re.compile(r'"([^"\\]*(?:\\.[^"\\]*)*)"?', re.S)
+_BRACKETS = re.compile(r"[\[\]{}]")
+_JSON_ESCAPE = re.compile(
+    r"\\(?:u([dD][89abAB][0-9a-fA-F]{2})\\u([dD][c-fC-F][0-9a-fA-F]{2})|u([0-9a-fA-F]{4})|(.))",
+    re.S,
+)
+# What the hooks append to a text they cut (workers/hooks/_hookcore.py `truncate`).
+_CUT_MARK = re.compile(r"\n…\[truncated \d+ chars\]\Z")
+_ESCAPED = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f"}
+_MAX_DEPTH = 32
+
+
+def _unescape_match(m: re.Match[str]) -> str:
+    hi, lo, code, c = m.groups()
+    if hi is not None:  # a surrogate pair: one character outside the BMP
+        return chr(0x10000 + ((int(hi, 16) - 0xD800) << 10) + int(lo, 16) - 0xDC00)
+    if code is not None:
+        n = int(code, 16)
+        return "" if 0xD800 <= n < 0xE000 else chr(n)  # a lone surrogate is no character
+    return _ESCAPED.get(c, c)
+
+
+def _strings(value: Any, out: list[str], depth: int = 0) -> None:
+    """The non-empty strings inside a decoded JSON value, in order (strings in a container
+    are taken in its loop: one call per container, not per item)."""
+    if isinstance(value, str):
+        if value:
+            out.append(value)
+        return
+    items: Iterable[Any]
+    if isinstance(value, dict):
+        items = value.values()
+    elif isinstance(value, list):
+        items = value
+    else:
+        return
+    if depth >= _MAX_DEPTH:
+        return
+    for v in items:
+        if isinstance(v, str):
+            if v:
+                out.append(v)
+        elif isinstance(v, dict | list):
+            _strings(v, out, depth + 1)
+
+
+def _strings_of_cut_json(text: str, out: list[str]) -> None:
+    """The string values of JSON text that does not parse (cut by a size cap): every string
+    literal that is not a key, unescaped. A key is a literal right after `{`, or after `,`
+    inside an object: the brackets between literals say which container is open."""
+    open_: list[str] = []
+    pos = 0
+    for m in _JSON_STRING.finditer(text, 0, RAW_CAP):
+        gap = text[pos : m.start()]
+        pos = m.end()
+        for b in _BRACKETS.findall(gap):
+            if b in "[{":
+                open_.append(b)
+            elif open_:
+                open_.pop()
+        if open_ and open_[-1] == "{" and gap.rstrip()[-1:] in ("{", ","):
+            continue  # a key
+        body = m.group(1)
+        if "\\" in body:
+            body = _JSON_ESCAPE.sub(_unescape_match, body)
+        if body:
+            out.append(body)
+
+
+def content_of(value: Any) -> str:
+    """What a payload says, without its envelope: the string values of a JSON structure,
+    or of JSON text (hooks send tool responses as JSON text), one per line; its keys,
+    numbers and booleans (stdout, file_path, interrupted: false) are not content. Any other
+    text is its own content."""
+    out: list[str] = []
+    if isinstance(value, str):
+        if value.endswith(" chars]"):
+            value = _CUT_MARK.sub("", value)
+        if not _JSON_TEXT.match(value):
+            return str(value)
+        try:
+            decoded = _decode_json(value)
+        except (msgspec.DecodeError, RecursionError):  # cut short, or nested past reason
+            _strings_of_cut_json(value, out)
+        else:
+            _strings(decoded, out)
+    elif isinstance(value, dict | list):
+        _strings(value, out)
+    else:
+        return as_text(value)
+    return "\n".join(out)
+
+
+_decode_json = msgspec.json.Decoder().decode
+
+
 def _first_line(text: str, cap: int = 100) -> str:
     """The first line that is not blank, stripped, capped at `cap` characters.
 
@@ -206,14 +335,23 @@ def _first_line(text: str, cap: int = 100) -> str:
 
 
 def paths_in_text(text: str) -> list[str]:
-    """Paths with a directory part named in free text, in order of appearance."""
-    if "/" not in text:
+    """Files named in free text, in order of appearance: paths with a directory part, and
+    the bare names of BARE_FILES."""
+    # Every known name ends in "file" or is a dotfile (after a directory: "/.").
+    known = bool(_KNOWN_HINTS.find_matches_as_indexes(text.encode()))
+    if not known and "/" not in text:
         return []
     # No whitespace is a path character, so every run lies inside one whitespace-separated
-    # token, and only a token with a '/' and a '.' can hold a path. Scanning those tokens
-    # alone (joined by a space, which no run crosses) costs ~40% less than every run.
-    tokens = " ".join([t for t in text.split() if "/" in t and "." in t])
-    return list(filter(None, _RUN_PATH.findall(tokens)))
+    # token. A kept path holds a '/' and a '.' (its extension), or a known name, which holds
+    # "file" or a '.': only such tokens are scanned (joined by a space, which no run crosses),
+    # ~40% less than every run.
+    if not known:
+        tokens = " ".join([t for t in text.split() if "/" in t and "." in t])
+        return list(filter(None, _EXT_RUN.findall(tokens)))
+    tokens = " ".join([t for t in text.split() if "file" in t or ("/" in t and "." in t)])
+    return [
+        slash or bare for slash, bare in _ANY_RUN.findall(tokens) if slash or bare in BARE_FILES
+    ]
 
 
 def _files(tool_input: Any, texts: list[str]) -> list[str]:
@@ -295,12 +433,18 @@ def compress(hook_type: str, data: dict[str, Any]) -> Compressed:
     """`data` must already be scrubbed: everything returned is derived from it."""
     tool = str(data.get("tool_name") or "")
     tool_input = data.get("tool_input")
+    input_text = as_text(tool_input)
+    if isinstance(tool_input, str) and _JSON_TEXT.match(tool_input):
+        # hooks send some inputs as JSON text (a failed call's): read its keys as a dict's
+        with contextlib.suppress(msgspec.DecodeError, RecursionError):
+            parsed = _decode_json(tool_input)
+            if isinstance(parsed, dict):
+                tool_input = parsed
     output = as_text(data.get("tool_output"))
     error = as_text(data.get("error"))
     prompt = as_text(data.get("prompt"))
     response = as_text(data.get("assistant_response") or data.get("last_message"))
     message = as_text(data.get("message"))
-    input_text = as_text(tool_input)
 
     obs_type = _HOOK_TYPES.get(hook_type)
     if obs_type is None:
@@ -316,14 +460,20 @@ def compress(hook_type: str, data: dict[str, Any]) -> Compressed:
         obs_type = "error"
 
     texts = [t for t in (prompt, input_text, output, error, response, message) if t]
-    files = _files(tool_input, texts)
+    # Files, concepts and the lines shown come from what the payloads say, not from their
+    # JSON envelope (its keys and escapes: `stdout`, `file_path`, `\n` before a path).
+    said_output = content_of(data.get("tool_output")) if output else ""
+    said_error = content_of(data.get("error")) if error else ""
+    said_input = content_of(tool_input) if input_text else ""
+    said = [t for t in (prompt, said_input, said_output, said_error, response, message) if t]
+    files = _files(tool_input, said)
     what = _summary_of_input(tool_input, input_text)
     where = files[0] if files else _first_line(what, 80)
 
     if obs_type == "prompt":
         title = f"Prompt: {_first_line(prompt)}"
     elif obs_type == "error":
-        title = f"{tool or 'Tool'} failed: {_first_line(error or output)}"
+        title = f"{tool or 'Tool'} failed: {_first_line(said_error or said_output)}"
     elif obs_type in ("file_read", "file_write", "file_edit"):
         verb = {"file_read": "Read", "file_write": "Wrote", "file_edit": "Edited"}[obs_type]
         title = f"{verb} {where}"
@@ -354,9 +504,9 @@ def compress(hook_type: str, data: dict[str, Any]) -> Compressed:
     if tool:
         parts.append(f"{tool} on {where}." if files else f"{tool}: {_first_line(what, 200)}.")
     if error:
-        parts.append(f"Error: {_first_line(error, 300)}")
-    elif output:
-        parts.append(f"Output: {_first_line(output, 200)}")
+        parts.append(f"Error: {_first_line(said_error, 300)}")
+    elif said_output:
+        parts.append(f"Output: {_first_line(said_output, 200)}")
     if response:
         parts.append(f"Assistant: {response[:300]}")
     if message:
@@ -367,7 +517,7 @@ def compress(hook_type: str, data: dict[str, Any]) -> Compressed:
     if files:
         facts.append("files: " + ", ".join(files[:5]))
     if error:
-        facts.append("error: " + _first_line(error, 200))
+        facts.append("error: " + _first_line(said_error, 200))
 
     importance = _IMPORTANCE.get(obs_type, 3)
     if obs_type == "command" and _looks_failed(output[:4000]):
@@ -384,7 +534,7 @@ def compress(hook_type: str, data: dict[str, Any]) -> Compressed:
         title=title,
         narrative=narrative,
         facts=facts,
-        concepts=_concepts(tool, files, texts),
+        concepts=_concepts(tool, files, said),
         files=files,
         importance=importance,
         tool_name=tool,

@@ -49,7 +49,7 @@ def default_dir() -> Path:
     env = os.environ.get("AGENTMEMORY_INBOX_DIR")
     if env:
         return Path(env).expanduser()
-    from engine._paths import default_data_dir
+    from engine.paths import default_data_dir
 
     return default_data_dir() / "memory" / "inbox"
 

@@ -25,12 +25,12 @@ from functions.memory.wire import (
     CaptureRetryOut,
     ExportIn,
     ExportOut,
-    ForgetIn,
     ForgetOut,
+    ForgetRequest,
     GetIn,
     Health,
-    ImportIn,
     ImportOut,
+    ImportRequest,
     ListIn,
     Livez,
     MemoriesOut,
@@ -166,7 +166,7 @@ class MemoryService:
         http=rest("POST", "forget"),
         tool=Tool("memory_forget"),
     )
-    async def forget(self, req: ForgetIn) -> ForgetOut:
+    async def forget(self, req: ForgetRequest) -> ForgetOut:
         return await forget_mod.forget(self.store, req, agent_id=req.agent_id)
 
     @operation(
@@ -175,7 +175,7 @@ class MemoryService:
         http=rest("DELETE", "governance/memories"),
         tool=Tool("memory_governance_delete"),
     )
-    async def governance_delete(self, req: ForgetIn) -> ForgetOut:
+    async def governance_delete(self, req: ForgetRequest) -> ForgetOut:
         return await forget_mod.forget(
             self.store, req, agent_id=req.agent_id, action="governance-delete"
         )
@@ -279,7 +279,7 @@ class MemoryService:
         description="Import an export (strategy merge|replace|skip)",
         http=rest("POST", "import", max_body=8 * 1024 * 1024),
     )
-    async def import_(self, req: ImportIn) -> ImportOut:
+    async def import_(self, req: ImportRequest) -> ImportOut:
         return await transfer.import_(self.store, req)
 
     @operation(

@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 
 from functions.memory.inbox import PendingView
-from functions.names import Names, names
+from functions.names import SOME_NAMES, Names, at_least_one_of, names
 from functions.records import AuditEntry, HookType, Memory, Observation, Session, SessionSummary
 from functions.views import view
 
@@ -36,10 +36,16 @@ def from_wire(value: Any, type_: Any) -> Any:
 
 
 # ---- requests ------------------------------------------------------------------------
+DateTime = Annotated[
+    str, msgspec.Meta(min_length=1, max_length=64, extra_json_schema={"format": "date-time"})
+]
+"""An ISO-8601 / RFC 3339 date-time, kept as the client wrote it (the dedup key hashes it)."""
+
+
 class ObserveIn(msgspec.Struct, rename="camel", kw_only=True):
     hook_type: HookType
     session_id: NonEmpty
-    timestamp: NonEmpty
+    timestamp: DateTime
     data: dict[str, Any]
     project: str = ""
     cwd: str = ""
@@ -97,6 +103,20 @@ class ForgetIn(msgspec.Struct, rename="camel", kw_only=True):
         self.memory_ids, self.observation_ids = names(self.memory_ids), names(self.observation_ids)
 
 
+ForgetRequest = Annotated[
+    ForgetIn,
+    msgspec.Meta(
+        extra_json_schema=at_least_one_of(
+            memoryId={"type": "string", "minLength": 1},
+            memoryIds=SOME_NAMES,
+            observationIds=SOME_NAMES,
+            sessionId={"type": "string", "minLength": 1},
+        )
+    ),
+]
+"""What to forget: one of its selectors, at least."""
+
+
 class ListIn(msgspec.Struct, rename="camel", kw_only=True):
     """Query of the list routes (`?limit=&sessionId=&project=&agentId=`)."""
 
@@ -125,6 +145,15 @@ class ImportIn(msgspec.Struct, rename="camel", kw_only=True):
     export_data: dict[str, Any] | None = None
     """Upstream clients send the export document under `exportData`."""
     agent_id: str = ""
+
+
+ImportRequest = Annotated[
+    ImportIn,
+    msgspec.Meta(
+        extra_json_schema=at_least_one_of(data={"type": "object"}, exportData={"type": "object"})
+    ),
+]
+"""The export document under `data` (or upstream's `exportData`)."""
 
 
 class CaptureRetryIn(msgspec.Struct, rename="camel", kw_only=True):

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from operator import itemgetter
 from typing import Protocol
 
-RRF_K = 60
+RRF_K = 10
 
 
 class SessionLookup(Protocol):
@@ -19,7 +19,7 @@ class FusionWeights:
     bm25: float = 1.0
     session: float = 0.5
     vector: float = 0.5
-    graph: float = 0.2
+    graph: float = 0.0
     time: float = 1.5
     agreement: float = 0.0
     """Added per extra stream that ranked a document in its top `agreement_depth`,

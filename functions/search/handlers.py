@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+import msgspec
 
 from engine import Context, Http, NoArgs, Tool, Worker
 from functions.search.embed_queue import QUEUE, EmbedIn, EmbedOut, embed_call
@@ -12,14 +12,15 @@ from functions.search.service import IndexAudit, SearchService, audit_index
 from functions.search.wire import (
     ContextIn,
     ContextOut,
-    EnrichIn,
     EnrichOut,
+    EnrichRequest,
     ProfileIn,
     ProfileOut,
     SearchIn,
     SearchOut,
-    SmartSearchIn,
+    SearchStatusOut,
     SmartSearchOut,
+    SmartSearchRequest,
     TimelineIn,
     TimelineOut,
 )
@@ -54,7 +55,7 @@ def register(worker: Worker, holder: IndexHolder | None = None) -> SearchService
         http=rest("POST", "smart-search"),
         tool=Tool("memory_smart_search", tier="core,basic"),
     )
-    async def smart(req: SmartSearchIn, ctx: Context) -> SmartSearchOut:
+    async def smart(req: SmartSearchRequest, ctx: Context) -> SmartSearchOut:
         return await svc.smart_search(req)
 
     @worker.function(
@@ -70,7 +71,7 @@ def register(worker: Worker, holder: IndexHolder | None = None) -> SearchService
         description="What memory knows about these files and terms",
         http=rest("POST", "enrich"),
     )
-    async def enrich(req: EnrichIn, ctx: Context) -> EnrichOut:
+    async def enrich(req: EnrichRequest, ctx: Context) -> EnrichOut:
         return await svc.enrich(req)
 
     @worker.function(
@@ -80,7 +81,7 @@ def register(worker: Worker, holder: IndexHolder | None = None) -> SearchService
         http=rest("POST", "file-context"),
         tool=Tool("memory_file_history", tier="basic"),
     )
-    async def file_context(req: EnrichIn, ctx: Context) -> EnrichOut:
+    async def file_context(req: EnrichRequest, ctx: Context) -> EnrichOut:
         return await svc.enrich(req, exclude_session=True)
 
     @worker.function(
@@ -108,8 +109,8 @@ def register(worker: Worker, holder: IndexHolder | None = None) -> SearchService
         description="Index size, lag, snapshot age",
         http=Http("GET", "/agentmemory/search/status", source="none", tags=["search"]),
     )
-    async def status(req: Any, ctx: Context) -> dict[str, Any]:
-        return svc.holder.status()
+    async def status(req: NoArgs, ctx: Context) -> SearchStatusOut:
+        return msgspec.convert(svc.holder.status(), SearchStatusOut)
 
     @worker.function(
         "mem::index-audit",

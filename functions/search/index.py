@@ -47,17 +47,23 @@ SCAN_MAX = 65536
 
 @dataclass(frozen=True)
 class SearchConfig:
+    """Defaults are what cross-validation over the LoCoMo development conversations chose
+    (`make eval`, ops/eval/cv.py); change one only with the fold figures that support it."""
+
     fields: FieldWeights = field(default_factory=FieldWeights)
     fusion: FusionWeights = field(default_factory=FusionWeights)
-    per_session: int = 3
+    per_session: int = 0
+    """Results of one session allowed ahead of the rest (0: no diversification)."""
     depth: int = 100
     """Candidates each stream contributes to fusion."""
     session_depth: int = 12
     """Best sessions whose records form the session stream."""
-    k1: float = 1.2
-    b: float = 0.75
+    k1: float = 0.3
+    b: float = 0.5
     prefix: bool = True
     synonyms: bool = True
+    rrf_k: int = RRF_K
+    """Reciprocal-rank fusion's k: larger flattens the weight of the first ranks."""
 
 
 class Hit(msgspec.Struct, kw_only=True):
@@ -286,7 +292,7 @@ class SearchIndex:
             for t, c in counts.items()
         ]
 
-    def search(
+    def streams(
         self,
         query: str,
         *,
@@ -295,7 +301,9 @@ class SearchIndex:
         kinds: Iterable[str] | None = None,
         limit: int = 10,
         query_vector: np.ndarray | None = None,
-    ) -> list[Hit]:
+    ) -> dict[str, list[int]]:
+        """The ranked documents of each stream, before fusion (a stream whose fusion weight
+        is 0 is not computed)."""
         kt = tuple(sorted(kinds)) if kinds is not None else None
         scope, sscope = self._scope(project, agent_id, kt)
         clauses = self.clauses(query)
@@ -327,12 +335,34 @@ class SearchIndex:
                 query, scope.mask, depth, scope.parts, scope.n, scope.entities, scope.numbering(),
                 scope.entity_links, scope.whole,
             )  # fmt: skip
-        fused = rrf(streams, self.config.fusion)
-        sess = self.session
-        fused = diversify(fused, _SessionView(sess), self.config.per_session, limit)
+        return streams
+
+    def fuse(
+        self, streams: dict[str, list[int]], limit: int, config: SearchConfig | None = None
+    ) -> list[tuple[int, float]]:
+        """Weighted RRF of the streams, then at most `per_session` of one session ahead;
+        `config` (default: the index's) gives the weights, k and `per_session`."""
+        c = config or self.config
+        fused = rrf(streams, c.fusion, c.rrf_k)
+        return diversify(fused, _SessionView(self.session), c.per_session, limit)
+
+    def search(
+        self,
+        query: str,
+        *,
+        project: str | None = None,
+        agent_id: str | None = None,
+        kinds: Iterable[str] | None = None,
+        limit: int = 10,
+        query_vector: np.ndarray | None = None,
+    ) -> list[Hit]:
+        streams = self.streams(
+            query, project=project, agent_id=agent_id, kinds=kinds, limit=limit,
+            query_vector=query_vector,
+        )  # fmt: skip
         fusion = self.config.fusion
-        best = sum(fusion.of(k) for k, v in streams.items() if v) / (RRF_K + 1) or 1.0
-        picked = [(n, s) for n, s in fused[:limit] if self.meta[n] is not None]
+        best = sum(fusion.of(k) for k, v in streams.items() if v) / (self.config.rrf_k + 1)
+        picked = [(n, s) for n, s in self.fuse(streams, limit)[:limit] if self.meta[n] is not None]
         wanted = {n for n, _ in picked}
         matched: dict[int, list[str]] = {n: [] for n in wanted}
         for name, ranked in streams.items():
@@ -344,7 +374,7 @@ class SearchIndex:
         for n, s in picked:
             m = self.meta[n]
             assert m is not None
-            ceiling = min(ceiling, s / best)
+            ceiling = min(ceiling, s / (best or 1.0))
             out.append(
                 Hit(id=m.id, kind=m.kind, session_id=m.session_id, project=m.project,
                     agent_id=m.agent_id, title=m.title, type=m.type, timestamp=m.timestamp,

@@ -7,6 +7,7 @@ import logging
 import os
 import re
 from collections import Counter
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -59,7 +60,7 @@ def tokens_of(text: str) -> int:
     return (len(text) + 3) // 4
 
 
-def _kinds(kinds: list[str] | None) -> list[str] | None:
+def _kinds(kinds: Sequence[str] | None) -> list[str] | None:
     if kinds is None:
         return None
     bad = [k for k in kinds if k not in KINDS]
@@ -67,7 +68,7 @@ def _kinds(kinds: list[str] | None) -> list[str] | None:
         raise FunctionError(
             "BAD_REQUEST", f"unknown kinds {bad}; expected {list(KINDS)}", field="kinds"
         )
-    return kinds
+    return list(kinds)
 
 
 class SearchService:
@@ -119,7 +120,7 @@ class SearchService:
         return out
 
     def _search(self, query: str, project: str | None, agent_id: str | None,
-                kinds: list[str] | None, limit: int) -> list[Hit]:  # fmt: skip
+                kinds: Sequence[str] | None, limit: int) -> list[Hit]:  # fmt: skip
         h = self.holder
         qv = None
         if h.embedder is not None and h.index.vectors is not None and h.index.vectors.count():

@@ -25,7 +25,7 @@ _MONTH_YEAR = re.compile(rf"\b{_M}\.?,?\s+(?:of\s+)?(\d{{4}})\b", re.I)
 _ISO = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
 _EPOCH = date(1970, 1, 1).toordinal()
 
-AFTER_DAYS = 10
+AFTER_DAYS = 3
 """Records made a few days after a date often report what happened on it."""
 
 

@@ -6,7 +6,9 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-from functions.names import Names, names
+from functions.names import SOME_NAMES, TEXT, Names, at_least_one_of, names
+
+Kind = Literal["observation", "memory", "summary"]
 
 Limit = Annotated[int, msgspec.Meta(ge=1, le=500)]
 Query = Annotated[str, msgspec.Meta(max_length=10_000)]
@@ -17,7 +19,7 @@ class SearchIn(msgspec.Struct, rename="camel", kw_only=True):
     limit: Limit = 10
     project: str | None = None
     agent_id: str | None = None
-    kinds: list[str] | None = None
+    kinds: list[Kind] | None = None
     format: Literal["json", "full", "compact", "narrative"] = "json"
     """full / json: hits with their records; compact: hits only; narrative: also `text`."""
     token_budget: Annotated[int, msgspec.Meta(ge=1)] | None = None
@@ -28,13 +30,20 @@ class SmartSearchIn(msgspec.Struct, rename="camel", kw_only=True):
     limit: Limit = 10
     project: str | None = None
     agent_id: str | None = None
-    kinds: list[str] | None = None
+    kinds: list[Kind] | None = None
     expand_ids: Names = msgspec.field(default_factory=list)
     format: str = "compact"
     token_budget: int | None = None
 
     def __post_init__(self) -> None:
         self.expand_ids = names(self.expand_ids)
+
+
+SmartSearchRequest = Annotated[
+    SmartSearchIn,
+    msgspec.Meta(extra_json_schema=at_least_one_of(query=TEXT, expandIds=SOME_NAMES)),
+]
+"""A query, or ids to expand."""
 
 
 class CompactHit(msgspec.Struct, rename="camel", kw_only=True):
@@ -91,6 +100,12 @@ class EnrichIn(msgspec.Struct, rename="camel", kw_only=True):
         self.files, self.terms = names(self.files), names(self.terms)
 
 
+EnrichRequest = Annotated[
+    EnrichIn, msgspec.Meta(extra_json_schema=at_least_one_of(files=SOME_NAMES, terms=SOME_NAMES))
+]
+"""Files or terms, at least one."""
+
+
 class EnrichOut(msgspec.Struct, kw_only=True):
     context: str
     truncated: bool
@@ -124,6 +139,24 @@ class TimelineOut(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=Tr
     """Position of the anchor record in `entries` (upstream's shape)."""
     reason: str = ""
     """Why there are no entries (no_match: nothing matches the anchor keyword)."""
+
+
+class SearchStatusOut(msgspec.Struct, rename="camel", kw_only=True):
+    """The read model of one search replica."""
+
+    documents: int
+    slots: int
+    terms: int
+    entities: int
+    vectors: int
+    pending_embeddings: int
+    seq: int
+    """The last MEM_EVENTS sequence applied."""
+    lag: int
+    """Events in the stream not applied yet."""
+    snapshot_seq: int
+    snapshot_age_seconds: float | None
+    embedder: str
 
 
 class ProfileIn(msgspec.Struct, rename="camel", kw_only=True):

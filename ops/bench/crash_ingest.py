@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from engine import Client, FunctionError, connect  # noqa: E402
-from engine._nats_server import NatsServer  # noqa: E402
+from engine.server import NatsServer  # noqa: E402
 from functions.memory.wire import ObserveOut  # noqa: E402
 from functions.records import (  # noqa: E402
     EVENTS_STREAM,

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from engine import Client, FunctionError, connect
-from engine._nats_server import NatsServer
+from engine.server import NatsServer
 from functions.lifecycle.clock import iso
 from functions.memory.store import MemoryStore
 from functions.records import GRAPH_BUCKET, GraphEdge, Observation, ObservationAdded

@@ -105,7 +105,7 @@ def main() -> None:
         raise SystemExit("wrk not found: apt-get install -y wrk")
     seconds = a.seconds or (4 if a.quick else 8)
 
-    from engine._nats_server import NatsServer
+    from engine.server import NatsServer
 
     procs: list[subprocess.Popen[bytes]] = []
     with tempfile.TemporaryDirectory() as tmp:

@@ -36,7 +36,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from engine._supervisor import process_usage
+from engine.config import process_usage
 from ops.bench._common import spawn
 from ops.bench._http import free_port, run_wrk, wait_http
 
@@ -191,12 +191,12 @@ def main() -> None:
     seconds = args.duration or (9 if args.quick else 30)
     args.rounds = args.rounds or (3 if args.quick else 5)
     if not args.replicas:
-        from engine._config import load_config
+        from engine.config import load_config
 
         workers = load_config(ROOT / "config" / "engine.yaml").workers
         args.replicas = next((w.replicas for w in workers if w.module == "workers.memory"), 1)
 
-    from engine._nats_server import NatsServer
+    from engine.server import NatsServer
 
     tmp = Path(tempfile.mkdtemp(prefix="ingest-bench-"))
     srv = NatsServer(store_dir=tmp / "js").start()

@@ -24,9 +24,10 @@ import uvloop
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from engine import Client, _tracing, connect
-from engine._nats_server import NatsServer
-from engine._supervisor import process_usage
+from engine import Client, connect
+from engine import tracing as _tracing
+from engine.config import process_usage
+from engine.server import NatsServer
 from ops.bench._common import emit, median, pct, spawn_python
 
 PAYLOAD = b'{"tool":"Read","file":"src/app.py","n":1}'
@@ -111,12 +112,12 @@ async def main(quick: bool) -> None:
 
             for r in range(rounds):
                 # Untraced and traced engine workers alternate; the raw responder stays up.
-                _tracing._enabled = False
+                _tracing.set_enabled(False)
                 await measure("raw", raw_call, raw_p.pid)
                 w = start_worker(srv.url, tracing=False)
                 await measure("eng", engine_call, w.pid)
                 stop(w)
-                _tracing._enabled = True
+                _tracing.set_enabled(True)
                 w = start_worker(srv.url, tracing=True)
                 await measure("trc", engine_call, w.pid)
                 stop(w)
@@ -127,7 +128,7 @@ async def main(quick: bool) -> None:
                     f"{res['trc_rps'][-1]:.0f}/s",
                     file=sys.stderr,
                 )
-            _tracing._enabled = False
+            _tracing.set_enabled(False)
             w = start_worker(srv.url, tracing=False)
             lat = await serial(engine_call, n_serial)
             stop(w)

@@ -26,7 +26,7 @@ from typing import Any
 import msgspec
 
 from engine import Client, connect
-from engine._nats_server import NatsServer
+from engine.server import NatsServer
 from functions.lifecycle.clock import iso
 from functions.memory.store import MemoryStore
 from functions.records import OBSERVATIONS_BUCKET, Observation, Session

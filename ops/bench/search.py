@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT))
 import tantivy  # noqa: E402
 
 from engine import Client, connect  # noqa: E402
-from engine._nats_server import NatsServer  # noqa: E402
+from engine.server import NatsServer  # noqa: E402
 from functions.records import Observation  # noqa: E402
 from functions.search import snapshot  # noqa: E402
 from functions.search.index import SearchIndex  # noqa: E402

@@ -6,7 +6,9 @@ project, limit 50. Prints a markdown table and, last, one JSON line.
 
 Modes: `--inproc` feeds `SearchIndex` directly with records shaped like the write path's
 (fast, for tuning); `--through-engine` (default when the memory worker exists) ingests with
-`mem::observe` on a real nats-server and queries `mem::smart-search`.
+`mem::observe` on a real nats-server and queries `mem::smart-search`. `--cv` (what `make
+eval` runs) then cross-validates every tuning constant of retrieval, leave one conversation
+out, and prints the fold figures beside the usual ones (ops/eval/cv.py).
 """
 
 from __future__ import annotations
@@ -115,6 +117,11 @@ def main() -> None:
     )
     ap.add_argument("--no-local", action="store_true", help="skip the local-embedding run")
     ap.add_argument("--no-baselines", action="store_true")
+    ap.add_argument(
+        "--cv",
+        action="store_true",
+        help="also cross-validate every tuning constant, leave one conversation out",
+    )
     args = ap.parse_args()
     convs = load(args.data)
     results: dict[str, Scores] = {}
@@ -134,6 +141,16 @@ def main() -> None:
         results["tantivy"] = run_baseline("tantivy", convs)
         results["bm25s"] = run_baseline("bm25s", convs)
     print(table(results))
+    cv = None
+    if args.cv:
+        from ops.eval.cv import Embeddings, cross_validate, embedded_texts, report
+
+        observations = [observation(c, i) for c in convs for i in range(len(c.turns))]
+        embeddings = None
+        if not args.no_local:
+            embeddings = Embeddings(embedded_texts(convs, observations))
+        cv = cross_validate(convs, observations, embeddings)
+        print(report(cv))
     ours = results["ours (keyless)"].mean()
     out: dict[str, object] = {
         "mode": mode,
@@ -142,7 +159,6 @@ def main() -> None:
         "turn_r5": ours["turn_r5"],
         "session_mrr": ours["session_mrr"],
         "turn_mrr": ours["turn_mrr"],
-        "seconds": round(time.perf_counter() - t0, 1),
     }
     if "ours (local)" in results:
         h = results["ours (local)"].mean()
@@ -156,6 +172,11 @@ def main() -> None:
             m = results[name].mean()
             out[f"{name}_session_r5"] = m["session_r5"]
             out[f"{name}_turn_r5"] = m["turn_r5"]
+    if cv is not None:
+        from ops.eval.cv import summary
+
+        out |= summary(cv)
+    out["seconds"] = round(time.perf_counter() - t0, 1)
     print(json.dumps(out))
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from engine import Client, connect
-from engine._nats_server import NatsServer
+from engine.server import NatsServer
 from ops.bench._common import spawn_python
 from ops.eval.locomo_data import Conversation, Scores, session_of
 

@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
+from mcp.shared.exceptions import MCPError
 
 from tests.agent.conftest import CLI, Stack, wait_until
 from workers.mcp.gateway import Gateway, RestGateway
@@ -68,6 +70,13 @@ async def test_mcp_server_over_stdio_saves_recalls_reads_and_prompts(stack: Stac
 
         prompt = await s.get_prompt("recall_context", {"task": "add a Stripe refund endpoint"})
         assert "add a Stripe refund endpoint" in prompt.messages[0].content.text  # type: ignore[union-attr]
+        # a missing prompt argument: an MCP error naming it (no traceback, no pydantic text)
+        with pytest.raises(MCPError, match="`task`") as missing:
+            await s.get_prompt("recall_context", {})
+        assert "pydantic" not in str(missing.value) and "Traceback" not in str(missing.value)
+        # a wrong argument type: a tool error naming the field, no URL to pydantic's docs
+        wrong = await s.call_tool("memory_sessions", {"limit": "many"})
+        assert wrong.is_error and "limit" in _text(wrong) and "http" not in _text(wrong)
 
         bad = await s.call_tool("memory_recall", {"query": "x", "limit": "lots"})
         assert bad.is_error and "limit" in _text(bad)

@@ -31,10 +31,6 @@ triggers:
     function_id: example::count
     id: yearly-count
     config: {{schedule: "0 0 1 1 *", payload: {{key: cron-hits}}}}
-  - kind: http
-    function_id: example::echo
-    id: echo-route
-    config: {{method: POST, path: /example/echo, mode: body}}
   - kind: queue
     function_id: example::fail
     id: failing-queue

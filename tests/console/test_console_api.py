@@ -133,6 +133,9 @@ def test_functions_show_schemas_and_call_counts(console: Console) -> None:
     schema = echo["request_schema"]
     assert "text" in str(schema)
     assert echo["num_requests"] >= 3
+    # its declaration, as the worker published it
+    assert (echo["http"]["method"], echo["http"]["path"]) == ("POST", "/example/echo")
+    assert echo["tool"] is None  # not an MCP tool
     assert "engine::dlq-list" in fns
 
 
@@ -208,7 +211,7 @@ def test_trace_search_filters_by_duration(console: Console) -> None:
 def test_triggers_list_and_cron_fire_now_runs_the_function(console: Console) -> None:
     with console.api() as c:
         kinds = {t["id"]: t["kind"] for t in c.get("/api/triggers").json()["triggers"]}
-        assert kinds == {"yearly-count": "cron", "echo-route": "http", "failing-queue": "queue"}
+        assert kinds == {"yearly-count": "cron", "example-echo": "http", "failing-queue": "queue"}
         before = _invoke(c, "example::count", {"key": "cron-hits", "by": 0})["result"]["value"]
         fired = c.post("/api/triggers/cron/yearly-count/fire").json()
         assert fired["ok"], fired
@@ -359,3 +362,15 @@ def test_workers_page_data_shows_a_restart_after_a_crash(console: Console) -> No
 
         after = wait_until(restarted, timeout=15, what="the example worker back, counted")
         assert after["last_exit"] == -signal.SIGKILL
+
+
+def test_the_ready_line_counts_the_functions_the_console_lists(console: Console) -> None:
+    import re
+
+    ready = next(line for line in console.engine.lines if line.startswith("engine ready"))
+    m = re.search(r"(\d+) functions", ready)
+    assert m is not None
+    with console.api() as c:
+        listed = c.get("/api/functions").json()["functions"]
+    assert int(m.group(1)) == len(listed)
+    assert "engine::status" in {f["function_id"] for f in listed}

@@ -127,7 +127,7 @@ def test_kv_streams_queues_triggers_and_logs_pages_render(page: object, console:
 
     go(f"{console.url}/#/triggers")
     loc('tr[data-trigger="yearly-count"]').wait_for()
-    assert loc('tr[data-trigger="echo-route"] td').first.text_content() == "http"
+    assert loc('tr[data-trigger="example-echo"] td').first.text_content() == "http"
     shot(pg, "triggers")
 
     go(f"{console.url}/#/kv/example/ui")

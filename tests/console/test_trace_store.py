@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from engine._tracing import SpanRecord
+from engine.tracing import SpanRecord
 from workers.console.traces import TraceStore
 
 

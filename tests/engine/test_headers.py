@@ -13,8 +13,9 @@ from hypothesis import strategies as st
 from nats.aio import client as nats_client
 from nats.aio.client import Client as NATS
 
-from engine import _headers, connect
-from engine._nats_server import NatsServer
+from engine import _natspy as _headers
+from engine import connect
+from engine.server import NatsServer
 from tests.helpers import eventually
 
 # Bytes that matter to the parser: separators, every kind of whitespace (ASCII, the

@@ -1,4 +1,5 @@
-"""The shared reply inbox behind every call: routing, timeouts, no responders, cancellation."""
+"""The shared reply inbox behind every call (`Client.request`): routing, timeouts, no
+responders, cancellation."""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ import nats.errors
 import pytest
 from nats.aio.msg import Msg
 
-from engine._nats_server import NatsServer
-from engine._requests import Requester
+from engine import Client
+from engine.server import NatsServer
 
 
 async def _responder(nc: nats.NATS, subject: str, delay_of: dict[bytes, float]) -> None:
@@ -35,12 +36,12 @@ async def test_concurrent_replies_reach_their_own_callers(nats_server: NatsServe
         # Later requests answered first: each reply must still find its own caller.
         delays = {str(i).encode(): (50 - i) / 1000 for i in range(50)}
         await _responder(nc, "svc.echo", delays)
-        r = Requester(nc)
+        r = Client(nc)
         out = await asyncio.gather(
             *(r.request("svc.echo", str(i).encode(), 5, {"H": f"h{i}"}) for i in range(50))
         )
         assert [m.data for m in out] == [f"re:{i}|h{i}".encode() for i in range(50)]
-        assert r._pending == {}
+        assert r.requests_in_flight == 0
     finally:
         await nc.close()
 
@@ -51,7 +52,7 @@ async def test_timeout_no_responders_and_cancellation_leave_nothing_pending(
     nc = await nats.connect(nats_server.url)
     try:
         await _responder(nc, "svc.slow", {b"slow": 5.0})
-        r = Requester(nc)
+        r = Client(nc)
         with pytest.raises(nats.errors.TimeoutError):
             await r.request("svc.slow", b"slow", 0.2)
         with pytest.raises(nats.errors.NoRespondersError):
@@ -61,7 +62,7 @@ async def test_timeout_no_responders_and_cancellation_leave_nothing_pending(
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
-        assert r._pending == {}
+        assert r.requests_in_flight == 0
         # and the inbox still works afterwards
         assert (await r.request("svc.slow", b"fast", 2)).data == b"re:fast|"
     finally:
@@ -72,7 +73,7 @@ async def test_a_closed_connection_fails_fast_instead_of_waiting_for_the_timeout
     nats_server: NatsServer,
 ) -> None:
     nc = await nats.connect(nats_server.url)
-    r = Requester(nc)
+    r = Client(nc)
     await nc.close()
     with pytest.raises(nats.errors.ConnectionClosedError):
         await asyncio.wait_for(r.request("svc.echo", b"x", 30), 5)

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from engine import Client, _client, _tracing
-from engine._protocol import subject_for
+from engine.protocol import subject_for
 
 
 async def _headers_of_a_call(client: Client, rate_bound: int) -> dict[str, str]:

@@ -8,7 +8,7 @@ import msgspec
 import pytest
 
 from engine import CasConflict, Client, connect
-from engine._nats_server import NatsServer
+from engine.server import NatsServer
 
 
 class Doc(msgspec.Struct):

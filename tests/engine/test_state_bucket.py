@@ -10,7 +10,7 @@ import msgspec
 import pytest
 
 from engine import Change, Client, SnapshotEnd, connect
-from engine._nats_server import NatsServer
+from engine.server import NatsServer
 
 
 class Doc(msgspec.Struct):

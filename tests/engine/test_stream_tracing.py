@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 
 from engine import Client, StreamMessage, _tracing
-from engine._tracing import LeanSpan, SpanContext, SpanKind
+from engine.tracing import LeanSpan, SpanContext, SpanKind
 
 
 @pytest.fixture

@@ -19,7 +19,7 @@ from engine import (
     WrongLastSequence,
     connect,
 )
-from engine._nats_server import NatsServer
+from engine.server import NatsServer
 from tests.helpers import eventually
 
 

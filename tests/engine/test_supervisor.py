@@ -83,6 +83,9 @@ def test_second_start_of_the_same_instance_says_so(engine_factory) -> None:
     )
     assert out.returncode == 1
     assert b"already running" in out.stderr and str(eng.proc.pid).encode() in out.stderr
+    # the hint names this instance again: its data dir and port block are not the defaults
+    hint = out.stderr.decode()
+    assert f"--data-dir {eng.data_dir.resolve()}" in hint and f"--port {eng.anchor}" in hint
 
 
 def test_busy_port_is_named_in_the_error(engine_factory) -> None:
@@ -151,7 +154,7 @@ def test_worker_runs_at_its_configured_cpu_priority(engine_factory) -> None:
 def test_status_while_the_bus_is_not_up_is_one_clear_line(tmp_path) -> None:
     # Seen on `make run`: status asked in the first second, before the embedded server
     # accepted clients, printed a nats-py traceback.
-    from engine._instance import Instance, InstanceLock
+    from engine.paths import Instance, InstanceLock
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -15,7 +15,7 @@ import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from engine import Client, FunctionError, _tracing
-from engine._nats_server import NatsServer
+from engine.server import NatsServer
 from engine.tracing import TRACES_SUBJECT, SpanRecord
 from tests.helpers import eventually
 

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine import _tracing
-from engine._tracing import LeanSpan, SpanContext, SpanKind
+from engine.tracing import LeanSpan, SpanContext, SpanKind
 
 HEX16 = re.compile(r"[0-9a-f]{16}")
 HEX32 = re.compile(r"[0-9a-f]{32}")

@@ -25,6 +25,10 @@ SECRET = "extending-secret"
 _BLOCK = re.compile(r"```(?P<lang>\w+) (?P<path>[\w./-]+)\n(?P<body>.*?)```", re.S)
 
 
+def _noisy(line: str) -> bool:
+    return any(w in line for w in ("Warning:", "Traceback", " WARNING ", " ERROR "))
+
+
 def recipe() -> dict[str, str]:
     """path -> content of every fenced block whose info string names a file."""
     return {m["path"]: m["body"] for m in _BLOCK.finditer(DOC.read_text())}
@@ -154,6 +158,13 @@ async def test_the_recipe_answers_over_the_bus_rest_openapi_and_mcp(tmp_path: Pa
             result = await s.call_tool("memory_word_count", {"text": "x yy"})
             assert not result.is_error
             assert result.structured_content == {"words": 2, "longest": "yy"}
+
+        # a clean start: no warning or traceback in any worker's log
+        noisy = {
+            log.name: [ln for ln in log.read_text().splitlines() if _noisy(ln)]
+            for log in (data / "logs").glob("*.log")
+        }
+        assert {k: v for k, v in noisy.items() if v} == {}
     finally:
         proc.terminate()
         try:

@@ -98,8 +98,9 @@ async def test_graph_routes_and_profile_over_the_real_workers(
         assert missing.status_code == 404
 
     prof = await client.call("mem::project-profile", {"project": "shop"})
+    # two mentions in one session: 1 + 1/2^2
     assert prof["profile"]["topFiles"][0] == {"file": "src/shop/cart.py", "frequency": 2,
-                                              "score": pytest.approx(2, abs=0.01)}  # fmt: skip
+                                              "score": pytest.approx(1.25, abs=0.01)}  # fmt: skip
     with pytest.raises(FunctionError) as no_project:
         await client.call("mem::project-profile", {})
     assert no_project.value.code == "BAD_REQUEST" and no_project.value.field == "project"

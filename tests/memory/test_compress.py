@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
 from typing import Any
@@ -15,10 +16,15 @@ from functions.memory.compress import (
     _EXT_LANG,
     _FAILURE_WORDS,
     _FILE_KEYS,
+    _JSON_TEXT,
     _STOP,
+    BARE_FILES,
+    KNOWN_NAMES,
     _concepts,
     _files,
+    _strings_of_cut_json,
     compress,
+    content_of,
     paths_in_text,
 )
 from functions.memory.scrub import without_markers
@@ -101,14 +107,67 @@ def test_raw_is_capped() -> None:
 
 # The path scan runs on every tool output: it matches runs of path characters instead of
 # searching with a look-behind. The look-behind search is the definition; they must agree.
-_REFERENCE_PATH = re.compile(r"(?<![\w/.-])((?:\.{0,2}/)?(?:[\w.-]+/)*[\w-]+\.[A-Za-z0-9]{1,8})\b")
+# A name is a stem, any dotted parts and an extension (`refresh.test.ts`), or a known name
+# (`Dockerfile`, `.gitignore`); a path is kept when it has a '/' or is a bare known file.
+_REFERENCE_NAME = "|".join(re.escape(n) for n in sorted(KNOWN_NAMES, key=lambda n: (-len(n), n)))
+_REFERENCE_PATH = re.compile(
+    r"(?<![\w/.-])((?:\.{0,2}/)?(?:[\w.-]+/)*"
+    rf"(?:\.?[\w-]+(?:\.[\w-]+)*\.[A-Za-z0-9]{{1,8}}|{_REFERENCE_NAME}))\b"
+)
 
 
-@settings(max_examples=400, deadline=None)
-@given(st.lists(st.sampled_from([*"ab_-./ :é1\n'\"(", "py", "src/", "x.ts", "../"])).map("".join))
+def _reference_paths(text: str) -> list[str]:
+    return [
+        m.group(1)
+        for m in _REFERENCE_PATH.finditer(text)
+        if "/" in m.group(1) or m.group(1) in BARE_FILES
+    ]
+
+
+_PATH_TEXT = st.lists(
+    st.sampled_from(
+        [
+            *"ab_-./ :é1\n'\"(",
+            *("py", "src/", "x.ts", "../", ".d", ".test", ".spec", "tsx", "Makefile"),
+            *("Dockerfile", "file", ".env", ".gitignore", "package.json", "go.mod"),
+        ]
+    )
+).map("".join)
+
+
+@settings(max_examples=600, deadline=None)
+@given(_PATH_TEXT)
 def test_path_scan_finds_what_the_lookbehind_search_finds(text: str) -> None:
-    expected = [m.group(1) for m in _REFERENCE_PATH.finditer(text) if "/" in m.group(1)]
-    assert paths_in_text(text) == expected
+    assert paths_in_text(text) == _reference_paths(text)
+
+
+def test_every_known_name_is_one_the_token_filter_keeps() -> None:
+    # paths_in_text looks for known names only in a text holding "file" or "/."
+    assert all(n.startswith(".") or n.endswith("file") for n in KNOWN_NAMES)
+    assert all(n.endswith("file") for n in BARE_FILES)
+
+
+def test_file_names_are_extracted_whole() -> None:
+    text = (
+        "FAIL test/refresh.test.ts and src/types/index.d.ts, see ./ui/Button.spec.tsx; "
+        "edited docker/Dockerfile, the Makefile, .github/workflows/ci.yml and "
+        "config/.eslintrc.json, a/.gitignore, lib/jquery-3.6.0.min.js. "
+        "Not files: node.js, e.g. v1.2, example.com, ~/.config, src/components, profile"
+    )
+    assert paths_in_text(text) == [
+        "test/refresh.test.ts",
+        "src/types/index.d.ts",
+        "./ui/Button.spec.tsx",
+        "docker/Dockerfile",
+        "Makefile",
+        ".github/workflows/ci.yml",
+        "config/.eslintrc.json",
+        "a/.gitignore",
+        "lib/jquery-3.6.0.min.js",
+    ]
+    c = compress("prompt_submit", {"prompt": "why does test/refresh.test.ts fail?"})
+    assert c.files == ["test/refresh.test.ts"]
+    assert "typescript" in c.concepts
 
 
 def test_failure_words_and_error_names_are_found_behind_their_literal_gates() -> None:
@@ -246,8 +305,7 @@ def _reference_files(tool_input: Any, texts: list[str]) -> list[str]:
                     found.append(e["file_path"])
     if not found:
         for t in texts:
-            path = _REFERENCE_PATH.finditer(t[:2000])
-            found.extend(m.group(1) for m in path if "/" in m.group(1))
+            found.extend(_reference_paths(t[:2000]))
     out: list[str] = []
     for f in found:
         if f not in out and "[REDACTED" not in f and len(f) < 400:
@@ -282,3 +340,127 @@ _PATHY = st.lists(
 )
 def test_files_match_their_definition(tool_input: Any, texts: list[str]) -> None:
     assert _files(tool_input, texts) == _reference_files(tool_input, texts)
+
+
+# ---- content, not envelope: JSON keys and escapes are not what a payload says ----------
+_ENVELOPE = {"stdout", "stderr", "interrupted", "isimage", "file_path", "old_string"}
+_ENVELOPE |= {"new_string", "filepath", "oldstring", "newstring", "structuredpatch"}
+_ENVELOPE |= {"usermodified", "replaceall", "numlines", "startline", "totallines"}
+
+
+def test_concepts_and_files_come_from_the_content_not_the_json_envelope() -> None:
+    bash = compress(
+        "post_tool_use",
+        {
+            "tool_name": "Bash",
+            "tool_input": {"command": "npm test", "description": "run the suite"},
+            # the hooks send a tool response as JSON text
+            "tool_output": json.dumps(
+                {
+                    "stdout": "PASS test/refresh.test.ts\nrefresh rotates tokens\n",
+                    "stderr": "warning: jest config\n",
+                    "interrupted": False,
+                    "isImage": False,
+                }
+            ),
+        },
+    )
+    assert bash.files == ["test/refresh.test.ts"]  # not "ntest/refresh.test" after a \n
+    assert not _ENVELOPE & set(bash.concepts), bash.concepts
+    assert {"refresh", "rotates", "tokens", "typescript"} <= set(bash.concepts)
+    assert bash.narrative.endswith("Output: PASS test/refresh.test.ts")
+
+    path = "src/auth/refresh.ts"
+    edit = compress(
+        "post_tool_use",
+        {
+            "tool_name": "Edit",
+            "tool_input": {"file_path": path, "old_string": "rotate()", "new_string": "renew()"},
+            "tool_output": json.dumps(
+                {
+                    "filePath": path,
+                    "oldString": "rotate()",
+                    "newString": "renew()",
+                    "structuredPatch": [{"oldStart": 3, "lines": ["-rotate()", "+renew()"]}],
+                    "userModified": False,
+                    "replaceAll": False,
+                }
+            ),
+        },
+    )
+    assert edit.files == [path]
+    assert not _ENVELOPE & set(edit.concepts), edit.concepts
+    assert {"rotate", "renew"} <= set(edit.concepts)
+    # the raw text keeps the payload as sent
+    assert '"interrupted": false' in bash.raw
+
+
+def test_a_response_cut_by_the_hook_still_gives_its_content() -> None:
+    whole = json.dumps({"stdout": "compiled src/app/main.rs\n" * 50, "stderr": "", "code": 0})
+    cut = whole[:300] + "\n…[truncated 999 chars]"  # what the hook's size cap sends
+    c = compress("post_tool_use", {"tool_name": "Bash", "tool_input": {"command": "cargo b"},
+                                   "tool_output": cut})  # fmt: skip
+    assert c.files == ["src/app/main.rs"]
+    assert not {"stdout", "stderr", "truncated", "chars"} & set(c.concepts), c.concepts
+    assert "compiled" in c.concepts
+
+
+_LEAF = st.text(alphabet='ab é\n\t"\\/😀\x01', max_size=12)
+_JSON = st.recursive(
+    _LEAF | st.integers() | st.booleans() | st.none(),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(st.sampled_from(sorted(_ENVELOPE)), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+
+
+def _leaves(v: Any) -> list[str]:
+    if isinstance(v, str):
+        return [v] if v else []
+    if isinstance(v, dict):
+        return [s for x in v.values() for s in _leaves(x)]
+    if isinstance(v, list):
+        return [s for x in v for s in _leaves(x)]
+    return []
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.sampled_from(sorted(_ENVELOPE)), _JSON, min_size=1) | st.lists(_JSON),
+       st.booleans())  # fmt: skip
+def test_content_of_json_is_its_string_values(value: Any, ascii_only: bool) -> None:
+    text = json.dumps(value, ensure_ascii=ascii_only)
+    expected = "\n".join(_leaves(value))
+    assert content_of(value) == expected
+    if _JSON_TEXT.match(text):  # what content_of reads as JSON text
+        assert content_of(text) == expected
+        # the reader for cut text agrees with the decoder on whole text
+        out: list[str] = []
+        _strings_of_cut_json(text, out)
+        assert "\n".join(out) == expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.sampled_from(sorted(_ENVELOPE)), _JSON, min_size=1), st.data())
+def test_content_of_cut_json_holds_no_key(value: Any, data: st.DataObject) -> None:
+    text = json.dumps(value)
+    cut = text[: data.draw(st.integers(1, len(text)))]
+    said = content_of(cut + "\n…[truncated 5 chars]")
+    # values are drawn from letters no key is made of, so any key in it came from the envelope
+    assert not [k for k in _ENVELOPE if k in said.lower()]
+    said.encode()  # no lone surrogate from an escape cut in half
+
+
+def test_a_failed_call_input_sent_as_json_text_is_read_as_its_fields() -> None:
+    c = compress(
+        "post_tool_failure",
+        {
+            "tool_name": "Edit",
+            "tool_input": json.dumps({"file_path": "src/types/api.d.ts", "old_string": "x"}),
+            "error": "String to replace not found in file.",
+        },
+    )
+    assert c.files == ["src/types/api.d.ts"]
+    assert c.title == "Edit failed: String to replace not found in file."
+    assert not _ENVELOPE & set(c.concepts), c.concepts

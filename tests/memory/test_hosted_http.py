@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 
 from engine import Client
-from engine._protocol import subject_for
+from engine.protocol import subject_for
 from tests.helpers import eventually
 from tests.memory.conftest import AUTH, SECRET, free_port, rest_client
 from tests.memory.test_observe import payload

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from engine import Client, connect
-from engine._nats_server import NatsServer
+from engine.server import NatsServer
 from tests.helpers import eventually
 
 PROBE = "persistence probe: the deploy key rotates every ninety days zebracorn"

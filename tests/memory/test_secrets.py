@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from engine._nats_server import NatsServer
+from engine.server import NatsServer
 from tests.helpers import eventually
 from tests.memory.conftest import rest_client
 from tests.memory.samples import SECRETS, all_secrets_text

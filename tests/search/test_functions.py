@@ -85,7 +85,7 @@ async def test_bad_search_input_is_rejected_with_the_field_named(
     assert err.value.code == "BAD_REQUEST" and err.value.field == "limit"
     with pytest.raises(FunctionError) as err:
         await client.call("mem::search", {"query": "x", "kinds": ["nope"]})
-    assert err.value.code == "BAD_REQUEST" and err.value.field == "kinds"
+    assert err.value.code == "BAD_REQUEST" and err.value.field == "kinds[0]"  # names the item
 
 
 async def test_a_restarted_worker_restores_its_snapshot_and_replays_the_tail(

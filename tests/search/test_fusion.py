@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import random
 
-from functions.search.fusion import FusionWeights, rrf
+from functions.search.fusion import RRF_K, FusionWeights, rrf
 
 
 def reference(
-    streams: dict[str, list[int]], weights: FusionWeights, k: int = 60
+    streams: dict[str, list[int]], weights: FusionWeights, k: int = RRF_K
 ) -> list[tuple[int, float]]:
     scores: dict[int, float] = {}
     votes: dict[int, int] = {}

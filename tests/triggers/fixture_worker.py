@@ -9,7 +9,7 @@ import sys
 
 import msgspec
 
-from engine import Context, FunctionError, HttpRequest, HttpResponse, Worker
+from engine import Context, FunctionError, Http, HttpRequest, HttpResponse, Worker
 
 worker = Worker("trigger-fixtures")
 
@@ -65,7 +65,47 @@ async def note(req: Note, ctx: Context) -> Note:
     return Note(text=req.text.upper(), n=req.n + 1)
 
 
+class Page(msgspec.Struct, rename="camel", kw_only=True):
+    limit: int = 10
+    flag: bool = False
+    name: str = ""
+    agent_id: str = ""
+
+
+class Outcome(msgspec.Struct):
+    status: str
+
+
+def declare_routes() -> None:
+    """Functions whose routes come from their own declaration (`http=Http(...)`)."""
+
+    @worker.function(
+        "t::page", http=Http("GET", "/t/page/{name}", headers={"x-agent-id": "agentId"})
+    )
+    async def page(req: Page, ctx: Context) -> Page:
+        return req
+
+    @worker.function("t::merge", http=Http("PATCH", "/t/merge/{name}", source="merge"))
+    async def merge(req: Page, ctx: Context) -> Page:
+        return req
+
+    @worker.function(
+        "t::outcome",
+        http=Http("POST", "/t/outcome", status=201, status_field="status", status_by={"dup": 200}),
+    )
+    async def outcome(req: Outcome, ctx: Context) -> Outcome:
+        return req
+
+    @worker.function("t::page-html")
+    async def page_html(req: HttpRequest, ctx: Context) -> HttpResponse:
+        name = req.path_params["name"]
+        return HttpResponse(body=f"<p>{name}</p>", content_type="text/html; charset=utf-8")
+
+    worker.trigger("http", "t::page-html", path="/t/page/{name}", accept="text/html")
+
+
 def declare_http() -> None:
+    declare_routes()
     worker.trigger("http", "t::echo", method="POST", path="/t/echo/{name}")
     worker.trigger("http", "t::echo", method="GET", path="/t/echo/{name}")
     worker.trigger("http", "t::echo", method="GET", path="/t/open", auth="none")

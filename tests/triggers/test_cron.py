@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import signal
 import time
 from typing import Any
@@ -187,3 +188,17 @@ async def test_deleting_a_cron_declaration_stops_its_schedule_live_and_after_dow
         return await _schedules(client) == {}
 
     await eventually(none_left, what="the orphan schedule to be purged at start")
+
+
+async def test_a_firing_waits_for_its_worker_to_come_back(client, spawn) -> None:
+    """A tick whose function nobody serves yet (the worker still starting after a downtime)
+    fires once the worker is back, instead of being dropped after its few attempts."""
+    spawn("workers.triggers", "cron")
+    fixture = spawn("tests.triggers.fixture_worker", "cron")
+    fixture.kill()
+    fixture.wait()
+    await client.call("engine::cron-fire", {"function_id": "t::manual"}, timeout=5)
+    await asyncio.sleep(4)  # past max_attempts (3) at backoff 0.2 s
+    spawn("tests.triggers.fixture_worker", "cron")
+    await eventually(lambda: _get(client, "manual.ok.7"), timeout=20, what="the waiting firing")
+    assert await _get(client, "manual.ok.7") == 1

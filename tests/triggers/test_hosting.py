@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from engine import Worker
-from triggers.hosting import ALL, host, hosted_kinds, make_plugin
+from triggers.hosting import all_kinds, host, hosted_kinds, make_plugin
 
 
 def test_hosted_kinds_reads_a_comma_list_and_nothing_by_default() -> None:
@@ -15,12 +15,21 @@ def test_hosted_kinds_reads_a_comma_list_and_nothing_by_default() -> None:
 
 def test_an_unknown_kind_is_refused_by_name() -> None:
     worker = Worker("hosting-test")
-    with pytest.raises(SystemExit, match=r"'htp'.*expected some of http"):
+    with pytest.raises(SystemExit, match=r"'htp'.*installed plug-ins: cron, http"):
         host(worker, hosted_kinds("http,htp"))
 
 
+def test_a_declaration_of_an_unknown_kind_is_refused_from_the_same_table() -> None:
+    """One list of kinds (the `engine.triggers` entry points): what a worker may declare is
+    what a process can host."""
+    worker = Worker("hosting-test")
+    with pytest.raises(ValueError, match=r"'htpp'.*installed plug-ins: cron, http, queue"):
+        worker.trigger("htpp", "greet::hello", path="/x")
+    assert all_kinds() == sorted(all_kinds()) and "ws" in all_kinds()
+
+
 def test_every_kind_builds_its_plugin() -> None:
-    assert {make_plugin(k).kind for k in ALL} == {
+    assert {make_plugin(k).kind for k in all_kinds()} == {
         "http",
         "cron",
         "queue",

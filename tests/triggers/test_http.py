@@ -254,3 +254,71 @@ async def test_two_http_workers_share_the_port_and_one_survives_the_other(spawn)
         for _ in range(5):  # fresh connections: each may land on either listener
             r = await c.get("/t/open", headers={"Connection": "close"})
             assert r.status_code == 200
+
+
+# ---- routes from a function's own declaration (http=Http(...)) ---------------------------
+async def test_a_query_route_decodes_strings_into_the_request_type(http) -> None:
+    r = await http.get("/t/page/bob?limit=5&flag=true", headers=AUTH)
+    assert r.status_code == 200
+    assert r.json() == {"limit": 5, "flag": True, "name": "bob", "agentId": ""}
+    agent = await http.get("/t/page/bob", headers={**AUTH, "X-Agent-Id": "codex"})
+    assert agent.json()["agentId"] == "codex"  # the header fills the empty field
+    named = await http.get("/t/page/bob?agentId=claude", headers={**AUTH, "X-Agent-Id": "codex"})
+    assert named.json()["agentId"] == "claude"  # the request's own value wins
+    bad = await http.get("/t/page/bob?limit=lots", headers=AUTH)
+    assert bad.status_code == 400 and bad.json()["error"]["field"] == "limit"
+
+
+async def test_a_merge_route_takes_query_body_and_path_with_the_path_winning(http) -> None:
+    r = await http.patch(
+        "/t/merge/bob?limit=3", json={"flag": True, "name": "not-bob"}, headers=AUTH
+    )
+    assert r.status_code == 200
+    assert r.json() == {"limit": 3, "flag": True, "name": "bob", "agentId": ""}
+    bad = await http.patch("/t/merge/bob", json=[1, 2], headers=AUTH)
+    assert bad.status_code == 400 and bad.json()["error"]["field"] == "body"
+
+
+async def test_the_status_follows_a_field_of_the_reply(http) -> None:
+    new = await http.post("/t/outcome", json={"status": "new"}, headers=AUTH)
+    dup = await http.post("/t/outcome", json={"status": "dup"}, headers=AUTH)
+    assert (new.status_code, dup.status_code) == (201, 200)
+    assert dup.json() == {"status": "dup"}
+
+
+async def test_a_page_answers_at_the_path_of_a_json_route_when_html_is_accepted(http) -> None:
+    page = await http.get("/t/page/ann", headers={**AUTH, "Accept": "text/html,*/*"})
+    assert page.headers["content-type"].startswith("text/html") and page.text == "<p>ann</p>"
+    data = await http.get("/t/page/ann", headers={**AUTH, "Accept": "application/json"})
+    assert data.json()["name"] == "ann"
+
+
+async def test_openapi_documents_declared_routes_where_their_requests_come_from(http) -> None:
+    doc = (await http.get("/openapi.json")).json()
+    get = doc["paths"]["/t/page/{name}"]["get"]
+    params = {(p["in"], p["name"]): p for p in get["parameters"]}
+    assert ("path", "name") in params and ("query", "name") not in params
+    assert params[("query", "limit")]["schema"]["type"] == "integer"
+    assert "requestBody" not in get
+    assert "text/html" in get["responses"]["200"]["content"]  # the page, as another content
+    merge = doc["paths"]["/t/merge/{name}"]["patch"]
+    assert "requestBody" in merge and ("query", "limit") in {
+        (p["in"], p["name"]) for p in merge["parameters"]
+    }
+    outcome = doc["paths"]["/t/outcome"]["post"]["responses"]
+    assert {"200", "201", "401"} <= set(outcome)
+    unauthorized = outcome["401"]["content"]["application/json"]["schema"]
+    assert unauthorized["properties"]["error"]["enum"] == ["unauthorized"]
+
+
+async def test_a_route_a_worker_no_longer_declares_is_removed_when_it_starts(
+    spawn, client: Client, http
+) -> None:
+    assert (await http.get("/t/page/x", headers=AUTH)).status_code == 200
+    # The same worker, started again declaring only its queue group: its routes are gone.
+    spawn("tests.triggers.fixture_worker", "queue")
+
+    async def gone() -> bool:
+        return (await http.get("/t/page/x", headers=AUTH)).status_code == 404
+
+    await eventually(gone, what="the undeclared route to be removed")

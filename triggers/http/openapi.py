@@ -7,6 +7,7 @@ query parameters, or both (`merge`); path parameters are always path parameters.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from engine import FunctionInfo
@@ -36,11 +37,34 @@ UNAUTHORIZED_SCHEMA = {
 
 
 def _hoist(schema: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
-    """msgspec schemas keep named types under `$defs`; OpenAPI wants them in components."""
-    text = json.dumps(schema).replace('"#/$defs/', '"#/components/schemas/')
-    moved: dict[str, Any] = json.loads(text)
-    defs.update(moved.pop("$defs", {}))
+    """msgspec schemas keep named types under `$defs`; OpenAPI wants them in components,
+    one namespace for every worker's types: a name already taken by another shape is
+    renamed (`Name2` …) in this schema, never overwritten (a route would then document
+    another route's type)."""
+    own: dict[str, Any] = dict(schema.get("$defs") or {})
+    rename: dict[str, str] = {}
+    for name, body in own.items():
+        target, n = name, 1
+        while target in defs and defs[target] != _renamed(body, rename):
+            n += 1
+            target = f"{name}{n}"
+        rename[name] = target
+    text = json.dumps({k: v for k, v in schema.items() if k != "$defs"})
+    moved: dict[str, Any] = json.loads(_refs(text, rename))
+    for name, body in own.items():
+        defs[rename[name]] = json.loads(_refs(json.dumps(body), rename))
     return moved
+
+
+def _refs(text: str, rename: dict[str, str]) -> str:
+    def sub(m: re.Match[str]) -> str:
+        return f'"#/components/schemas/{rename.get(m.group(1), m.group(1))}"'
+
+    return re.sub(r'"#/\$defs/([^"]+)"', sub, text)
+
+
+def _renamed(body: Any, rename: dict[str, str]) -> Any:
+    return json.loads(_refs(json.dumps(body), rename))
 
 
 def _object_of(schema: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -96,7 +120,13 @@ def _operation(
         op["parameters"] = params
     if body_schema is not None and source in ("body", "merge"):
         obj = _object_of(body_schema)
-        required = bool(obj.get("required")) if obj is not None else True
+        # An empty body is `{}`: required when `{}` would not do (a required field, or a
+        # one-of requirement beside the type).
+        required = (
+            obj is None
+            or bool(obj.get("required"))
+            or any(k in body_schema for k in ("anyOf", "oneOf", "allOf"))
+        )
         op["requestBody"] = {
             "required": required and source == "body",
             "content": {"application/json": {"schema": _hoist(body_schema, defs)}},

@@ -91,6 +91,7 @@ class HttpTrigger:
             port=settings.port,
             loop="none",
             http="httptools",
+            ws="none",  # REST only: no WebSocket implementation loaded
             lifespan="off",
             access_log=False,
             log_level="warning",

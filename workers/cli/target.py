@@ -53,7 +53,9 @@ class Target:
             # `start` noted where, so `--instance K` alone still finds it.
             noted = registered_data_dir(number)
             if noted is not None:
-                inst = Instance.resolve(number, noted, port)
+                found = Instance.resolve(number, noted, port)
+                if found.running_pid() is not None:  # a note of a stopped one is history
+                    inst = found
         port_given = port is not None or bool(env.get("AGENTMEMORY_PORT"))
         inst = _as_running(inst, number_given, port_given)
         explicit = None if local else url or env.get("AGENTMEMORY_URL")

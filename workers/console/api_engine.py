@@ -12,9 +12,10 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from engine import TRIGGERS_BUCKET, FunctionError, State, TriggerSpec, _tracing
-from engine._protocol import validate_function_id
-from engine._tracing import SpanKind
+from engine import TRIGGERS_BUCKET, FunctionError, State, TriggerSpec
+from engine import tracing as _tracing
+from engine.protocol import validate_function_id
+from engine.tracing import SpanKind
 from workers.console.hub import hub
 from workers.console.web import json_response, read_json
 

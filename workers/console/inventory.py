@@ -11,7 +11,8 @@ from typing import Any
 import msgspec
 from nats.aio.client import Client as NATS
 
-from engine import Client, FunctionError, _tracing
+from engine import Client, FunctionError
+from engine import tracing as _tracing
 
 
 class Endpoint(msgspec.Struct, kw_only=True):
@@ -23,6 +24,8 @@ class Endpoint(msgspec.Struct, kw_only=True):
     num_errors: int = 0
     last_error: str = ""
     average_processing_time: int = 0
+    data: dict[str, Any] | None = None
+    """Our own figures of the endpoint's calls (engine/_worker.py `_Stats.data`)."""
 
 
 class ServiceReply(msgspec.Struct, kw_only=True):
@@ -61,6 +64,10 @@ class FunctionView(msgspec.Struct, kw_only=True):
     instances: int
     request_schema: Any = None
     response_schema: Any = None
+    http: Any = None
+    """Its REST route as declared (method, path, source, statuses …), if it has one."""
+    tool: Any = None
+    """Its MCP tool as declared (name, description, tier), if it is one."""
     num_requests: int = 0
     num_errors: int = 0
     average_ms: float = 0.0
@@ -222,6 +229,8 @@ class Inventory:
                         instances=0,
                         request_schema=_schema(meta.get("request_schema")),
                         response_schema=_schema(meta.get("response_schema")),
+                        http=_schema(meta.get("http")),
+                        tool=_schema(meta.get("tool")),
                     )
                 if worker not in v.workers:
                     v.workers.append(worker)
@@ -231,7 +240,9 @@ class Inventory:
                     total_ns = v.average_ms * 1e6 * v.num_requests
                     total_ns += st.average_processing_time * st.num_requests
                     v.num_requests += st.num_requests
-                    v.num_errors += st.num_errors
+                    # The worker's own count is exact however the endpoint dispatched.
+                    errors = (st.data or {}).get("errors")
+                    v.num_errors += errors if isinstance(errors, int) else st.num_errors
                     v.average_ms = total_ns / 1e6 / v.num_requests if v.num_requests else 0.0
                     v.last_error = st.last_error or v.last_error
         return sorted(views.values(), key=lambda v: v.function_id)

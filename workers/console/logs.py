@@ -6,7 +6,7 @@ from collections import deque
 
 import msgspec
 
-from engine._logs import LogRecord
+from engine.logs import LogRecord
 
 _LEVELS = {"DEBUG": 10, "INFO": 20, "WARNING": 30, "ERROR": 40, "CRITICAL": 50}
 _decoder = msgspec.json.Decoder(LogRecord)

@@ -11,8 +11,8 @@ import httpx
 import uvicorn
 
 from engine import Client
-from engine._logs import LOGS_STREAM, LOGS_SUBJECT
-from engine._tracing import TRACES_STREAM, TRACES_SUBJECT
+from engine.logs import LOGS_STREAM, LOGS_SUBJECT
+from engine.tracing import TRACES_STREAM, TRACES_SUBJECT
 from workers.console.app import build_app
 from workers.console.follow import Follower
 from workers.console.hub import Hub

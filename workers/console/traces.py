@@ -7,7 +7,7 @@ from typing import Any
 
 import msgspec
 
-from engine._tracing import SpanRecord
+from engine.tracing import SpanRecord
 
 
 class TraceSummary(msgspec.Struct, kw_only=True):

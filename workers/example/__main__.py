@@ -6,7 +6,7 @@ import asyncio
 
 import msgspec
 
-from engine import Context, FunctionError, Worker
+from engine import Context, FunctionError, Http, Worker
 
 worker = Worker("example", description="echo, fail, sleep and a KV counter")
 
@@ -43,7 +43,10 @@ async def noop(req: bytes, ctx: Context) -> bytes:
     return req
 
 
-@worker.function("example::echo")
+@worker.function(
+    "example::echo",
+    http=Http("POST", "/example/echo", tags=["example"]),
+)
 async def echo(req: Echo, ctx: Context) -> Echo:
     """Echo the text back."""
     return Echo(text=req.text)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 
 from engine import Worker
-from triggers.hosting import ALL, host
+from triggers.hosting import all_kinds, host
 
 
 def build(kinds: list[str]) -> Worker:
@@ -22,7 +22,7 @@ def build(kinds: list[str]) -> Worker:
 
 
 def main(argv: list[str]) -> None:
-    build(argv or list(ALL)).run()
+    build(argv or all_kinds()).run()
 
 
 if __name__ == "__main__":

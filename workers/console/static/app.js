@@ -128,6 +128,10 @@ function functionDetail(fn) {
     h("p", { class: "muted", text: `workers: ${fn.workers.join(", ")} · instances ${fn.instances}` +
       ` · ${fn.num_requests} calls · ${fn.num_errors} errors · avg ${ms(fn.average_ms)}` }),
     fn.last_error ? h("p", { class: "err", text: `last error: ${fn.last_error}` }) : null,
+    fn.http ? h("p", { id: "function-route", text: `REST: ${fn.http.method} ${fn.http.path}` +
+      (fn.http.source ? ` (request from the ${fn.http.source})` : "") }) : null,
+    fn.tool ? h("p", { id: "function-tool", text: `MCP tool: ${fn.tool.name}` +
+      (fn.tool.tier && fn.tool.tier !== "all" ? ` (tier ${fn.tool.tier})` : "") }) : null,
     h("h3", { text: "request schema" }), h("pre", { text: pretty(fn.request_schema) }),
     h("h3", { text: "response schema" }), h("pre", { text: pretty(fn.response_schema) }),
     h("h3", { text: "invoke with a JSON payload" }), payload,

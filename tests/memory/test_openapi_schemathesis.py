@@ -1,0 +1,69 @@
+"""Schemathesis, with all its checks, against the served OpenAPI document of the whole
+default stack (config/engine.yaml): no 5xx, every reply matches its declared schema,
+schema-valid requests are accepted, schema-violating ones refused, auth as declared.
+
+The examples are bounded (`MAX_EXAMPLES` per operation, a fixed seed) so the suite keeps
+its time budget; run `st run` by hand with more for a deeper search (see docs/API.md)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.conftest import ROOT, EngineProcess
+
+SECRET = "schemathesis-" + "s3cret-for-tests"
+MAX_EXAMPLES = 15
+SEED = 20261201
+
+
+@pytest.fixture
+def stack(tmp_path: Path):  # type: ignore[no-untyped-def]
+    cfg = yaml.safe_load((ROOT / "config" / "engine.yaml").read_text())
+    home = tmp_path / "home"
+    home.mkdir()
+    cfg.setdefault("env", {}).update({"AGENTMEMORY_SECRET": SECRET, "HOME": str(home)})
+    eng = EngineProcess(tmp_path, yaml.safe_dump(cfg))
+    eng.start(timeout=120)
+    yield eng
+    eng.stop(30)
+    eng.kill_all()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_schemathesis_finds_nothing_with_all_checks(stack: EngineProcess, tmp_path: Path) -> None:
+    st = shutil.which("st", path=str(Path(sys.executable).parent)) or "st"
+    base = f"http://127.0.0.1:{stack.ports['rest']}"
+    out = subprocess.run(
+        [
+            st,
+            "run",
+            f"{base}/agentmemory/openapi.json",
+            "--url",
+            base,
+            "--checks",
+            "all",
+            "--header",
+            f"Authorization: Bearer {SECRET}",
+            "--max-examples",
+            str(MAX_EXAMPLES),
+            "--seed",
+            str(SEED),
+            "--generation-database",
+            "none",
+            "--report-dir",
+            str(tmp_path / "report"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=540,
+        cwd=tmp_path,
+    )
+    assert out.returncode == 0, out.stdout[-6000:] + out.stderr[-2000:]
+    assert "No issues found" in out.stdout
