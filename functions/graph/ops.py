@@ -84,11 +84,17 @@ def rest(method: str, path: str, **kw: Any) -> Http:
 
 
 def _load_graphify(req: ImportIn) -> tuple[Path, Any]:
-    path = Path(req.path or Path(req.cwd or ".") / "graphify-out" / "graph.json")
-    path = path.expanduser().resolve()
-    if not path.is_file():  # a path that names nothing is bad input, not a missing route
+    try:
+        path = Path(req.path or Path(req.cwd or ".") / "graphify-out" / "graph.json")
+        path = path.expanduser().resolve()
+        found = path.is_file()
+    except (OSError, ValueError):  # a name the OS cannot look up
+        found = False
+    if not found:
         raise FunctionError(
-            "BAD_REQUEST", f"no graphify graph at {path} (give `path` or `cwd`)", field="path"
+            "NOT_FOUND",
+            f"no graphify graph at {req.path or req.cwd or '.'!r} (give `path` or `cwd`)",
+            field="path",
         )
     try:
         return path, json.loads(path.read_text(encoding="utf-8"))

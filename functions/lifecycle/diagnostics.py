@@ -15,15 +15,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args
 
 import msgspec
 
 from engine import FunctionError, Http, Tool, operation
 from functions.lifecycle import clock
-from functions.lifecycle.wire import AutoForgetIn, DigestIn, SweepIn
+from functions.lifecycle.service import when
+from functions.lifecycle.wire import AutoForgetIn, Clocked, DigestIn, SweepIn
 from functions.memory.store import MemoryStore, kv_key
-from functions.names import Names, names
+from functions.names import choices_pattern, names
 from functions.records import (
     FACETS_BUCKET,
     LESSONS_BUCKET,
@@ -44,29 +45,16 @@ from functions.records import (
     SummaryAdded,
 )
 
-OURS = (
-    "sessions",
-    "memories",
-    "summaries",
-    "facets",
-    "relations",
-    "slots",
-    "index",
-    "profile",
-    "lessons",
-)
-ELSEWHERE = (
-    "actions",
-    "leases",
-    "sentinels",
-    "sketches",
-    "signals",
-    "crystals",
-    "mesh",
-    "semantic",
-    "procedural",
-    "insights",
-)
+Category = Literal[
+    "sessions", "memories", "summaries", "facets", "relations", "slots", "index", "profile",
+    "lessons", "actions", "leases", "sentinels", "sketches", "signals", "crystals", "mesh",
+    "semantic", "procedural", "insights",
+]  # fmt: skip
+CATEGORIES: tuple[str, ...] = get_args(Category)
+OURS = CATEGORIES[:9]
+"""Kept by this service; the rest are the coordination layer's (accepted, reported skipped)."""
+ELSEWHERE = CATEGORIES[9:]
+Categories = list[Category] | Annotated[str, msgspec.Meta(pattern=choices_pattern(CATEGORIES))]
 STALE_SESSION = timedelta(hours=24)
 PROFILE_LAG = 1000
 """MEM_EVENTS a profile may trail before it counts as stale (the feed runs every minute)."""
@@ -76,20 +64,16 @@ if TYPE_CHECKING:
     from functions.lifecycle.service import LifecycleService
 
 
-class DiagnoseIn(msgspec.Struct, rename="camel", kw_only=True):
-    categories: Names = msgspec.field(default_factory=list)
+class DiagnoseIn(Clocked, kw_only=True):
+    categories: Categories = msgspec.field(default_factory=list)
     """Default all."""
-    now: str = ""
 
     def __post_init__(self) -> None:
-        self.categories = [c.lower() for c in names(self.categories)]
-        bad = [c for c in self.categories if c not in OURS + ELSEWHERE]
-        if bad:
-            raise ValueError(f"unknown categories {bad}; known: {', '.join(OURS + ELSEWHERE)}")
+        self.categories = names(self.categories)  # type: ignore[assignment]  # the schema held them to the vocabulary
 
 
 class HealIn(DiagnoseIn, kw_only=True):
-    dry_run: bool | str = False
+    dry_run: bool | Literal["true", "false"] = False
 
 
 class Check(msgspec.Struct, kw_only=True):
@@ -483,7 +467,7 @@ class DiagnosticsService:
         tool=Tool("memory_diagnose", tier="core"),
     )
     async def diagnose(self, req: DiagnoseIn) -> DiagnoseOut:
-        now = clock.parse(req.now) if req.now else clock.now()
+        now = when(req)
         found = await self._findings([c for c in req.categories if c in OURS], now)
         checks = [f.check for f in found]
         cats = [c for c in req.categories if c in OURS] or list(OURS)
@@ -517,7 +501,7 @@ class DiagnosticsService:
     )
     async def heal(self, req: HealIn) -> HealOut:
         dry = req.dry_run is True or str(req.dry_run).lower() == "true"
-        now = clock.parse(req.now) if req.now else clock.now()
+        now = when(req)
         found = await self._findings([c for c in req.categories if c in OURS], now)
         details: list[str] = []
         fixed = skipped = 0

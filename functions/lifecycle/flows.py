@@ -5,14 +5,14 @@ The actions are the coordination layer's; they are read through its functions
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import msgspec
 
 from engine import Context, FunctionError, Http, operation
 from functions.memory import remember as remember_mod
 from functions.memory.wire import MemoryView, RememberIn
-from functions.names import Names, names
+from functions.names import SOME_NAMES, TEXT, Names, at_least_one_of, names
 
 if TYPE_CHECKING:
     from functions.lifecycle.service import LifecycleService
@@ -25,6 +25,13 @@ class FlowIn(msgspec.Struct, rename="camel", kw_only=True):
 
     def __post_init__(self) -> None:
         self.action_ids = names(self.action_ids)
+
+
+FlowRequest = Annotated[
+    FlowIn,
+    msgspec.Meta(extra_json_schema=at_least_one_of(runId=TEXT, actionIds=SOME_NAMES, project=TEXT)),
+]
+"""runId, actionIds or project: at least one."""
 
 
 class FlowOut(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=True):
@@ -78,7 +85,7 @@ class FlowService:
         timeout=120,
         http=Http("POST", "/agentmemory/flow/compress", tags=["lifecycle"]),
     )
-    async def flow_compress(self, req: FlowIn, ctx: Context) -> FlowOut:
+    async def flow_compress(self, req: FlowRequest, ctx: Context) -> FlowOut:
         if not (req.run_id or req.action_ids or req.project):
             raise FunctionError("BAD_REQUEST", "give runId, actionIds or project", field="runId")
         try:
@@ -98,14 +105,14 @@ class FlowService:
                 )
                 actions = _actions_of(listed)
         except FunctionError as err:
-            if err.code == "UNAVAILABLE":
-                raise FunctionError(
-                    "UNAVAILABLE",
-                    "flow compression reads actions, and no worker serves them (the "
-                    f"coordination functions): {err.message}",
-                    retryable=True,
-                ) from None
-            raise
+            if err.code != "UNAVAILABLE":
+                raise
+            # No coordination worker: there are no actions to compress, which is an answer.
+            return FlowOut(
+                success=True,
+                compressed=0,
+                message=f"no actions: no worker serves them ({err.message})",
+            )
         done = [a for a in actions if a.get("status") == "done"]
         if not done:
             return FlowOut(success=True, compressed=0, message="no completed actions to compress")

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import msgspec
 
-from engine import FunctionError, Http, Tool, operation
+from engine import Http, Tool, operation
 from functions.lifecycle import clock
 from functions.lifecycle.decay import current_lesson_strength
 from functions.lifecycle.semantic import confidence
@@ -371,8 +371,8 @@ class InsightService:
     )
     async def insight_search(self, req: InsightSearchIn) -> InsightsOut:
         terms = set(_TOKEN.findall(req.query.lower()))
-        if not terms:
-            raise FunctionError("BAD_REQUEST", "query has no searchable words", field="query")
+        if not terms:  # nothing to match (a single character, punctuation): nothing matches
+            return InsightsOut(success=True, insights=[])
         scored: list[tuple[float, Insight]] = []
         for i in await self._insights(req):
             text = set(_TOKEN.findall(f"{i.title} {i.content} {' '.join(i.concepts)}".lower()))

@@ -14,10 +14,10 @@ from engine import Http, Tool, operation
 from functions.lifecycle import lessons
 from functions.lifecycle.service import LifecycleService, when
 from functions.lifecycle.wire import (
+    LessonIdRequest,
     LessonListIn,
     LessonOut,
     LessonRecallIn,
-    LessonReinforceIn,
     LessonSaveIn,
     LessonsOut,
     LessonView,
@@ -113,7 +113,7 @@ class LessonService:
         description="Reinforce a lesson that helped",
         http=rest("POST", "lessons/reinforce"),
     )
-    async def reinforce(self, req: LessonReinforceIn) -> LessonOut:
+    async def reinforce(self, req: LessonIdRequest) -> LessonOut:
         lesson = await lessons.reinforce(
             self.store, req.id, self.owner.config.decay, self._now(req)
         )
@@ -124,7 +124,7 @@ class LessonService:
         description="Strengthen a lesson that helped (upstream's route for reinforce)",
         http=rest("POST", "lessons/strengthen"),
     )
-    async def strengthen(self, req: LessonReinforceIn) -> LessonOut:
+    async def strengthen(self, req: LessonIdRequest) -> LessonOut:
         return await self.reinforce(req)
 
     @operation(
@@ -134,6 +134,6 @@ class LessonService:
         http=rest("POST", "lessons/delete"),
         tool=Tool("memory_lesson_delete"),
     )
-    async def delete(self, req: LessonReinforceIn) -> LessonOut:
+    async def delete(self, req: LessonIdRequest) -> LessonOut:
         lesson = await lessons.delete(self.store, req.id, self._now(req))
         return LessonOut(success=True, lesson=as_view(lesson, LessonView), action="deleted")

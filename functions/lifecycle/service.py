@@ -211,7 +211,7 @@ class LifecycleService:
         description="Evict what memory no longer needs: expired, fading, superseded and "
         "low-value records (dryRun previews)",
         timeout=LONG,
-        http=rest("POST", "evict", source="merge"),
+        http=rest("POST", "evict"),
     )
     async def evict(self, req: AutoForgetIn) -> AutoForgetOut:
         return await self.auto_forget(req)

@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-from functions.names import Names, names
+from functions.names import Names, at_least_one_of, names
 from functions.records import Lesson, SessionSummary
 from functions.views import view
 
@@ -95,6 +95,17 @@ class LessonReinforceIn(Clocked, kw_only=True):
         self.id = self.id or self.lesson_id
         if not self.id:
             raise ValueError("Object missing required field `lessonId`")
+
+
+LessonIdRequest = Annotated[
+    LessonReinforceIn,
+    msgspec.Meta(
+        extra_json_schema=at_least_one_of(
+            lessonId={"type": "string", "minLength": 1}, id={"type": "string", "minLength": 1}
+        )
+    ),
+]
+"""A lesson by `lessonId` (upstream) or `id`."""
 
 
 class ProjectProfileIn(msgspec.Struct, rename="camel", kw_only=True):

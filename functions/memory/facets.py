@@ -10,14 +10,14 @@ from __future__ import annotations
 import hashlib
 import re
 from collections import Counter, defaultdict
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal, get_args
 
 import msgspec
 
 from engine import FunctionError, Http, State, Tool, operation
 from functions.memory.scrub import scrub
 from functions.memory.store import MemoryStore, StoreOwner, kv_key, new_id, now_iso
-from functions.names import Names, names
+from functions.names import at_least_one_of, names
 from functions.records import (
     FACETS_BUCKET,
     LESSONS_BUCKET,
@@ -29,8 +29,18 @@ from functions.records import (
 from functions.views import as_view, view
 
 FacetView = view(Facet)
-TARGET_TYPES = ("memory", "observation", "lesson", "session", "action", "insight", "summary")
-Word = Annotated[str, msgspec.Meta(min_length=1, max_length=200)]
+TargetType = Literal["memory", "observation", "lesson", "session", "action", "insight", "summary"]
+TARGET_TYPES: tuple[str, ...] = get_args(TargetType)
+Word = Annotated[str, msgspec.Meta(min_length=1, max_length=200, pattern=r"\S")]
+_PAIR = r"[^:,\s][^:,]*:[^,]*[^,\s]"
+Pair = Annotated[str, msgspec.Meta(pattern=rf"^\s*{_PAIR}\s*$")]
+Pairs = (
+    list[Pair] | Annotated[str, msgspec.Meta(pattern=rf"^\s*(?:{_PAIR}\s*(?:,\s*{_PAIR}\s*)*)?$")]
+)
+"""dimension:value pairs: a list, or upstream's comma-separated string."""
+SOME_PAIRS: dict[str, Any] = {
+    "anyOf": [{"type": "array", "minItems": 1}, {"type": "string", "pattern": "[^,\\s]"}]
+}
 _SAFE = re.compile(r"^[-_=a-zA-Z0-9]{1,200}$")
 
 
@@ -59,7 +69,7 @@ class FacetTagIn(msgspec.Struct, rename="camel", kw_only=True):
     target_id: Word
     dimension: Word
     value: Word
-    target_type: str = "memory"
+    target_type: TargetType = "memory"
 
 
 class FacetUntagIn(msgspec.Struct, rename="camel", kw_only=True):
@@ -70,11 +80,11 @@ class FacetUntagIn(msgspec.Struct, rename="camel", kw_only=True):
 
 
 class FacetQueryIn(msgspec.Struct, rename="camel", kw_only=True):
-    match_all: Names = msgspec.field(default_factory=list)
+    match_all: Pairs = msgspec.field(default_factory=list)
     """dimension:value pairs that must all be present (AND)."""
-    match_any: Names = msgspec.field(default_factory=list)
+    match_any: Pairs = msgspec.field(default_factory=list)
     """dimension:value pairs of which one must be present (OR)."""
-    target_type: str = ""
+    target_type: TargetType | Literal[""] = ""
     limit: Annotated[int, msgspec.Meta(ge=1, le=1000)] = 50
 
     def __post_init__(self) -> None:
@@ -82,12 +92,19 @@ class FacetQueryIn(msgspec.Struct, rename="camel", kw_only=True):
         self.match_any = [_pair(p, "matchAny") for p in names(self.match_any)]
 
 
+FacetQueryRequest = Annotated[
+    FacetQueryIn,
+    msgspec.Meta(extra_json_schema=at_least_one_of(matchAll=SOME_PAIRS, matchAny=SOME_PAIRS)),
+]
+"""matchAll or matchAny, at least one."""
+
+
 class FacetGetIn(msgspec.Struct, rename="camel", kw_only=True):
     target_id: Word
 
 
 class FacetStatsIn(msgspec.Struct, rename="camel", kw_only=True):
-    target_type: str = ""
+    target_type: TargetType | Literal[""] = ""
 
 
 class FacetTagOut(msgspec.Struct, kw_only=True):
@@ -189,12 +206,6 @@ class FacetService:
         tool=Tool("memory_facet_tag"),
     )
     async def facet_tag(self, req: FacetTagIn) -> FacetTagOut:
-        if req.target_type not in TARGET_TYPES:
-            raise FunctionError(
-                "BAD_REQUEST",
-                f"targetType must be one of {', '.join(TARGET_TYPES)}",
-                field="targetType",
-            )
         dimension, value = scrub(req.dimension.strip()), scrub(req.value.strip())
         if req.target_type in ("memory", "observation", "session", "lesson") and (
             await self.record(req.target_type, req.target_id) is None
@@ -240,7 +251,7 @@ class FacetService:
         http=rest("POST", "facets/query"),
         tool=Tool("memory_facet_query"),
     )
-    async def facet_query(self, req: FacetQueryIn) -> FacetQueryOut:
+    async def facet_query(self, req: FacetQueryRequest) -> FacetQueryOut:
         if not req.match_all and not req.match_any:
             raise FunctionError(
                 "BAD_REQUEST",

@@ -8,7 +8,7 @@ import asyncio
 import os
 import re
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal, get_args
 
 import msgspec
 
@@ -19,12 +19,14 @@ from functions.memory.markdown import compress_markdown, problems
 from functions.memory.service import MemoryService
 from functions.memory.store import MemoryStore, now_iso
 from functions.memory.wire import ObserveIn, SessionEndIn
-from functions.names import Names, names
+from functions.names import choices_pattern, names
 from functions.records import LESSONS_BUCKET, Lesson, Memory, Session
 
 SENSITIVE = ("secret", "credential", "private_key", ".env", "id_rsa", "token", ".ssh")
 MAX_MD_BYTES = 2 * 1024 * 1024
-VAULT_TYPES = ("memories", "lessons", "sessions", "crystals")
+VaultType = Literal["memories", "lessons", "sessions", "crystals"]
+VAULT_TYPES: tuple[str, ...] = get_args(VaultType)
+VaultTypes = list[VaultType] | Annotated[str, msgspec.Meta(pattern=choices_pattern(VAULT_TYPES))]
 _UNSAFE = re.compile(r'[<>:"/\\|?*\x00-\x1f]')
 
 
@@ -33,17 +35,30 @@ def export_root() -> Path:
 
 
 def _checked(raw: str, field: str) -> Path:
+    """The path, resolved; refused (403) if it looks like a secret or is a symlink, absent
+    (404) if the OS cannot look it up."""
     path = Path(raw).expanduser()
     low = str(path).lower()
     if any(term in low for term in SENSITIVE):
         raise FunctionError("FORBIDDEN", "refusing a sensitive-looking path", field=field)
-    if path.is_symlink():
-        raise FunctionError("BAD_REQUEST", "symlinks are not supported", field=field)
-    return path.resolve()
+    try:
+        if path.is_symlink():
+            raise FunctionError("FORBIDDEN", "symlinks are not supported", field=field)
+        return path.resolve()
+    except (OSError, ValueError):  # too long, or a byte the file system refuses
+        raise FunctionError("NOT_FOUND", f"no such path {raw[:200]!r}", field=field) from None
+
+
+def _is_file(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except OSError:
+        return False
 
 
 class CompressFileIn(msgspec.Struct, rename="camel", kw_only=True):
-    file_path: Annotated[str, msgspec.Meta(min_length=1, max_length=4096)]
+    file_path: Annotated[str, msgspec.Meta(max_length=4096, pattern=r"\.[mM][dD]$")]
+    """A markdown file (.md) on the service's machine."""
 
 
 class CompressFileOut(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=True):
@@ -59,12 +74,12 @@ class CompressFileOut(msgspec.Struct, rename="camel", kw_only=True, omit_default
 class VaultIn(msgspec.Struct, rename="camel", kw_only=True):
     vault_dir: str = ""
     """Inside AGENTMEMORY_EXPORT_ROOT (default ~/.agentmemory); default <root>/vault."""
-    types: Names = msgspec.field(default_factory=list)
+    types: VaultTypes = msgspec.field(default_factory=list)
     """memories, lessons, sessions (crystals: none here); default all."""
     project: str = ""
 
     def __post_init__(self) -> None:
-        self.types = names(self.types)
+        self.types = names(self.types)  # type: ignore[assignment]  # the schema held them to the vocabulary
 
 
 class VaultCounts(msgspec.Struct, kw_only=True):
@@ -134,10 +149,8 @@ class FileService:
     )
     async def compress_file(self, req: CompressFileIn) -> CompressFileOut:
         path = _checked(req.file_path, "filePath")
-        if path.suffix.lower() != ".md":
-            raise FunctionError("BAD_REQUEST", "filePath must be a .md file", field="filePath")
-        if not path.is_file():
-            raise FunctionError("BAD_REQUEST", f"no file {path}", field="filePath")
+        if not _is_file(path):
+            raise FunctionError("NOT_FOUND", f"no file {path}", field="filePath")
         if path.stat().st_size > MAX_MD_BYTES:
             raise FunctionError(
                 "TOO_LARGE", f"{path} is over {MAX_MD_BYTES} bytes", field="filePath"
@@ -192,7 +205,7 @@ class FileService:
             raise FunctionError("FORBIDDEN", f"vaultDir must be inside {root}", field="vaultDir")
         kinds = set(req.types or VAULT_TYPES)
         bad = kinds - set(VAULT_TYPES)
-        if bad:
+        if bad:  # not reachable through the schema; kept for bus callers that skip it
             raise FunctionError(
                 "BAD_REQUEST",
                 f"unknown types {sorted(bad)}; known: {', '.join(VAULT_TYPES)}",
@@ -298,12 +311,13 @@ class FileService:
                     duplicates=0,
                     truncated=False,
                 )
-            raise FunctionError("BAD_REQUEST", f"no such path {root}", field="path")
+            raise FunctionError("NOT_FOUND", f"no such path {root}", field="path")
         if root.is_file() and root.suffix != ".jsonl":
             raise FunctionError(
-                "BAD_REQUEST", "path must be a .jsonl file or a folder", field="path"
+                "NOT_FOUND", f"{root} is not a .jsonl file or a folder of them", field="path"
             )
-        found = await asyncio.to_thread(transcripts.find_transcripts, root)
+        # bounded: a path like `/` must not walk the whole disk
+        found = await asyncio.to_thread(transcripts.find_transcripts, root, req.max_files, 50_000)
         files = found[: req.max_files]
         observer = self.owner.observer
         sessions = events = stored = dups = 0

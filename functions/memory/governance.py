@@ -6,8 +6,9 @@ from __future__ import annotations
 import asyncio
 import json
 import sqlite3
+from datetime import datetime
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import msgspec
 
@@ -16,8 +17,8 @@ from functions.lifecycle import clock
 from functions.memory import forget as forget_mod
 from functions.memory import transfer
 from functions.memory.store import MemoryStore, StoreOwner, kv_key, now_iso
-from functions.memory.wire import ForgetIn, ImportCounts, ImportIn
-from functions.names import Names, names
+from functions.memory.wire import DateTime, ForgetIn, ImportCounts, ImportIn
+from functions.names import SOME_NAMES, Names, at_least_one_of, names
 from functions.records import Memory, Session
 
 ALLOWED_DB_ROOT = Path.home() / ".agentmemory"
@@ -26,8 +27,8 @@ ALLOWED_DB_ROOT = Path.home() / ".agentmemory"
 class BulkDeleteIn(msgspec.Struct, rename="camel", kw_only=True):
     type: Names = msgspec.field(default_factory=list)
     """Memory types to delete (fact, pattern...)."""
-    date_from: str = ""
-    date_to: str = ""
+    date_from: DateTime | None = None
+    date_to: DateTime | None = None
     quality_below: Annotated[float, msgspec.Meta(ge=0, le=1)] | None = None
     """Delete memories whose strength is below this."""
     project: str = ""
@@ -39,6 +40,21 @@ class BulkDeleteIn(msgspec.Struct, rename="camel", kw_only=True):
         self.type = names(self.type)
 
 
+BulkDeleteRequest = Annotated[
+    BulkDeleteIn,
+    msgspec.Meta(
+        extra_json_schema=at_least_one_of(
+            type=SOME_NAMES,
+            dateFrom={"type": "string"},
+            dateTo={"type": "string"},
+            qualityBelow={"type": "number"},
+            dryRun={"const": True},
+        )
+    ),
+]
+"""A filter (type, dateFrom, dateTo, qualityBelow) or dryRun: a bulk delete never means all."""
+
+
 class BulkDeleteOut(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=True):
     success: bool
     dry_run: bool = False
@@ -48,11 +64,22 @@ class BulkDeleteOut(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=
 
 
 class MigrateIn(msgspec.Struct, rename="camel", kw_only=True):
-    step: str = ""
+    step: Literal["", "infer-memory-projects"] = ""
     """`infer-memory-projects`: give memories saved without a project their sessions' one."""
     db_path: str = ""
     """A claude-mem SQLite database under ~/.agentmemory to import."""
     dry_run: bool = False
+
+
+MigrateRequest = Annotated[
+    MigrateIn,
+    msgspec.Meta(
+        extra_json_schema=at_least_one_of(
+            step={"const": "infer-memory-projects"}, dbPath={"type": "string", "minLength": 1}
+        )
+    ),
+]
+"""A step or a dbPath."""
 
 
 class MigrateOut(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=True):
@@ -72,8 +99,12 @@ def rest(method: str, path: str, **kw: object) -> Http:
 def _when(value: str, field: str) -> str:
     if not value:
         return ""
-    if clock.parse(value) == clock.EPOCH:
-        raise FunctionError("BAD_REQUEST", f"{field} must be an ISO-8601 date", field=field)
+    try:
+        datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise FunctionError(
+            "BAD_REQUEST", f"{field} must be an ISO-8601 date", field=field
+        ) from None
     return clock.iso(clock.parse(value))
 
 
@@ -91,8 +122,9 @@ class GovernanceService:
         "one filter at least), audited",
         http=rest("POST", "governance/bulk-delete"),
     )
-    async def bulk_delete(self, req: BulkDeleteIn) -> BulkDeleteOut:
-        date_from, date_to = _when(req.date_from, "dateFrom"), _when(req.date_to, "dateTo")
+    async def bulk_delete(self, req: BulkDeleteRequest) -> BulkDeleteOut:
+        date_from = _when(req.date_from or "", "dateFrom")
+        date_to = _when(req.date_to or "", "dateTo")
         filtered = bool(req.type or date_from or date_to or req.quality_below is not None)
         if not filtered and not req.dry_run:
             raise FunctionError(
@@ -137,7 +169,7 @@ class GovernanceService:
         timeout=600,
         http=rest("POST", "migrate"),
     )
-    async def migrate(self, req: MigrateIn) -> MigrateOut:
+    async def migrate(self, req: MigrateRequest) -> MigrateOut:
         if req.step == "infer-memory-projects":
             return await self._infer_projects(req.dry_run)
         if req.step:

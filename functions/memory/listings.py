@@ -101,9 +101,13 @@ def rest(method: str, path: str, **kw: object) -> Http:
 
 
 def _cwd(raw: str) -> Path:
-    path = Path(raw or os.getcwd()).expanduser()
-    if not path.is_dir():
-        raise FunctionError("BAD_REQUEST", f"cwd {raw!r} is not a directory here", field="cwd")
+    try:
+        path = Path(raw or os.getcwd()).expanduser()
+        found = path.is_dir()
+    except (OSError, ValueError):  # a name the OS cannot even look up
+        found = False
+    if not found:
+        raise FunctionError("NOT_FOUND", f"no directory {raw!r} on this machine", field="cwd")
     return path.resolve()
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import re
 import urllib.parse
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import msgspec
 
@@ -130,8 +130,35 @@ class PromptsOut(msgspec.Struct, kw_only=True):
 
 
 class GetPromptIn(msgspec.Struct, kw_only=True):
-    name: str
+    name: Literal["recall_context", "session_handoff", "detect_patterns"]
     arguments: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+_TASK = {"type": "string", "pattern": "\\S"}
+GetPromptRequest = Annotated[
+    GetPromptIn,
+    msgspec.Meta(
+        extra_json_schema={
+            "anyOf": [
+                {"properties": {"name": {"enum": ["session_handoff", "detect_patterns"]}}},
+                {
+                    "required": ["arguments"],
+                    "properties": {
+                        "name": {"const": "recall_context"},
+                        "arguments": {
+                            "anyOf": [
+                                {"required": ["task_description"],
+                                 "properties": {"task_description": _TASK}},
+                                {"required": ["task"], "properties": {"task": _TASK}},
+                            ]
+                        },
+                    },
+                },
+            ]
+        }
+    ),
+]  # fmt: skip
+"""recall_context needs its task (`task_description`, or our `task`)."""
 
 
 class Text(msgspec.Struct, kw_only=True):
@@ -248,7 +275,7 @@ class McpContentService:
         description="Render one MCP prompt with its arguments",
         http=rest("POST", "prompts/get"),
     )
-    async def prompt(self, req: GetPromptIn, ctx: Context) -> PromptOut:
+    async def prompt(self, req: GetPromptRequest, ctx: Context) -> PromptOut:
         args = {k: v for k, v in req.arguments.items() if isinstance(v, str)}
         if req.name == "recall_context":
             text = await self._recall(args, ctx)

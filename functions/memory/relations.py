@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import deque
-from typing import Annotated
+from typing import Annotated, Literal
 
 import msgspec
 
@@ -31,17 +31,6 @@ from functions.views import as_view, view
 
 Id = Annotated[str, msgspec.Meta(min_length=1, max_length=512)]
 RelationView = view(Relation)
-TYPES = (
-    "related",
-    "supersedes",
-    "contradicts",
-    "extends",
-    "derived_from",
-    "depends_on",
-    "similar",
-    "caused_by",
-    "fixes",
-)
 Unit = Annotated[float, msgspec.Meta(ge=0, le=1)]
 
 
@@ -49,10 +38,14 @@ def relation_key(source: str, target: str, type_: str) -> str:
     return "rel_" + hashlib.sha256(f"{source}\x1f{target}\x1f{type_}".encode()).hexdigest()[:24]
 
 
+RelationType = Literal["related", "supersedes", "contradicts", "extends", "derived_from",
+                       "depends_on", "similar", "caused_by", "fixes"]  # fmt: skip
+
+
 class RelateIn(msgspec.Struct, rename="camel", kw_only=True):
     source_id: Id
     target_id: Id
-    type: str = "related"
+    type: RelationType = "related"
     confidence: Unit | None = None
 
 
@@ -152,14 +145,12 @@ class RelationService:
         http=rest("POST", "relations", status=201),
     )
     async def relate(self, req: RelateIn) -> RelateOut:
-        if req.type not in TYPES:
-            raise FunctionError(
-                "BAD_REQUEST", f"type must be one of {', '.join(TYPES)}", field="type"
-            )
-        if req.source_id == req.target_id:
-            raise FunctionError("BAD_REQUEST", "a memory cannot relate to itself", field="targetId")
         src = await self._memory(req.source_id, "sourceId")
         dst = await self._memory(req.target_id, "targetId")
+        if req.source_id == req.target_id:
+            raise FunctionError(
+                "CONFLICT", "a memory cannot relate to itself", field="targetId", retryable=False
+            )
         confidence = req.confidence if req.confidence is not None else _confidence(src, dst)
         rid = relation_key(req.source_id, req.target_id, req.type)
         rel = Relation(

@@ -139,7 +139,8 @@ class SlotCreateIn(msgspec.Struct, rename="camel", kw_only=True):
     content: str = ""
     description: str = ""
     size_limit: Annotated[int, msgspec.Meta(ge=1, le=HARD_CAP)] = DEFAULT_LIMIT
-    pinned: bool | str | None = None
+    pinned: bool | Literal["true", "false"] | None = None
+    """Default true; upstream's tools send 'true' / 'false'."""
     scope: Scope = "project"
     project: str = ""
 
@@ -366,7 +367,7 @@ class SlotService:
     @operation(
         "mem::slot-delete",
         description="Delete a slot (seeded default slots too, unless read-only).",
-        http=rest("DELETE", "slot", source="merge"),
+        http=rest("DELETE", "slot", source="query"),
         tool=Tool("memory_slot_delete"),
     )
     async def slot_delete(self, req: SlotGetIn) -> Deleted:

@@ -13,6 +13,7 @@ import msgspec
 from engine import FunctionError, Http, HttpRequest, HttpResponse, Tool, operation
 from functions.lifecycle.config import LifecycleConfig
 from functions.memory.store import MemoryStore, StoreOwner
+from functions.names import TEXT, at_least_one_of
 from functions.records import Memory, Session
 
 VERSION = "0.9.29"
@@ -45,6 +46,15 @@ class VisionSearchIn(msgspec.Struct, rename="camel", kw_only=True):
     query_image_base64: Annotated[str, msgspec.Meta(max_length=16 * 1024 * 1024)] = ""
     top_k: Annotated[int, msgspec.Meta(ge=1, le=50)] = 10
     session_id: str = ""
+
+
+VisionSearchRequest = Annotated[
+    VisionSearchIn,
+    msgspec.Meta(
+        extra_json_schema=at_least_one_of(queryText=TEXT, queryImageRef=TEXT, queryImageBase64=TEXT)
+    ),
+]
+"""A text or an image to search by."""
 
 
 class VisionEmbedIn(msgspec.Struct, rename="camel", kw_only=True):
@@ -175,7 +185,7 @@ class SurfaceService:
         http=rest("POST", "vision-search", max_body=24 * 1024 * 1024),
         tool=Tool("memory_vision_search", tier="basic"),
     )
-    async def vision_search(self, req: VisionSearchIn) -> VisionOut:
+    async def vision_search(self, req: VisionSearchRequest) -> VisionOut:
         if not (req.query_text or req.query_image_ref or req.query_image_base64):
             raise FunctionError(
                 "BAD_REQUEST",

@@ -20,6 +20,29 @@ from tests.conftest import ROOT, EngineProcess
 SECRET = "schemathesis-" + "s3cret-for-tests"
 MAX_EXAMPLES = 15
 SEED = 20261201
+# Answers upstream's contract gives that these checks would otherwise call failures:
+# vision answers 501 naming the setting that enables it (no image-capable provider: no
+# made-up results), and a slot write over the slot's own sizeLimit is 413 as upstream's
+# tools document it (the limit is the stored slot's, so no request schema can say it).
+# (The surface of issue 16; see functions/memory/slots.py and surface.py.)
+CONFIG = """
+[[operations]]
+include-path-regex = "^/agentmemory/vision-(embed|search)$"
+checks.not_a_server_error.expected-statuses = ["2XX", "3XX", "4XX", "501"]
+
+[[operations]]
+include-path-regex = "^/agentmemory/slot(/append|/replace)?$"
+include-method = "POST"
+checks.positive_data_acceptance.expected-statuses = [
+  "2XX", "3XX", "401", "403", "404", "409", "413", "429", "5XX",
+]
+
+# Operations on records or files the caller names (an id, a path): generated names find
+# none, and no response links them, so "missing test data" is expected here, not a gap.
+[[operations]]
+include-path-regex = "^/agentmemory/(compress-file|graph/import-graphify|relations|evolve|cascade-update|verify|lessons/(reinforce|strengthen|delete)|facets(/remove)?|slot(/append|/replace)?|session/by-commit|replay/load|migrate)$"
+warnings = false
+"""
 
 
 @pytest.fixture
@@ -40,9 +63,12 @@ def stack(tmp_path: Path):  # type: ignore[no-untyped-def]
 def test_schemathesis_finds_nothing_with_all_checks(stack: EngineProcess, tmp_path: Path) -> None:
     st = shutil.which("st", path=str(Path(sys.executable).parent)) or "st"
     base = f"http://127.0.0.1:{stack.ports['rest']}"
+    (tmp_path / "schemathesis.toml").write_text(CONFIG)
     out = subprocess.run(
         [
             st,
+            "--config-file",
+            str(tmp_path / "schemathesis.toml"),
             "run",
             f"{base}/agentmemory/openapi.json",
             "--url",
