@@ -91,10 +91,13 @@ class FlowService:
         try:
             actions: list[dict[str, Any]] = []
             if req.run_id:
+                # a run's steps name their actions; each is read whole (result, tags)
                 run = await ctx.call("mem::routine-status", {"runId": req.run_id})
-                ids = run.get("actionIds") if isinstance(run, dict) else None
-                actions = _actions_of(run)
-                for aid in ids or []:
+                steps = run.get("actions") if isinstance(run, dict) else None
+                ids = [
+                    s["actionId"] for s in steps or [] if isinstance(s, dict) and s.get("actionId")
+                ]
+                for aid in ids[:200]:
                     actions += _actions_of(await ctx.call("mem::action-get", {"actionId": aid}))
             elif req.action_ids:
                 for aid in req.action_ids[:200]:

@@ -295,7 +295,7 @@ class McpContentService:
         if not task:
             raise FunctionError(
                 "BAD_REQUEST",
-                "prompt recall_context needs the argument `task_description`",
+                "prompt recall_context needs the argument `task_description` (or `task`)",
                 field="arguments.task_description",
             )
         found = await _optional(

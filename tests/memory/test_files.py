@@ -97,4 +97,4 @@ async def test_replay_import_jsonl_reads_transcripts_once(
     replay = (await rest.get("/agentmemory/replay/load", params={"sessionId": "s-1"})).json()
     assert [s["offsetMs"] for s in replay["timeline"]] == [0, 2000]
     missing = await rest.post("/agentmemory/replay/import-jsonl", json={"path": "/nope/x"})
-    assert missing.status_code == 400
+    assert missing.status_code == 404 and missing.json()["error"]["field"] == "path"
