@@ -10,7 +10,7 @@ import re
 import secrets
 import time
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import msgspec
 
@@ -214,6 +214,13 @@ async def write_audit(
     key = f"{at[:4]}{at[5:7]}.{int(time.time() * 1000):013d}-{entry.id}"
     await audit_log.put(key, entry)
     return entry
+
+
+class StoreOwner(Protocol):
+    """What the memory worker's services share: the process's one store (MemoryService)."""
+
+    @property
+    def store(self) -> MemoryStore: ...
 
 
 def events_stream(client: Client) -> Stream:

@@ -83,9 +83,12 @@ class RememberIn(msgspec.Struct, rename="camel", kw_only=True):
     agent_id: str = ""
     ttl_days: Annotated[float, msgspec.Meta(gt=0)] | None = None
     session_id: str = ""
+    source_observation_ids: Names = msgspec.field(default_factory=list)
+    """Observations the memory was drawn from: its provenance, checked by `verify`."""
 
     def __post_init__(self) -> None:
         self.concepts, self.files = names(self.concepts), names(self.files)
+        self.source_observation_ids = names(self.source_observation_ids)
 
 
 class ForgetIn(msgspec.Struct, rename="camel", kw_only=True):
@@ -122,6 +125,11 @@ class ListIn(msgspec.Struct, rename="camel", kw_only=True):
     session_id: str = ""
     project: str = ""
     agent_id: str = ""
+
+
+class AuditIn(ListIn, kw_only=True):
+    operation: str = ""
+    """Only entries of this action (forget, supersede, governance-delete, slot_create...)."""
 
 
 class ExportIn(msgspec.Struct, rename="camel", kw_only=True):

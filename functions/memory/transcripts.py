@@ -1,0 +1,155 @@
+"""Claude Code transcripts (`~/.claude/projects/<cwd>/<session>.jsonl`) → observe calls.
+
+A user's text becomes `prompt_submit`; an assistant `tool_use` paired with its
+`tool_result` becomes `post_tool_use` (or `post_tool_failure` when `is_error`). Event ids
+are the record's `uuid` and the tool's `id`, so importing twice stores everything once.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+OUTPUT_MAX = 8000
+"""Characters kept of a prompt, tool input string or output (the hooks' own cap)."""
+
+
+def truncate(value: Any, limit: int) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f"\n…[truncated {len(text) - limit} chars]"
+
+
+def cap(value: Any, limit: int) -> Any:
+    """The same JSON value with every long string cut."""
+    if isinstance(value, str):
+        return truncate(value, limit)
+    if isinstance(value, dict):
+        return {k: cap(v, limit) for k, v in value.items()}
+    if isinstance(value, list):
+        return [cap(v, limit) for v in value]
+    return value
+
+
+@dataclass
+class TranscriptSession:
+    session_id: str
+    cwd: str = ""
+    events: list[dict[str, Any]] = field(default_factory=list)
+
+
+def find_transcripts(root: Path, limit: int | None = None, visit: int | None = None) -> list[Path]:
+    """The .jsonl files under `root`, sorted; with `limit`, at most that many, and at most
+    `visit` directory entries looked at (a root like `/` must not walk the whole disk)."""
+    if root.is_file():
+        return [root]
+    found: list[Path] = []
+    seen = 0
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames.sort()
+        seen += len(dirnames) + len(filenames)
+        found += [Path(dirpath) / f for f in sorted(filenames) if f.endswith(".jsonl")]
+        if (limit is not None and len(found) > limit) or (visit is not None and seen > visit):
+            break
+    return sorted(p for p in found if p.is_file())
+
+
+def _records(path: Path) -> Iterator[dict[str, Any]]:
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                continue  # a torn last line of a live session
+            if isinstance(rec, dict):
+                yield rec
+
+
+def _blocks(rec: dict[str, Any]) -> list[Any]:
+    content = (rec.get("message") or {}).get("content")
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    return content if isinstance(content, list) else []
+
+
+def _result_text(block: dict[str, Any]) -> str:
+    content = block.get("content")
+    if isinstance(content, list):
+        return "\n".join(
+            str(c.get("text", ""))
+            for c in content
+            if isinstance(c, dict) and c.get("type") == "text"
+        )
+    return str(content or "")
+
+
+def parse(path: Path) -> list[TranscriptSession]:
+    """One file usually holds one session; resumed sessions may mix ids, so group by id."""
+    sessions: dict[str, TranscriptSession] = {}
+    pending: dict[str, tuple[dict[str, Any], str]] = {}
+    for rec in _records(path):
+        sid = str(rec.get("sessionId") or path.stem)
+        sess = sessions.setdefault(sid, TranscriptSession(sid))
+        sess.cwd = sess.cwd or str(rec.get("cwd") or "")
+        ts = str(rec.get("timestamp") or "")
+        kind = rec.get("type")
+        if kind not in ("user", "assistant") or rec.get("isMeta"):
+            continue
+        for block in _blocks(rec):
+            if not isinstance(block, dict):
+                continue
+            btype = block.get("type")
+            if kind == "user" and btype == "text":
+                text = str(block.get("text") or "").strip()
+                if text and not text.startswith("<"):  # skip command/system wrappers
+                    sess.events.append(
+                        _event(
+                            sid,
+                            "prompt_submit",
+                            ts,
+                            {"prompt": text[:OUTPUT_MAX]},
+                            str(rec.get("uuid") or ""),
+                        )
+                    )
+            elif kind == "assistant" and btype == "tool_use":
+                pending[str(block.get("id"))] = (block, ts)
+            elif kind == "user" and btype == "tool_result":
+                tool_id = str(block.get("tool_use_id") or "")
+                use, _ = pending.pop(tool_id, ({}, ts))
+                name = str(use.get("name") or "unknown")
+                tool_input = use.get("input") or {}
+                output = _result_text(block)
+                data: dict[str, Any]
+                if block.get("is_error"):
+                    data = {
+                        "tool_name": name,
+                        "tool_input": truncate(tool_input, OUTPUT_MAX),
+                        "error": output[:OUTPUT_MAX] or "failed",
+                    }
+                    sess.events.append(_event(sid, "post_tool_failure", ts, data, tool_id))
+                else:
+                    data = {
+                        "tool_name": name,
+                        "tool_input": cap(tool_input, OUTPUT_MAX),
+                        "tool_output": truncate(output, OUTPUT_MAX),
+                    }
+                    sess.events.append(_event(sid, "post_tool_use", ts, data, tool_id))
+    return [s for s in sessions.values() if s.events]
+
+
+def _event(sid: str, hook: str, ts: str, data: dict[str, Any], event_id: str) -> dict[str, Any]:
+    return {"sessionId": sid, "hookType": hook, "timestamp": ts, "data": data, "eventId": event_id}
+
+
+def project_of_cwd(cwd: str) -> str:
+    """The folder name of the git root above `cwd` (else of `cwd`), as the hooks name it."""
+    path = Path(cwd).absolute()
+    for probe in (path, *path.parents):
+        if (probe / ".git").exists():
+            return probe.name or str(probe)
+    return path.name or "default"
