@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal, get_args
 
 import msgspec
 
-from engine import FunctionError, Http, Tool, operation
+from engine import FunctionError, Tool, operation
 from functions.memory import sessions as sessions_mod
 from functions.memory import transcripts
 from functions.memory.markdown import compress_markdown, problems
@@ -20,6 +20,7 @@ from functions.memory.service import MemoryService
 from functions.memory.store import MemoryStore, now_iso
 from functions.memory.wire import ObserveIn, SessionEndIn
 from functions.names import choices_pattern, names
+from functions.owned import routes
 from functions.records import LESSONS_BUCKET, Lesson, Memory, Session
 
 SENSITIVE = ("secret", "credential", "private_key", ".env", "id_rsa", "token", ".ssh")
@@ -111,8 +112,7 @@ class ImportJsonlOut(msgspec.Struct, rename="camel", kw_only=True):
     truncated: bool
 
 
-def rest(method: str, path: str, **kw: object) -> Http:
-    return Http(method, "/agentmemory/" + path, tags=["files"], **kw)  # type: ignore[arg-type]
+rest = routes("files")
 
 
 def _front(meta: dict[str, Any]) -> str:

@@ -10,10 +10,11 @@ from typing import Annotated
 
 import msgspec
 
-from engine import FunctionError, Http, operation
+from engine import FunctionError, operation
 from functions.lifecycle import clock
-from functions.memory.store import MemoryStore, StoreOwner
+from functions.memory.store import StoreOwner
 from functions.memory.wire import MemoryView, ObservationView, SessionView
+from functions.owned import OwnedService, routes
 from functions.records import Memory, Observation, Session
 from functions.views import as_view
 
@@ -96,8 +97,7 @@ class BranchSessionsOut(msgspec.Struct, rename="camel", kw_only=True):
     is_worktree: bool
 
 
-def rest(method: str, path: str, **kw: object) -> Http:
-    return Http(method, "/agentmemory/" + path, tags=["listings"], **kw)  # type: ignore[arg-type]
+rest = routes("listings")
 
 
 def _cwd(raw: str) -> Path:
@@ -158,13 +158,8 @@ async def worktree_info(cwd: Path) -> WorktreeInfo:
     )
 
 
-class ListingService:
-    def __init__(self, owner: StoreOwner) -> None:
-        self.owner = owner
-
-    @property
-    def store(self) -> MemoryStore:
-        return self.owner.store
+class ListingService(OwnedService[StoreOwner]):
+    """Served beside the worker's main service, over its store."""
 
     async def _tier(self, type_: str, req: TierIn) -> list[Memory]:
         ms = [

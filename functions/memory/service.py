@@ -8,7 +8,7 @@ import asyncio
 import contextlib
 import logging
 
-from engine import Client, FunctionError, Http, Tool, operation
+from engine import Client, FunctionError, Tool, operation
 from functions.memory import forget as forget_mod
 from functions.memory import remember as remember_mod
 from functions.memory import sessions, transfer
@@ -51,6 +51,7 @@ from functions.memory.wire import (
     StatusOut,
     Success,
 )
+from functions.owned import routes
 from functions.records import AuditEntry, Memory, Observation
 from functions.views import as_view
 
@@ -61,9 +62,8 @@ AGENT = {"x-agent-id": "agentId"}
 """A request's agent, from the header the hooks and clients send, unless the body names one."""
 
 
-def rest(method: str, path: str, **kw: object) -> Http:
-    """A route of the memory surface under /agentmemory/."""
-    return Http(method, P + path, headers=AGENT, tags=["memory"], **kw)  # type: ignore[arg-type]
+rest = routes("memory", headers=AGENT)
+"""A route of the memory surface under /agentmemory/."""
 
 
 class MemoryService:

@@ -10,10 +10,11 @@ from typing import Annotated
 
 import msgspec
 
-from engine import FunctionError, Http, HttpRequest, HttpResponse, Tool, operation
+from engine import FunctionError, HttpRequest, HttpResponse, Tool, operation
 from functions.lifecycle.config import LifecycleConfig
-from functions.memory.store import MemoryStore, StoreOwner
+from functions.memory.store import StoreOwner
 from functions.names import TEXT, at_least_one_of
+from functions.owned import OwnedService, routes
 from functions.records import Memory, Session
 
 VERSION = "0.9.29"
@@ -150,17 +151,11 @@ def flags() -> list[Flag]:
     ]
 
 
-def rest(method: str, path: str, **kw: object) -> Http:
-    return Http(method, "/agentmemory/" + path, tags=["service"], **kw)  # type: ignore[arg-type]
+rest = routes("service")
 
 
-class SurfaceService:
-    def __init__(self, owner: StoreOwner) -> None:
-        self.owner = owner
-
-    @property
-    def store(self) -> MemoryStore:
-        return self.owner.store
+class SurfaceService(OwnedService[StoreOwner]):
+    """Served beside the worker's main service, over its store."""
 
     @operation(
         "mem::config-flags",
