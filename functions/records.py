@@ -87,6 +87,8 @@ class Observation(msgspec.Struct, omit_defaults=True, kw_only=True):
     event_id: str = ""
     raw: str = ""
     """Scrubbed source text (prompt, tool input/output, error), capped."""
+    origin: str = ""
+    """Where it came from: empty for a hook, `import` for an imported transcript."""
 
 
 class Memory(msgspec.Struct, omit_defaults=True, kw_only=True):
@@ -128,6 +130,8 @@ class Session(msgspec.Struct, omit_defaults=True, kw_only=True):
     status: Literal["active", "ended", "abandoned"] = "active"
     observation_count: int = 0
     last_seen: str = ""
+    origin: str = ""
+    """Empty for a session the hooks recorded, `import` for an imported transcript."""
 
 
 class SessionSummary(msgspec.Struct, omit_defaults=True, kw_only=True):

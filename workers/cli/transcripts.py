@@ -1,120 +1,52 @@
-"""Claude Code transcripts (`~/.claude/projects/<cwd>/<session>.jsonl`) → observe calls.
-
-A user's text becomes `prompt_submit`; an assistant `tool_use` paired with its
-`tool_result` becomes `post_tool_use` (or `post_tool_failure` when `is_error`). Event ids
-are the record's `uuid` and the tool's `id`, so importing twice stores everything once.
+"""Claude Code transcripts for `agentmemory import-jsonl`: each file goes to the server's
+import (POST /agentmemory/replay/import-jsonl, which parses, stores, marks origin `import`
+and learns lessons; the parser is functions.memory.transcripts), in pieces when it is large.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from workers.hooks._hookcore import OUTPUT_MAX, Settings, cap, project_of, truncate
+from functions.memory.transcripts import TranscriptSession, find_transcripts, parse
 
+__all__ = ["TranscriptSession", "chunks", "find_transcripts", "parse"]
 
-@dataclass
-class TranscriptSession:
-    session_id: str
-    cwd: str = ""
-    events: list[dict[str, Any]] = field(default_factory=list)
+CHUNK = 8 * 1024 * 1024
+"""Bytes of transcript per request (the route takes 16 MiB of text)."""
 
 
-def find_transcripts(root: Path) -> list[Path]:
-    if root.is_file():
-        return [root]
-    return sorted(p for p in root.rglob("*.jsonl") if p.is_file())
+def _tool_ids(line: str) -> tuple[set[str], set[str]]:
+    """Tool uses a record opens and tool results it closes."""
+    try:
+        rec = json.loads(line)
+        content = rec.get("message", {}).get("content")
+    except (ValueError, AttributeError):
+        return set(), set()
+    opened, closed = set(), set()
+    for b in content if isinstance(content, list) else []:
+        if isinstance(b, dict) and b.get("type") == "tool_use":
+            opened.add(str(b.get("id")))
+        elif isinstance(b, dict) and b.get("type") == "tool_result":
+            closed.add(str(b.get("tool_use_id")))
+    return opened, closed
 
 
-def _records(path: Path) -> Iterator[dict[str, Any]]:
+def chunks(path: Path, limit: int = CHUNK) -> Iterator[str]:
+    """The file's text in pieces of about `limit` bytes, cut only between records and where
+    no tool use waits for its result (a call and its result must travel together)."""
+    piece: list[str] = []
+    size = 0
+    waiting: set[str] = set()
     with open(path, encoding="utf-8", errors="replace") as f:
         for line in f:
-            try:
-                rec = json.loads(line)
-            except ValueError:
-                continue  # a torn last line of a live session
-            if isinstance(rec, dict):
-                yield rec
-
-
-def _blocks(rec: dict[str, Any]) -> list[Any]:
-    content = (rec.get("message") or {}).get("content")
-    if isinstance(content, str):
-        return [{"type": "text", "text": content}]
-    return content if isinstance(content, list) else []
-
-
-def _result_text(block: dict[str, Any]) -> str:
-    content = block.get("content")
-    if isinstance(content, list):
-        return "\n".join(
-            str(c.get("text", ""))
-            for c in content
-            if isinstance(c, dict) and c.get("type") == "text"
-        )
-    return str(content or "")
-
-
-def parse(path: Path) -> list[TranscriptSession]:
-    """One file usually holds one session; resumed sessions may mix ids, so group by id."""
-    sessions: dict[str, TranscriptSession] = {}
-    pending: dict[str, tuple[dict[str, Any], str]] = {}
-    for rec in _records(path):
-        sid = str(rec.get("sessionId") or path.stem)
-        sess = sessions.setdefault(sid, TranscriptSession(sid))
-        sess.cwd = sess.cwd or str(rec.get("cwd") or "")
-        ts = str(rec.get("timestamp") or "")
-        kind = rec.get("type")
-        if kind not in ("user", "assistant") or rec.get("isMeta"):
-            continue
-        for block in _blocks(rec):
-            if not isinstance(block, dict):
-                continue
-            btype = block.get("type")
-            if kind == "user" and btype == "text":
-                text = str(block.get("text") or "").strip()
-                if text and not text.startswith("<"):  # skip command/system wrappers
-                    sess.events.append(
-                        _event(
-                            sid,
-                            "prompt_submit",
-                            ts,
-                            {"prompt": text[:OUTPUT_MAX]},
-                            str(rec.get("uuid") or ""),
-                        )
-                    )
-            elif kind == "assistant" and btype == "tool_use":
-                pending[str(block.get("id"))] = (block, ts)
-            elif kind == "user" and btype == "tool_result":
-                tool_id = str(block.get("tool_use_id") or "")
-                use, _ = pending.pop(tool_id, ({}, ts))
-                name = str(use.get("name") or "unknown")
-                tool_input = use.get("input") or {}
-                output = _result_text(block)
-                data: dict[str, Any]
-                if block.get("is_error"):
-                    data = {
-                        "tool_name": name,
-                        "tool_input": truncate(tool_input, OUTPUT_MAX),
-                        "error": output[:OUTPUT_MAX] or "failed",
-                    }
-                    sess.events.append(_event(sid, "post_tool_failure", ts, data, tool_id))
-                else:
-                    data = {
-                        "tool_name": name,
-                        "tool_input": cap(tool_input, OUTPUT_MAX),
-                        "tool_output": truncate(output, OUTPUT_MAX),
-                    }
-                    sess.events.append(_event(sid, "post_tool_use", ts, data, tool_id))
-    return [s for s in sessions.values() if s.events]
-
-
-def _event(sid: str, hook: str, ts: str, data: dict[str, Any], event_id: str) -> dict[str, Any]:
-    return {"sessionId": sid, "hookType": hook, "timestamp": ts, "data": data, "eventId": event_id}
-
-
-def project_for(cwd: str) -> str:
-    return project_of(Settings(), cwd) if cwd else "imported"
+            opened, closed = _tool_ids(line)
+            waiting = (waiting | opened) - closed
+            piece.append(line)
+            size += len(line.encode())
+            if size >= limit and not waiting:
+                yield "".join(piece)
+                piece, size = [], 0
+    if piece:
+        yield "".join(piece)
