@@ -229,8 +229,10 @@ def import_jsonl(
             for f in files:
                 for text in tr.chunks(f):
                     body: dict[str, Any] = {"content": text, "name": f.name}
-                    if project or os.environ.get("AGENTMEMORY_PROJECT"):
-                        body["project"] = project or os.environ["AGENTMEMORY_PROJECT"]
+                    # As the hooks name it: AGENTMEMORY_PROJECT_NAME wins over the cwd's.
+                    named = project or os.environ.get("AGENTMEMORY_PROJECT_NAME", "")
+                    if named:
+                        body["project"] = named
                     got = rest.call("POST", "/agentmemory/replay/import-jsonl", body)
                     sessions.update(got["sessionIds"])
                     events += got["observations"]
