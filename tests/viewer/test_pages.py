@@ -318,3 +318,35 @@ def test_screenshots_of_every_page(page: Any, stack: Stack) -> None:
     page.locator("#replay-player").wait_for()
     page.keyboard.press("End")
     shot(page, "replay-imported")
+
+
+# Last in this module: it restarts the viewer worker under the shared stack.
+def test_a_dropped_stream_shows_stale_then_reconnects_and_resyncs(page: Any, stack: Stack) -> None:
+    import signal
+
+    from tests.viewer.conftest import SECRET
+
+    console = f"http://127.0.0.1:{stack.engine.ports['console']}"
+    auth = {"authorization": f"Bearer {SECRET}"}
+
+    def viewer_pid() -> int | None:
+        workers = httpx.get(f"{console}/api/workers", headers=auth, timeout=10).json()["workers"]
+        w = next(w for w in workers if w["name"] == "viewer")
+        return w["pid"] if w["state"] == "running" else None
+
+    open_live(page, stack)
+    before = viewer_pid()
+    assert before
+    os.kill(before, signal.SIGKILL)
+    status = page.locator("#live-status")
+    page.locator('#live-status[data-state="stale"]').wait_for(timeout=5000)
+    assert "stale" in status.text_content()
+    detail = page.locator("#live-detail")
+    wait_until(lambda: "reconnecting in" in detail.text_content(), timeout=5, what="the backoff")
+    assert "last update" in detail.text_content()
+    with stack.rest() as c:  # while the page is away: it must come with the resync
+        mem = c.post("/agentmemory/remember", json={"content": "said while the viewer was down"})
+        mid = mem.json()["memory"]["id"]
+    page.locator('#live-status[data-state="live"]').wait_for(timeout=30000)
+    page.locator(f'#activity-feed li[data-id="{mid}"]').wait_for(timeout=5000)
+    assert viewer_pid() not in (None, before)
