@@ -165,6 +165,13 @@ class Client:
             raise FunctionError(
                 "UNAVAILABLE", f"no worker serves {function_id} right now", retryable=True
             ) from None
+        except nats.errors.MaxPayloadError:
+            # Bigger than the bus carries (nats-server max_payload): the caller's to shrink.
+            raise FunctionError(
+                "TOO_LARGE",
+                f"the request to {function_id} exceeds the bus's largest message "
+                f"({self.nc.max_payload} bytes)",
+            ) from None
         except nats.errors.TimeoutError:
             raise FunctionError(
                 "DEADLINE_EXCEEDED", f"{function_id} did not answer within {remaining:.3f}s"

@@ -27,6 +27,9 @@ class WorkerConfig(msgspec.Struct, forbid_unknown_fields=True):
     name: str
     module: str | None = None
     """Python module run as `python -m <module>` with this interpreter."""
+    modules: list[str] | None = None
+    """Or several workers' modules in one process (`python -m engine.host ...`): they share
+    a bus connection, and their calls to each other run in-process."""
     command: list[str] | None = None
     """Or any command; `{python}` is replaced by this interpreter."""
     replicas: int = 1
@@ -41,9 +44,11 @@ class WorkerConfig(msgspec.Struct, forbid_unknown_fields=True):
     def argv(self) -> list[str]:
         if self.command:
             return [sys.executable if c == "{python}" else c for c in self.command]
+        if self.modules:
+            return [sys.executable, "-m", "engine.host", *self.modules]
         if self.module:
             return [sys.executable, "-m", self.module]
-        raise ValueError(f"worker {self.name}: set either 'module' or 'command'")
+        raise ValueError(f"worker {self.name}: set one of 'module', 'modules' or 'command'")
 
 
 class BucketConfig(msgspec.Struct, forbid_unknown_fields=True):
@@ -127,8 +132,8 @@ def check(cfg: EngineConfig) -> None:
     if dup:
         raise ConfigError(f"worker names must be unique: {', '.join(sorted(dup))}")
     for w in cfg.workers:
-        if not (w.module or w.command):
-            raise ConfigError(f"worker {w.name}: set either 'module' or 'command'")
+        if sum(bool(x) for x in (w.module, w.modules, w.command)) != 1:
+            raise ConfigError(f"worker {w.name}: set one of 'module', 'modules' or 'command'")
         for d in w.depends_on:
             if d not in names:
                 raise ConfigError(f"worker {w.name} depends on unknown worker {d!r}")

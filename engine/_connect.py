@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +19,21 @@ log = logging.getLogger("engine.connect")
 
 ENV_URL = "ENGINE_NATS_URL"
 ENV_CREDENTIALS = "ENGINE_NATS_CREDENTIALS"
-DEFAULT_URL = "nats://127.0.0.1:3115"
+_CLOSED: weakref.WeakKeyDictionary[NATS, asyncio.Event] = weakref.WeakKeyDictionary()
+
+
+def default_url() -> str:
+    """The embedded server of this process's instance (its layout's `nats` port)."""
+    from engine._paths import current_layout
+
+    lay = current_layout()
+    return f"nats://127.0.0.1:{lay.ports_for(lay.default_instance()).nats}"
+
+
+def closed_event(nc: NATS) -> asyncio.Event | None:
+    """Set once `nc` (a connection made by `connect`) is closed for good: waiters learn it
+    without polling. None for a connection made elsewhere."""
+    return _CLOSED.get(nc)
 
 
 def connect_options(
@@ -26,7 +42,9 @@ def connect_options(
     """Options for nats.connect: `credentials` is our 0600 JSON user/password file or a
     NATS `.creds` file; reconnects forever so a restarted server is picked up again."""
     opts: dict[str, Any] = {
-        "servers": [u.strip() for u in (url or os.environ.get(ENV_URL) or DEFAULT_URL).split(",")],
+        "servers": [
+            u.strip() for u in (url or os.environ.get(ENV_URL) or default_url()).split(",")
+        ],
         "name": name or os.environ.get("ENGINE_WORKER_NAME", "engine-client"),
         "max_reconnect_attempts": -1,
         "reconnect_time_wait": 0.2,
@@ -58,7 +76,17 @@ async def connect(
     url: str | None = None, credentials: str | None = None, name: str | None = None, **extra: Any
 ) -> NATS:
     opts = connect_options(url, credentials, name)
+    closed = asyncio.Event()
+    user_closed = extra.pop("closed_cb", None)
+
+    async def _closed() -> None:
+        closed.set()
+        if user_closed is not None:
+            await user_closed()
+
+    opts["closed_cb"] = _closed
     opts.update(extra)
     nc = await nats.connect(**opts)
+    _CLOSED[nc] = closed
     _natspy.install(nc)  # nats-py's header code, faster: every call carries headers
     return nc

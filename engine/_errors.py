@@ -18,6 +18,7 @@ _CODES: dict[str, tuple[int, bool]] = {
     "UNPROCESSABLE": (422, False),
     "RATE_LIMITED": (429, True),
     "INTERNAL": (500, False),
+    "NOT_IMPLEMENTED": (501, False),
     "UNAVAILABLE": (503, True),
     "DEADLINE_EXCEEDED": (504, True),
 }

@@ -11,8 +11,12 @@ import sys
 from typing import TYPE_CHECKING
 
 from engine import _tracing
+from engine._client import Client
 from engine._connect import connect
 from engine._logs import attach_log_stream
+
+ENV_LIFELINE = "ENGINE_SUPERVISOR_FD"
+"""The read end of the supervisor's lifeline pipe, inherited by every worker."""
 
 if TYPE_CHECKING:
     from engine._worker import Worker
@@ -37,25 +41,36 @@ def setup_logging() -> None:
 
 
 async def serve(worker: Worker, stop: asyncio.Event | None = None) -> None:
-    nc = await connect(name=worker.name)
+    await serve_all([worker], stop)
+
+
+async def serve_all(workers: list[Worker], stop: asyncio.Event | None = None) -> None:
+    """Serve `workers` in this process on one bus connection, until SIGTERM/SIGINT: the
+    first hosts the trigger plug-ins ENGINE_TRIGGERS names. Workers sharing a process share
+    one Client, so their calls to one another run in-process."""
+    name = "+".join(w.name for w in workers)
+    nc = await connect(name=name)
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
-    _tracing.setup(worker.name, nc, loop)
-    attach_log_stream(nc, loop, worker.name)
+    _tracing.setup(name, nc, loop)
+    attach_log_stream(nc, loop, name)
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    await worker.start(nc)
+    client = Client(nc)
+    for w in workers:
+        await w.start(nc, client)
     # What exists now (modules, functions, schemas, indexes loaded at start) lives as long as
     # the process: out of the collector's sight, a full collection walks only what calls
     # allocate since, instead of every object of every imported module.
     gc.freeze()
-    # The supervisor reads this line to know the worker is serving, and what it serves.
-    fns = ",".join(worker.functions)
-    print(f"ENGINE_WORKER_READY {worker.name} {os.getpid()} {fns}", file=sys.stderr, flush=True)
+    # The supervisor reads this line to know the process serves, and what.
+    fns = ",".join(f for w in workers for f in w.functions)
+    print(f"ENGINE_WORKER_READY {name} {os.getpid()} {fns}", file=sys.stderr, flush=True)
     watchdog = loop.create_task(_exit_with_supervisor(stop))
     await stop.wait()
     watchdog.cancel()
-    await worker.drain()
+    for w in reversed(workers):
+        await w.drain()
     await _tracing.shutdown()
     try:
         await asyncio.wait_for(nc.drain(), timeout=10)
@@ -65,18 +80,55 @@ async def serve(worker: Worker, stop: asyncio.Event | None = None) -> None:
 
 async def _exit_with_supervisor(stop: asyncio.Event) -> None:
     # Workers run in their own session (so Ctrl-C reaches only the supervisor); if the
-    # supervisor dies without stopping us, we drain and exit rather than linger.
+    # supervisor dies without stopping us, we drain and exit rather than linger. The
+    # supervisor holds the write end of a pipe whose read end we inherit: it reads as
+    # end-of-file the moment the supervisor is gone, however it died, with no polling.
+    fd = int(os.environ.get(ENV_LIFELINE, "-1") or -1)
     sup = int(os.environ.get("ENGINE_SUPERVISOR_PID", "0") or 0)
+    loop = asyncio.get_running_loop()
+    if fd >= 0:
+        try:
+            os.fstat(fd)
+        except OSError:
+            fd = -1
+    if fd >= 0:
+        gone = asyncio.Event()
+
+        def readable() -> None:
+            try:
+                data = os.read(fd, 64)
+            except BlockingIOError:
+                return
+            except OSError:
+                data = b""
+            if not data:
+                loop.remove_reader(fd)
+                gone.set()
+
+        os.set_blocking(fd, False)
+        loop.add_reader(fd, readable)
+        await gone.wait()
+        stop.set()
+        return
     if not sup:
         return
-    while True:
-        await asyncio.sleep(1.0)
+    while True:  # no lifeline (a worker started by hand with the pid set): look now and then
+        await asyncio.sleep(5.0)
         if os.getppid() != sup:
             stop.set()
             return
 
 
 def run_worker(worker: Worker) -> None:
+    run_workers([worker])
+
+
+def run_workers(workers: list[Worker]) -> None:
+    """Process entry point: the trigger plug-ins ENGINE_TRIGGERS names are hosted by the
+    first worker, then every worker serves until SIGTERM/SIGINT."""
     setup_logging()
     install_uvloop()
-    asyncio.run(serve(worker))
+    from engine._hosting import ENV_TRIGGERS, host, hosted_kinds
+
+    host(workers[0], hosted_kinds(os.environ.get(ENV_TRIGGERS)))
+    asyncio.run(serve_all(workers))

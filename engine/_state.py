@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import math
 import random
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -27,6 +28,7 @@ T = TypeVar("T")
 
 Presence = Literal["present", "deleted", "absent"]
 CREATE_TIMEOUT = 5.0
+WRITE_TIMEOUT = 5.0
 _DELETED = ("DEL", "PURGE")
 _KEY_RE = re.compile(r"^[-/_=.a-zA-Z0-9]+$")
 
@@ -47,6 +49,9 @@ def _check_key(bucket: str, key: str) -> None:
         )
 
 
+_EXPECT = "Nats-Expected-Last-Subject-Sequence"
+_MARKER = "Nats-Marker-Reason"
+_TTL = "Nats-TTL"
 __all__ = ["CasConflict", "Change", "Entry", "Op", "Presence", "State"]
 
 
@@ -78,6 +83,15 @@ def _kv_span(op: str, bucket: str) -> Any:
             "db.collection.name": bucket,
         },
     )
+
+
+def ttl_header(ttl: float) -> str:
+    """`Nats-TTL` for `ttl` seconds: JetStream keeps a message TTL in whole seconds (it
+    truncates "1500ms" to 1 s), so a TTL is rounded up, never down: a key lives at least
+    `ttl` seconds."""
+    if not ttl > 0:
+        raise ValueError(f"ttl must be positive, got {ttl!r}")
+    return str(max(1, math.ceil(ttl)))
 
 
 class State:
@@ -113,7 +127,12 @@ class State:
         replicas: int = 1,
         max_bytes: int | None = None,
         storage: Literal["file", "memory"] = "file",
+        marker_ttl: float | None = None,
     ) -> State:
+        """`ttl`: the bucket's maximum age. `marker_ttl`: when a key's own TTL (`ttl=` on
+        create, put, compare_and_set) runs out, the server leaves a deletion marker that
+        watchers and state triggers see, kept `marker_ttl` seconds; without it an expired
+        key vanishes silently."""
         try:
             kv = await js.key_value(bucket)
         except nats.js.errors.BucketNotFoundError:
@@ -124,6 +143,7 @@ class State:
                 replicas=replicas,
                 max_bytes=max_bytes if max_bytes is not None else -1,
                 storage=StorageType.FILE if storage == "file" else StorageType.MEMORY,
+                limit_marker_ttl=marker_ttl,
             )
             try:
                 kv = await js.create_key_value(cfg)
@@ -140,37 +160,101 @@ class State:
             return None
         if e.value is None or e.operation in ("DEL", "PURGE"):
             return None
+        if not e.value and await self._is_marker(key):
+            return None
         return Entry(key, _codec.decode(e.value, type), e.revision or 0)
+
+    async def _is_marker(self, key: str) -> bool:
+        # A key whose own TTL ran out in a bucket with `marker_ttl` holds the server's
+        # marker: an empty message with a Nats-Marker-Reason header, which nats-py's KV get
+        # returns as an empty value. Only an empty value is looked at twice.
+        if self._client is None:
+            return False
+        try:
+            msg = await self._bus()._js.get_msg(self._stream, subject=self._prefix + key)
+        except nats.js.errors.NotFoundError:
+            return False
+        return bool(msg.headers and msg.headers.get(_MARKER))
 
     async def get(self, key: str, type: type[T] | Any = Any) -> T | None:
         e = await self.entry(key, type)
         return None if e is None else e.value
 
-    async def put(self, key: str, value: Any) -> int:
+    async def put(self, key: str, value: Any, *, ttl: float | None = None) -> int:
+        """Store `value`; with `ttl` (seconds, rounded up to whole seconds) JetStream removes
+        the key when it runs out, unless a later write replaced it."""
         _check_key(self.bucket, key)
         span = _kv_span("put", self.bucket)
         try:
-            return await self.kv.put(key, _codec.encode(value))
+            if ttl is None:
+                return await self.kv.put(key, _codec.encode(value))
+            return await self._write(key, _codec.encode(value), {_TTL: ttl_header(ttl)})
         finally:
             if span is not None:
                 span.end()
 
-    async def create(self, key: str, value: Any, *, over_tombstone: bool = True) -> int | None:
+    async def _write(self, key: str, data: bytes, headers: dict[str, str]) -> int:
+        """One publish to the key's subject; raises WrongLastSequence when an expected
+        revision in `headers` did not hold."""
+        ack = await _jetstream.publish(
+            self._bus(), self._prefix + key, data, headers, WRITE_TIMEOUT
+        )
+        return ack.seq
+
+    async def create(
+        self, key: str, value: Any, *, over_tombstone: bool = True, ttl: float | None = None
+    ) -> int | None:
         """Store only if absent (atomic across replicas); the new revision, or None when the
-        key holds a value. A deleted key counts as absent unless `over_tombstone=False`:
-        then a key that was ever written and deleted is never written again this way (one
-        JetStream write, no read first, for the hot paths that want exactly that)."""
+        key holds a value. A deleted key (or one whose TTL ran out) counts as absent unless
+        `over_tombstone=False`: then a key that was ever written and deleted is never
+        written again this way (one JetStream write, no read first, for the hot paths that
+        want exactly that). `ttl`: seconds until JetStream removes the key (see `put`)."""
         _check_key(self.bucket, key)
         span = _kv_span("create", self.bucket)
         try:
-            if not over_tombstone:
+            if not over_tombstone and ttl is None:
                 return await self._create_on_empty_subject(key, _codec.encode(value))
-            return await self.kv.create(key, _codec.encode(value))
+            if ttl is None and self._client is None:
+                return await self.kv.create(key, _codec.encode(value))
+            return await self._create(key, _codec.encode(value), ttl, over_tombstone)
         except nats.js.errors.KeyWrongLastSequenceError:
             return None
         finally:
             if span is not None:
                 span.end()
+
+    async def _create(
+        self, key: str, data: bytes, ttl: float | None, over_tombstone: bool
+    ) -> int | None:
+        headers = {_EXPECT: "0"}
+        if ttl is not None:
+            headers[_TTL] = ttl_header(ttl)
+        for _ in range(8):
+            try:
+                return await self._write(key, data, headers)
+            except WrongLastSequence:
+                if not over_tombstone:
+                    return None
+            # The subject holds a message: a live value (no), or a tombstone or an expiry
+            # marker, which a write conditioned on its revision replaces atomically.
+            gone = await self._deleted_revision(key)
+            if gone is None:
+                return None
+            headers[_EXPECT] = str(gone)
+        return None
+
+    async def _deleted_revision(self, key: str) -> int | None:
+        """The revision of the key's tombstone or expiry marker, 0 when the subject is empty
+        now, None when the key holds a value."""
+        try:
+            e = await self.kv.get(key)
+        except nats.js.errors.KeyNotFoundError as err:
+            if err.op in _DELETED and err.entry is not None:
+                return err.entry.revision or 0
+            return 0
+        if not e.value and await self._is_marker(key):
+            return e.revision or 0
+        return None
 
     async def _create_on_empty_subject(self, key: str, data: bytes) -> int | None:
         headers = {"Nats-Expected-Last-Subject-Sequence": "0"}
@@ -192,18 +276,34 @@ class State:
         except nats.js.errors.KeyNotFoundError as err:
             # nats-py reports a tombstone as "not found" carrying the DEL/PURGE operation
             return "deleted" if err.op in _DELETED else "absent"
-        return "deleted" if e.operation in _DELETED else "present"
+        if e.operation in _DELETED or (not e.value and await self._is_marker(key)):
+            return "deleted"
+        return "present"
 
-    async def compare_and_set(self, key: str, value: Any, revision: int) -> int:
-        """Write only if the key is still at `revision` (0: absent). Raises CasConflict."""
+    async def compare_and_set(
+        self, key: str, value: Any, revision: int, *, ttl: float | None = None
+    ) -> int:
+        """Write only if the key is still at `revision` (0: absent). Raises CasConflict.
+        `ttl`: seconds until JetStream removes the key (see `put`); a write without one
+        leaves the key without a TTL."""
         _check_key(self.bucket, key)
         span = _kv_span("update", self.bucket)
         try:
-            if revision == 0:
+            if ttl is not None or (revision == 0 and self._client is not None):
+                if revision == 0:
+                    got = await self._create(key, _codec.encode(value), ttl, True)
+                    if got is None:
+                        raise nats.js.errors.KeyWrongLastSequenceError()
+                    rev = got
+                else:
+                    assert ttl is not None
+                    headers = {_EXPECT: str(revision), _TTL: ttl_header(ttl)}
+                    rev = await self._write(key, _codec.encode(value), headers)
+            elif revision == 0:
                 rev = await self.kv.create(key, _codec.encode(value))
             else:
                 rev = await self.kv.update(key, _codec.encode(value), last=revision)
-        except nats.js.errors.KeyWrongLastSequenceError:
+        except (nats.js.errors.KeyWrongLastSequenceError, WrongLastSequence):
             if span is not None:
                 span.set_attribute("error.type", "CONFLICT")
             raise CasConflict(self.bucket, key) from None
@@ -240,12 +340,21 @@ class State:
                 await asyncio.sleep(random.uniform(0, min(0.001 * (2**attempt), 0.1)))
         raise CasConflict(self.bucket, key)
 
-    async def delete(self, key: str) -> None:
+    async def delete(self, key: str, *, revision: int | None = None) -> None:
+        """Delete `key` (its tombstone stays for watchers); with `revision`, only if the key
+        is still at that revision, else CasConflict."""
         if not valid_key(key):
             return  # nothing can be stored under it
         span = _kv_span("delete", self.bucket)
         try:
-            await self.kv.delete(key)
+            if revision is None:
+                await self.kv.delete(key)
+                return
+            headers = {"KV-Operation": "DEL", _EXPECT: str(revision)}
+            try:
+                await self._write(key, b"", headers)
+            except WrongLastSequence:
+                raise CasConflict(self.bucket, key) from None
         finally:
             if span is not None:
                 span.end()

@@ -95,8 +95,15 @@ class ManagedWorker:
     """One replica of a configured worker, restarted with exponential backoff."""
 
     def __init__(
-        self, cfg: WorkerConfig, replica: int, env: dict[str, str], log_dir: Path, echo: bool
+        self,
+        cfg: WorkerConfig,
+        replica: int,
+        env: dict[str, str],
+        log_dir: Path,
+        echo: bool,
+        lifeline: int = -1,
     ) -> None:
+        self.lifeline = lifeline
         self.cfg = cfg
         self.replica = replica
         self.env = env
@@ -145,6 +152,7 @@ class ManagedWorker:
             stderr=asyncio.subprocess.PIPE,
             start_new_session=True,  # Ctrl-C reaches the supervisor, which stops workers in order
             preexec_fn=(lambda: os.nice(self.cfg.nice)) if self.cfg.nice > 0 else None,
+            pass_fds=(self.lifeline,) if self.lifeline >= 0 else (),
         )
         self.started_at = time.time()
         asyncio.get_running_loop().create_task(self._pump(self.proc))
@@ -255,6 +263,9 @@ class Supervisor:
         self.started_at = time.time()
         self.stop_requested = asyncio.Event()
         self._lock = InstanceLock(inst)
+        # Workers inherit the read end; only this process holds the write end, so when it
+        # is gone (even SIGKILLed) every worker reads end-of-file and drains.
+        self._lifeline_r, self._lifeline_w = os.pipe()
         self._api = Worker("engine", description="the supervisor: status and stop")
 
     # ---- start -------------------------------------------------------------------
@@ -277,7 +288,12 @@ class Supervisor:
             for wcfg in start_order([w for w in self.cfg.workers if w.enabled]):
                 group = [
                     ManagedWorker(
-                        wcfg, i, self._worker_env(wcfg, i), self.inst.logs, self.echo_logs
+                        wcfg,
+                        i,
+                        self._worker_env(wcfg, i),
+                        self.inst.logs,
+                        self.echo_logs,
+                        self._lifeline_r,
                     )
                     for i in range(wcfg.replicas)
                 ]
@@ -437,6 +453,7 @@ class Supervisor:
                 "ENGINE_INSTANCE": str(self.inst.number),
                 "ENGINE_DATA_DIR": str(self.inst.data_dir),
                 "ENGINE_SUPERVISOR_PID": str(os.getpid()),
+                "ENGINE_SUPERVISOR_FD": str(self._lifeline_r),
                 "ENGINE_NAMESPACE": lay.name,
                 # The layout's own names (config/engine.yaml), so workers find the instance
                 # they belong to with the settings a user would set.

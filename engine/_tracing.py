@@ -125,7 +125,10 @@ class LeanSpan(SpanRecord, gc=False):
         self.end_ns = time.time_ns()
         # Kept when sampled, and always when it failed.
         if _exporter is not None and (self.sampled or self.status == "ERROR"):
-            _exporter.buffer.append(self)
+            buffer = _exporter.buffer
+            if not buffer:
+                _exporter.pending.set()
+            buffer.append(self)
 
 
 # The current span itself (or a context from outside): a parent needs only its ids and flag,
@@ -317,6 +320,8 @@ class _Exporter:
         self.nc = nc
         self.subject = f"{TRACES_SUBJECT}.{re.sub(r'[^A-Za-z0-9_-]', '_', service)}"
         self.buffer: list[LeanSpan] = []
+        self.pending = asyncio.Event()
+        """Set when the buffer gets its first span: an idle process never wakes to flush."""
         self.enc = msgspec.json.Encoder()
         self.otlp: Any = None
         self.resource: Any = None
@@ -338,7 +343,9 @@ class _Exporter:
 
     async def run(self) -> None:
         while True:
-            await asyncio.sleep(FLUSH_INTERVAL)
+            await self.pending.wait()
+            await asyncio.sleep(FLUSH_INTERVAL)  # spans of the next calls join this batch
+            self.pending.clear()
             await self.flush()
 
     async def flush(self) -> None:

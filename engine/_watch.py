@@ -23,6 +23,7 @@ from nats.aio.msg import Msg
 from nats.js.api import DeliverPolicy
 
 from engine._bus import translate
+from engine._connect import closed_event
 
 if TYPE_CHECKING:
     from engine._client import Client
@@ -118,10 +119,12 @@ class Watch:
 
     async def _on_close(self) -> None:
         nc = self._client.nc
-        while True:
-            await asyncio.sleep(CLOSED_CHECK)
-            if nc.is_closed:
-                break
+        closed = closed_event(nc)
+        if closed is not None:  # our own connection says when it closes: no polling
+            await closed.wait()
+        else:
+            while not nc.is_closed:  # noqa: ASYNC110 - nats-py offers no event to await
+                await asyncio.sleep(CLOSED_CHECK)
         self._end()
 
     def _end(self) -> None:

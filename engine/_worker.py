@@ -118,6 +118,7 @@ class Worker:
         self._deadlines: dict[asyncio.Task[None], float] = {}
         self._expired: set[asyncio.Task[None]] = set()
         self._sweeper: asyncio.Task[None] | None = None
+        self._calls_arrived = asyncio.Event()
         self._service: Service | None = None
         self._client: Client | None = None
         self._subs: list[Any] = []
@@ -212,8 +213,10 @@ class Worker:
             raise RuntimeError(f"worker {self.name} is not started")
         return self._client
 
-    async def start(self, nc: NATS) -> None:
-        self._client = Client(nc)
+    async def start(self, nc: NATS, client: Client | None = None) -> None:
+        """Serve on `nc`; workers of one process pass one shared `client`, so their calls to
+        each other's functions run in-process."""
+        self._client = client or Client(nc)
         self._sweeper = asyncio.get_running_loop().create_task(self._enforce_deadlines())
         # Calls this process makes to its own functions run here, without the two bus hops
         # (a trigger hosted in the worker, or one function calling a sibling); available to
@@ -327,6 +330,7 @@ class Worker:
         loop = asyncio.get_running_loop()
         inflight = self._inflight
         deadlines = self._deadlines
+        arrived = self._calls_arrived
         done = self._call_done
         execute = self._execute
         default_timeout = spec.timeout
@@ -340,6 +344,8 @@ class Worker:
                     limit = caller
             task = loop.create_task(execute(spec, msg, now, limit))
             inflight.add(task)
+            if not deadlines:
+                arrived.set()
             deadlines[task] = limit
             task.add_done_callback(done)
             return task
@@ -354,10 +360,13 @@ class Worker:
     async def _enforce_deadlines(self) -> None:
         # One sweeper for every call in flight: cheaper than a timer per call, and precise
         # to DEADLINE_SWEEP seconds. An expired call is cancelled and answered 504.
+        # Idle, it sleeps until a call arrives: no wakeups when nothing runs (a background
+        # service on a laptop, most of its life).
         while True:
-            await asyncio.sleep(DEADLINE_SWEEP)
             if not self._deadlines:
-                continue
+                self._calls_arrived.clear()
+                await self._calls_arrived.wait()
+            await asyncio.sleep(DEADLINE_SWEEP)
             now = time.time()
             for task, limit in list(self._deadlines.items()):
                 if limit <= now:

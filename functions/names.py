@@ -3,6 +3,8 @@ upstream's MCP tools send them (`"concepts": "jwt, auth"`)."""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
 from typing import Any
 
 Names = list[str] | str
@@ -28,8 +30,15 @@ def at_least_one_of(**fields: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def names(value: Names) -> list[str]:
+def choices_pattern(choices: tuple[str, ...]) -> str:
+    """The pattern of a comma-separated string of `choices` (blank: none), so a `Names`
+    field restricted to a vocabulary says so in its schema."""
+    alt = "|".join(re.escape(c) for c in choices)
+    return rf"^\s*(?:(?:{alt})\s*(?:,\s*(?:{alt})\s*)*)?$"
+
+
+def names(value: str | Sequence[str]) -> list[str]:
     """The names of `value`: a list as it is, a string split on commas, blanks dropped."""
     if isinstance(value, str):
         return [p.strip() for p in value.split(",") if p.strip()]
-    return value
+    return list(value)

@@ -7,7 +7,7 @@ Timestamps are ISO-8601 strings in UTC as the upstream clients send them.
 from __future__ import annotations
 
 import hashlib
-from typing import Literal
+from typing import Any, Literal
 
 import msgspec
 
@@ -22,6 +22,11 @@ LESSONS_BUCKET = "mem_lessons"  # key: <lessonId>
 LIFECYCLE_BUCKET = "mem_lifecycle"  # key: run.<tier>, stage.<run>.<n>, cursor.<name>
 GRAPH_BUCKET = "mem_graph"  # key: n.<nodeId> / e.<edgeId>
 PROFILES_BUCKET = "mem_profiles"  # key: <sha of project>
+SLOTS_BUCKET = "mem_slots"  # key: g.<label> (global) / p.<project key>.<label>
+FACETS_BUCKET = "mem_facets"  # key: <target key>.<facet key>
+RELATIONS_BUCKET = "mem_relations"  # key: <relationId>
+COMMITS_BUCKET = "mem_commits"  # key: <sha>
+INSIGHTS_BUCKET = "mem_insights"  # key: <insightId>
 # mem_graph also holds: stats (GraphStats), m.<memoryId> (nodes and edges a memory made, for
 # supersession), rm.<seq> (ids forgotten, pending compaction). Edge keys are
 # e.<srcNodeId>.<dstNodeId>.<kind>, so a node's edges are a subject filter away.
@@ -89,6 +94,9 @@ class Observation(msgspec.Struct, omit_defaults=True, kw_only=True):
     """Scrubbed source text (prompt, tool input/output, error), capped."""
     origin: str = ""
     """Where it came from: empty for a hook, `import` for an imported transcript."""
+    truncated: list[str] = msgspec.field(default_factory=list)
+    """Fields of the hook's data that were cut to size (`data.tool_input.content (3145728
+    chars)`): the record is whole, its source was not."""
 
 
 class Memory(msgspec.Struct, omit_defaults=True, kw_only=True):
@@ -132,6 +140,8 @@ class Session(msgspec.Struct, omit_defaults=True, kw_only=True):
     last_seen: str = ""
     origin: str = ""
     """Empty for a session the hooks recorded, `import` for an imported transcript."""
+    commit_shas: list[str] = msgspec.field(default_factory=list)
+    """Commits the post-commit hook linked to this session."""
 
 
 class SessionSummary(msgspec.Struct, omit_defaults=True, kw_only=True):
@@ -170,6 +180,10 @@ class Lesson(msgspec.Struct, omit_defaults=True, kw_only=True):
     strength_at: str = ""
     reinforcements: int = 0
     source_ids: list[str] = msgspec.field(default_factory=list)
+    tags: list[str] = msgspec.field(default_factory=list)
+    source: str = "manual"
+    deleted: bool = False
+    """Soft-deleted: out of recall and listings; saving the same content again revives it."""
 
 
 class GraphNode(msgspec.Struct, omit_defaults=True, kw_only=True):
@@ -271,6 +285,79 @@ class AuditEntry(msgspec.Struct, omit_defaults=True, kw_only=True):
     reason: str = ""
     actor: str = ""
     project: str = ""
+    details: dict[str, Any] = msgspec.field(default_factory=dict)
+    """What the entry needs beyond its targets: a lease's id and expiry, the revision a
+    write committed at (coordination), ..."""
+
+
+class Slot(msgspec.Struct, omit_defaults=True, kw_only=True):
+    """A named, size-capped block of core memory; pinned slots open every session's context."""
+
+    label: str
+    content: str = ""
+    size_limit: int = 2000
+    description: str = ""
+    pinned: bool = True
+    read_only: bool = False
+    scope: Literal["project", "global"] = "project"
+    project: str = ""
+    """The project of a project-scoped slot; empty: every project's default."""
+    created_at: str = ""
+    updated_at: str = ""
+
+
+class Facet(msgspec.Struct, omit_defaults=True, kw_only=True):
+    """A `dimension:value` tag on a record (memory, observation, lesson, action...)."""
+
+    id: str
+    target_id: str
+    target_type: str
+    dimension: str
+    value: str
+    created_at: str = ""
+
+
+class Relation(msgspec.Struct, omit_defaults=True, kw_only=True):
+    id: str
+    type: str
+    """related, supersedes, contradicts, extends, derived_from..."""
+    source_id: str
+    target_id: str
+    confidence: float = 0.5
+    created_at: str = ""
+
+
+class CommitLink(msgspec.Struct, omit_defaults=True, kw_only=True):
+    """A git commit and the agent sessions that produced it (the post-commit hook)."""
+
+    sha: str
+    short_sha: str = ""
+    branch: str = ""
+    repo: str = ""
+    message: str = ""
+    author: str = ""
+    authored_at: str = ""
+    files: list[str] = msgspec.field(default_factory=list)
+    session_ids: list[str] = msgspec.field(default_factory=list)
+    linked_at: str = ""
+
+
+class Insight(msgspec.Struct, omit_defaults=True, kw_only=True):
+    """What recurred across sessions: a concept cluster backed by memories, lessons and
+    summaries of several sessions (`mem::reflect`)."""
+
+    id: str
+    title: str
+    content: str
+    confidence: float = 0.5
+    reinforcements: int = 0
+    concepts: list[str] = msgspec.field(default_factory=list)
+    source_ids: list[str] = msgspec.field(default_factory=list)
+    sessions: int = 0
+    project: str = ""
+    created_at: str = ""
+    updated_at: str = ""
+    deleted: bool = False
 
 
 # ---- MEM_EVENTS: what the read models (BM25, vectors, graph) follow -----------------

@@ -25,6 +25,8 @@ log = logging.getLogger("triggers.consume")
 
 MsgHandler = Callable[[Msg], Awaitable[None]]
 ACK_WAIT = 6.0
+IDLE_FETCH = 30.0
+"""Seconds one pull request waits for messages (a long poll)."""
 
 
 async def ensure_consumer(
@@ -78,6 +80,7 @@ class ConsumerLoop:
         self._inflight: set[asyncio.Task[None]] = set()
         self._slot = asyncio.Condition()
         self._stopping = False
+        self._fetching = False
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name=f"consume {self.stream}/{self.durable}")
@@ -90,7 +93,10 @@ class ConsumerLoop:
                     await self._slot.wait_for(lambda: len(self._inflight) < self.concurrency)
                     free = self.concurrency - len(self._inflight)
                 try:
-                    msgs = await psub.fetch(free, timeout=1.0)
+                    # A long poll: the server answers as soon as a message is there, and an
+                    # idle consumer asks once per IDLE_FETCH seconds, not once a second.
+                    self._fetching = True
+                    msgs = await psub.fetch(free, timeout=IDLE_FETCH)
                 except (TimeoutError, nats.errors.TimeoutError):
                     continue
                 except nats.js.errors.NotFoundError:
@@ -99,6 +105,8 @@ class ConsumerLoop:
                 except (nats.errors.ConnectionClosedError, nats.errors.ConnectionReconnectingError):
                     await asyncio.sleep(0.5)
                     continue
+                finally:
+                    self._fetching = False
                 for msg in msgs:
                     if self.concurrency == 1:
                         await self._handle(msg)
@@ -135,6 +143,8 @@ class ConsumerLoop:
         """Stop fetching and let handlers in flight finish (an abandoned message would stay
         unacknowledged until ack_wait, blocking an ordered consumer that long)."""
         self._stopping = True
+        if self._task is not None and self._fetching:
+            self._task.cancel()  # waiting for messages: nothing to finish
         if self._task is not None:
             done, _ = await asyncio.wait({self._task}, timeout=timeout)
             if not done:

@@ -30,8 +30,8 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 from engine import Client, TriggerSpec, Worker
 from engine.paths import Instance
 from triggers.http.secret import bearer_matches
-from triggers.http.server import _Server, listen_socket, serve_in_background
 from triggers.http.settings import HttpSettings
+from triggers.serving import QuietServer, listen_socket, serve_in_background
 
 log = logging.getLogger("triggers.gateway")
 
@@ -64,7 +64,7 @@ class StreamGateway:
         self.settings = settings
         self.port = port
         self._client: Client | None = None
-        self._server: _Server | None = None
+        self._server: QuietServer | None = None
         self._task: asyncio.Task[None] | None = None
 
     def install(self, worker: Worker) -> None:
@@ -90,15 +90,16 @@ class StreamGateway:
             lifespan="off",
             access_log=False,
             log_level="warning",
-            ws="websockets-sansio",  # uvicorn's legacy "websockets" one is deprecated
+            ws="websockets-sansio",
+            date_header=False,  # uvicorn's legacy "websockets" one is deprecated
         )
-        self._server = _Server(config)
+        self._server = QuietServer(config)
         self._task = await serve_in_background(self._server, listen_socket(settings.host, port))
         log.info("websocket gateway on %s:%d", settings.host, port)
 
     async def stop(self) -> None:
         if self._server is not None and self._task is not None:
-            self._server.should_exit = True
+            self._server.request_exit()
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self._task, 10)
 

@@ -118,7 +118,10 @@ class StateTrigger(ConsumerBindings):
         async def handle(msg: Msg) -> None:
             md = msg.metadata
             key = msg.subject[len(prefix) :]
-            deleted = (msg.headers or {}).get("KV-Operation") in ("DEL", "PURGE")
+            hdrs = msg.headers or {}
+            # A key whose own TTL ran out leaves the server's marker (Nats-Marker-Reason):
+            # for a watcher of the bucket that is a deletion like any other.
+            deleted = hdrs.get("KV-Operation") in ("DEL", "PURGE") or "Nats-Marker-Reason" in hdrs
             shadow_key = f"{spec.id}.{key}"
             old: Entry[bytes] | None = await shadow.entry(shadow_key, bytes)
             if deleted and old is None:

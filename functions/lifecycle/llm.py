@@ -91,7 +91,7 @@ class Provider:
         self.cfg = cfg
         self.http = http
 
-    async def complete(self, user: str) -> str:
+    async def complete(self, user: str, system: str = SYSTEM) -> str:
         cfg = self.cfg
         base = cfg.base_url.rstrip("/")
         if cfg.provider == "anthropic":
@@ -103,7 +103,7 @@ class Provider:
                     "model": cfg.model,
                     "max_tokens": 500,
                     "temperature": 0,
-                    "system": SYSTEM,
+                    "system": system,
                     "messages": [{"role": "user", "content": user}],
                 },
             )
@@ -118,7 +118,7 @@ class Provider:
                 "temperature": 0,
                 "max_tokens": 500,
                 "messages": [
-                    {"role": "system", "content": SYSTEM},
+                    {"role": "system", "content": system},
                     {"role": "user", "content": user},
                 ],
             },

@@ -1,10 +1,16 @@
-"""The lifecycle worker's operations (every method of `LifecycleService` declared with
+"""The lifecycle worker's operations (every method of `LifecycleService` and of the
+services beside it, lessons, insights, diagnostics and graph maintenance, declared with
 `engine.operation`) and their cron schedules."""
 
 from __future__ import annotations
 
 from engine import Worker
+from functions.graph.ops import GraphOps
 from functions.lifecycle.config import LifecycleConfig
+from functions.lifecycle.diagnostics import DiagnosticsService
+from functions.lifecycle.flows import FlowService
+from functions.lifecycle.insights import InsightService
+from functions.lifecycle.lesson_ops import LessonService
 from functions.lifecycle.service import LONG, LifecycleService
 
 
@@ -26,6 +32,14 @@ def register(worker: Worker, service: LifecycleService | None = None) -> Lifecyc
     worker.on_start(svc.start)
     worker.on_stop(svc.stop)
     worker.serve(svc)
+    for part in (
+        LessonService(svc),
+        InsightService(svc),
+        DiagnosticsService(svc),
+        GraphOps(svc),
+        FlowService(svc),
+    ):
+        worker.serve(part)
     for function_id, schedule in schedules(svc.config).items():
         worker.trigger("cron", function_id, schedule=schedule, timeout=LONG)
     return svc

@@ -15,7 +15,7 @@ from functions.graph.compact import CompactOut, compact
 from functions.graph.feed import GraphFeed
 from functions.graph.query import GraphQuery
 from functions.graph.wire import GraphQueryIn, GraphStatsIn
-from functions.lifecycle import clock, lessons
+from functions.lifecycle import clock
 from functions.lifecycle.config import LifecycleConfig
 from functions.lifecycle.consolidate import ConsolidateOut, Consolidator
 from functions.lifecycle.decay import tier
@@ -41,19 +41,12 @@ from functions.lifecycle.wire import (
     DigestOut,
     GraphQueryOut,
     GraphStatsOut,
-    LessonOut,
-    LessonRecallIn,
-    LessonReinforceIn,
-    LessonSaveIn,
-    LessonsOut,
-    LessonView,
     ProfileOut,
     ProjectProfileIn,
     Reinforced,
     ReinforceIn,
     ReinforceOut,
     RetentionOut,
-    ScoredLesson,
     SummarizeIn,
     SummarizeOut,
     SummaryView,
@@ -116,7 +109,7 @@ class LifecycleService:
     async def stop(self, client: Client) -> None:
         return None
 
-    async def _exclusive(self, name: str) -> Any:
+    async def exclusive(self, name: str) -> Any:
         life = await self.store.client.state(LIFECYCLE_BUCKET)
         return held(life, name)
 
@@ -149,7 +142,7 @@ class LifecycleService:
     )
     async def sweep(self, req: SweepIn) -> SweepOut:
         hours = req.stale_hours or self.config.stale_hours
-        async with await self._exclusive("sweep"):
+        async with await self.exclusive("sweep"):
             out = await sweep(self.store, when(req), hours, cap=self.config.provenance_cap)
         return SweepOut(abandoned=out.abandoned, summarized=out.summarized)
 
@@ -172,12 +165,21 @@ class LifecycleService:
             cap=self.config.provenance_cap,
             rewriter=rewriter,
         )
-        async with self._local, await self._exclusive("consolidate"):
+        async with self._local, await self.exclusive("consolidate"):
             return await c.run(when(req))
+
+    @operation(
+        "mem::consolidate-pipeline",
+        description="The consolidation pipeline (upstream's route; `tier` accepted)",
+        timeout=LONG,
+        http=rest("POST", "consolidate-pipeline"),
+    )
+    async def consolidate_pipeline(self, req: ConsolidateIn) -> ConsolidateOut:
+        return await self.consolidate(req)
 
     @operation("mem::decay", description="Fold time into memory strength", timeout=LONG)
     async def decay(self, req: DecayIn) -> DecayOut:
-        async with await self._exclusive("decay"):
+        async with await self.exclusive("decay"):
             return await run_decay(self.store, self.config, when(req))
 
     @operation(
@@ -201,44 +203,23 @@ class LifecycleService:
         http=rest("POST", "auto-forget"),
     )
     async def auto_forget(self, req: AutoForgetIn) -> AutoForgetOut:
-        async with await self._exclusive("auto-forget"):
+        async with await self.exclusive("auto-forget"):
             return await auto_forget(self.store, self.config, when(req), dry_run=req.dry_run)
+
+    @operation(
+        "mem::evict",
+        description="Evict what memory no longer needs: expired, fading, superseded and "
+        "low-value records (dryRun previews)",
+        timeout=LONG,
+        http=rest("POST", "evict"),
+    )
+    async def evict(self, req: AutoForgetIn) -> AutoForgetOut:
+        return await self.auto_forget(req)
 
     @operation("mem::audit-retention", description="Drop audit months past retention", timeout=LONG)
     async def audit_retention(self, req: DecayIn) -> RetentionOut:
         n = await purge_audit(self.store, self.config.audit_retention_months, when(req))
         return RetentionOut(purged=n, keep_months=self.config.audit_retention_months)
-
-    @operation(
-        "mem::lesson::save",
-        description="Save (or reinforce) a lesson learned",
-        http=rest("POST", "lessons", status=201),
-        tool=Tool("memory_lesson_save", tier="core"),
-    )
-    async def lesson_save(self, req: LessonSaveIn) -> LessonOut:
-        lesson = await lessons.save(self.store, req, self.config.decay, when(req))
-        return LessonOut(success=True, lesson=as_view(lesson, LessonView))
-
-    @operation(
-        "mem::lesson::recall",
-        description="Recall lessons by relevance and strength",
-        http=rest("POST", "lessons/recall"),
-        tool=Tool("memory_lesson_recall"),
-    )
-    async def lesson_recall(self, req: LessonRecallIn) -> LessonsOut:
-        found = await lessons.recall(self.store, req, self.config.decay, when(req))
-        return LessonsOut(
-            lessons=[ScoredLesson(score=s, **msgspec.structs.asdict(lesson)) for s, lesson in found]
-        )
-
-    @operation(
-        "mem::lesson::reinforce",
-        description="Reinforce a lesson that helped",
-        http=rest("POST", "lessons/reinforce"),
-    )
-    async def lesson_reinforce(self, req: LessonReinforceIn) -> LessonOut:
-        lesson = await lessons.reinforce(self.store, req.id, self.config.decay, when(req))
-        return LessonOut(success=True, lesson=as_view(lesson, LessonView))
 
     # ---- knowledge graph and project profiles (fed from MEM_EVENTS) -------------------
     async def _sinks(self) -> list[Sink]:
@@ -258,7 +239,7 @@ class LifecycleService:
     )
     async def digest_events(self, req: DigestIn) -> DigestOut:
         # One lease for the feed and compaction: both rewrite graph records.
-        async with await self._exclusive("graph"):
+        async with await self.exclusive("graph"):
             folded = await self._digest()
         return DigestOut(folded=folded)
 
@@ -268,7 +249,7 @@ class LifecycleService:
         timeout=LONG,
     )
     async def graph_compact(self, req: DecayIn) -> GraphCompactOut:
-        async with await self._exclusive("graph"):
+        async with await self.exclusive("graph"):
             folded = await self._digest()  # compact what the events say, all of it
             out = await compact(
                 await self.store.client.state(GRAPH_BUCKET),
@@ -278,7 +259,7 @@ class LifecycleService:
             )
         return GraphCompactOut(folded=folded, **msgspec.structs.asdict(out))
 
-    async def _graph(self) -> GraphQuery:
+    async def graph_reader(self) -> GraphQuery:
         return GraphQuery(await self.store.client.state(GRAPH_BUCKET))
 
     @operation(
@@ -290,7 +271,7 @@ class LifecycleService:
         tool=Tool("memory_graph_query"),
     )
     async def graph_query(self, req: GraphQueryIn) -> GraphQueryOut:
-        return msgspec.convert(await (await self._graph()).query(req), GraphQueryOut)
+        return msgspec.convert(await (await self.graph_reader()).query(req), GraphQueryOut)
 
     @operation(
         "mem::graph-stats",
@@ -298,7 +279,7 @@ class LifecycleService:
         http=rest("GET", "graph/stats"),
     )
     async def graph_stats(self, req: GraphStatsIn) -> GraphStatsOut:
-        return msgspec.convert(await (await self._graph()).stats(), GraphStatsOut)
+        return msgspec.convert(await (await self.graph_reader()).stats(), GraphStatsOut)
 
     @operation(
         "mem::project-profile",
@@ -308,7 +289,7 @@ class LifecycleService:
     async def project_profile(self, req: ProjectProfileIn) -> ProfileOut:
         if req.refresh:
             try:
-                async with await self._exclusive("graph"):
+                async with await self.exclusive("graph"):
                     await self._digest()
             except FunctionError as err:
                 if err.code != "CONFLICT":

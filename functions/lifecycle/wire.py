@@ -3,11 +3,11 @@ field has a default where a cron firing (payload `{}`) must be accepted."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import msgspec
 
-from functions.names import Names, names
+from functions.names import Names, at_least_one_of, names
 from functions.records import Lesson, SessionSummary
 from functions.views import view
 
@@ -32,7 +32,9 @@ class SweepIn(Clocked, kw_only=True):
 
 
 class ConsolidateIn(Clocked, kw_only=True):
-    pass
+    tier: Literal["", "episodic", "semantic", "procedural"] = ""
+    """Upstream's target tier. The pipeline is one pass (episodic summaries feed the
+    semantic and procedural tiers), so every tier is brought up to date whichever is named."""
 
 
 class DecayIn(Clocked, kw_only=True):
@@ -47,16 +49,24 @@ class AutoForgetIn(Clocked, kw_only=True):
     dry_run: bool = False
 
 
+Unit = Annotated[float, msgspec.Meta(ge=0, le=1)]
+
+
 class LessonSaveIn(Clocked, kw_only=True):
     content: Text
     context: str = ""
     project: str = ""
     agent_id: str = ""
     concepts: Names = msgspec.field(default_factory=list)
+    tags: Names = msgspec.field(default_factory=list)
+    """Upstream's name for concepts (comma-separated in its tools)."""
+    confidence: Unit | None = None
+    """Initial strength (0..1); default full strength."""
+    source: str = "manual"
     source_ids: list[str] = msgspec.field(default_factory=list)
 
     def __post_init__(self) -> None:
-        self.concepts = names(self.concepts)
+        self.concepts, self.tags = names(self.concepts), names(self.tags)
 
 
 class LessonRecallIn(Clocked, kw_only=True):
@@ -64,10 +74,38 @@ class LessonRecallIn(Clocked, kw_only=True):
     project: str = ""
     agent_id: str = ""
     limit: Annotated[int, msgspec.Meta(ge=1, le=100)] = 10
+    min_confidence: Unit = 0.0
+    """Lessons whose current strength is below this are left out."""
+
+
+class LessonListIn(Clocked, kw_only=True):
+    project: str = ""
+    source: str = ""
+    agent_id: str = ""
+    min_confidence: Unit = 0.0
+    limit: Annotated[int, msgspec.Meta(ge=1, le=1000)] = 50
 
 
 class LessonReinforceIn(Clocked, kw_only=True):
-    id: Id
+    id: str = ""
+    lesson_id: str = ""
+    """Upstream's name for `id`."""
+
+    def __post_init__(self) -> None:
+        self.id = self.id or self.lesson_id
+        if not self.id:
+            raise ValueError("Object missing required field `lessonId`")
+
+
+LessonIdRequest = Annotated[
+    LessonReinforceIn,
+    msgspec.Meta(
+        extra_json_schema=at_least_one_of(
+            lessonId={"type": "string", "minLength": 1}, id={"type": "string", "minLength": 1}
+        )
+    ),
+]
+"""A lesson by `lessonId` (upstream) or `id`."""
 
 
 class ProjectProfileIn(msgspec.Struct, rename="camel", kw_only=True):
@@ -84,8 +122,13 @@ class DigestIn(Clocked, kw_only=True):
 SummaryView = view(SessionSummary)
 LessonView = view(Lesson)
 ScoredLesson = msgspec.defstruct(
-    "ScoredLesson", [("score", float)], bases=(LessonView,), rename="camel", kw_only=True
+    "ScoredLesson",
+    [("score", float), ("confidence", float)],
+    bases=(LessonView,),
+    rename="camel",
+    kw_only=True,
 )
+"""A lesson with its relevance to the query (`score`) and current strength (`confidence`)."""
 
 
 class SummarizeOut(msgspec.Struct, kw_only=True):
@@ -114,9 +157,11 @@ class RetentionOut(msgspec.Struct, rename="camel", kw_only=True):
     keep_months: int
 
 
-class LessonOut(msgspec.Struct, kw_only=True):
+class LessonOut(msgspec.Struct, kw_only=True, omit_defaults=True):
     success: bool
     lesson: LessonView  # type: ignore[valid-type]
+    action: str = ""
+    """created or strengthened (a save of known content), deleted."""
 
 
 class LessonsOut(msgspec.Struct, kw_only=True):

@@ -13,8 +13,9 @@ import contextlib
 import logging
 import os
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
+from typing import Any
 
 import msgspec
 
@@ -190,8 +191,20 @@ class Inbox:
                 except Exception:
                     log.exception("inbox pass failed")
             self._wake.clear()
+            if self.size() == 0:  # nothing waits: sleep until an entry is put (no polling)
+                await _first(self._wake.wait(), stop.wait())
+                continue
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), timeout=self.base_delay)
+
+
+async def _first(*waits: Coroutine[Any, Any, Any]) -> None:
+    tasks = [asyncio.ensure_future(w) for w in waits]
+    try:
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for t in tasks:
+            t.cancel()
 
 
 def _view(e: Pending) -> PendingView:

@@ -30,6 +30,58 @@ from functions.records import Observation, ObservationAdded, Session
 
 _hash_encoder = msgspec.json.Encoder(order="sorted")
 
+FIELD_MAX = 32_000
+"""Characters kept of one string of an event's `data` (hook bodies may reach 16 MiB)."""
+DATA_MAX = 256_000
+"""Characters kept of all of an event's `data` strings together."""
+ITEMS_MAX = 1000
+"""Items kept of one list or object in `data`."""
+ID_MAX = {"project": 512, "cwd": 4096, "event_id": 512}
+
+
+class _Budget:
+    def __init__(self) -> None:
+        self.left = DATA_MAX
+        self.cut: list[str] = []
+
+
+def _bound(value: Any, path: str, budget: _Budget) -> Any:
+    if isinstance(value, str):
+        keep = min(FIELD_MAX, budget.left)
+        if len(value) <= keep:
+            budget.left -= len(value)
+            return value
+        budget.left -= keep
+        if len(budget.cut) < 50:
+            budget.cut.append(f"{path} ({len(value)} chars)")
+        return value[:keep] + f"\n…[truncated {len(value) - keep} chars]"
+    if isinstance(value, dict):
+        items = list(value.items())
+        out = {k: _bound(v, f"{path}.{k}", budget) for k, v in items[:ITEMS_MAX]}
+        if len(items) > ITEMS_MAX:
+            budget.cut.append(f"{path} ({len(items)} keys)")
+        return out
+    if isinstance(value, list):
+        kept = [_bound(v, f"{path}[{i}]", budget) for i, v in enumerate(value[:ITEMS_MAX])]
+        if len(value) > ITEMS_MAX:
+            budget.cut.append(f"{path} ({len(value)} items)")
+        return kept
+    return value
+
+
+def bounded(data: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """`data` with oversize strings, lists and objects cut and marked (`…[truncated N
+    chars]` in the text), and the paths that were cut: a hook body of any size becomes an
+    observation of bounded size, stored and indexed, never refused."""
+    budget = _Budget()
+    out = _bound(data, "data", budget)
+    return out, budget.cut
+
+
+def _cap(value: str, name: str) -> str:
+    limit = ID_MAX[name]
+    return value if len(value) <= limit else value[:limit]
+
 
 class DedupRecord(msgspec.Struct, kw_only=True):
     obs_id: str
@@ -117,10 +169,12 @@ def check_timestamp(value: str) -> None:
 
 def build(req: ObserveIn, agent_id: str) -> tuple[str, Observation]:
     check_timestamp(req.timestamp)
-    data: dict[str, Any] = scrub_value(req.data)
+    data, cut = bounded(req.data)
+    data = scrub_value(data)
     session_id = scrub(req.session_id)
-    event_id = scrub(req.event_id) if req.event_id else None
-    project, agent, cwd = scrub(req.project), scrub(agent_id), scrub(req.cwd)
+    event_id = scrub(_cap(req.event_id, "event_id")) if req.event_id else None
+    project, agent = scrub(_cap(req.project, "project")), scrub(agent_id)
+    cwd = scrub(_cap(req.cwd, "cwd"))
     key = dedup_key(
         event_id,
         session_id=session_id,
@@ -132,6 +186,8 @@ def build(req: ObserveIn, agent_id: str) -> tuple[str, Observation]:
         cwd=cwd,
     )
     c = compress(req.hook_type, data)
+    if cut:
+        c.facts.append("truncated: " + ", ".join(cut[:5]))
     obs = Observation(
         id=observation_id(key),
         session_id=session_id,
@@ -150,6 +206,7 @@ def build(req: ObserveIn, agent_id: str) -> tuple[str, Observation]:
         cwd=cwd,
         event_id=event_id or "",
         raw=c.raw,
+        truncated=cut,
     )
     return key, obs
 

@@ -44,7 +44,12 @@ async def remember(store: MemoryStore, req: RememberIn) -> RememberOut:
         created_at=now,
         updated_at=now,
         ttl_days=req.ttl_days,
-        source_ids=[scrub(req.session_id)] if req.session_id else [],
+        source_ids=list(
+            dict.fromkeys(
+                ([scrub(req.session_id)] if req.session_id else [])
+                + [scrub(o) for o in req.source_observation_ids[:100] if o]
+            )
+        ),
     )
     edited = await _edited(store, req, agent)
     if edited is not None:

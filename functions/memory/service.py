@@ -18,6 +18,7 @@ from functions.memory.observe import Observer
 from functions.memory.store import MemoryStore
 from functions.memory.wire import (
     AuditEntryView,
+    AuditIn,
     AuditOut,
     CaptureOut,
     CaptureRetryIn,
@@ -125,6 +126,7 @@ class MemoryService:
         http=rest(
             "POST",
             "observe",
+            max_body=17 * 1024 * 1024,  # a 16 MiB hook body and its envelope; cut to size
             status=201,
             status_field="status",
             status_by={"accepted": 201, "duplicate": 200, "retrying": 202},
@@ -154,7 +156,7 @@ class MemoryService:
         description="Explicitly save an important insight, decision, or pattern to long-term "
         "memory.",
         http=rest("POST", "remember", status=201),
-        tool=Tool("memory_save", tier="core"),
+        tool=Tool("memory_save", tier="core,basic"),
     )
     async def remember(self, req: RememberIn) -> RememberOut:
         return await remember_mod.remember(self.store, req)
@@ -183,7 +185,7 @@ class MemoryService:
         "mem::sessions",
         description="List recent sessions with their status and observation counts.",
         http=rest("GET", "sessions"),
-        tool=Tool("memory_sessions", tier="core"),
+        tool=Tool("memory_sessions", tier="core,basic"),
     )
     async def sessions(self, req: ListIn) -> SessionsOut:
         found = await sessions.list_sessions(self.store, req)
@@ -243,21 +245,33 @@ class MemoryService:
         http=rest("GET", "audit"),
         tool=Tool("memory_audit"),
     )
-    async def audit(self, req: ListIn) -> AuditOut:
+    async def audit(self, req: AuditIn) -> AuditOut:
         keys = sorted(await self.store.keys(self.store.audit_log), reverse=True)
-        picked = keys[req.offset : req.offset + req.limit]
-        got = await asyncio.gather(
-            *(self.store.get(self.store.audit_log, k, AuditEntry) for k in picked)
-        )
-        entries = [e for e in got if e is not None]
-        return AuditOut(as_view(entries, list[AuditEntryView]))
+        if not req.operation:
+            keys = keys[req.offset : req.offset + req.limit]
+        entries: list[AuditEntry] = []
+        skip = req.offset if req.operation else 0
+        for at in range(0, len(keys), 256):  # newest first, until the page is full
+            got = await asyncio.gather(
+                *(self.store.get(self.store.audit_log, k, AuditEntry) for k in keys[at : at + 256])
+            )
+            for e in got:
+                if e is None or (req.operation and e.action != req.operation):
+                    continue
+                if skip:
+                    skip -= 1
+                    continue
+                entries.append(e)
+            if len(entries) >= req.limit:
+                break
+        return AuditOut(as_view(entries[: req.limit], list[AuditEntryView]))
 
     @operation(
         "mem::export",
         description="Export sessions, observations, memories and summaries as one JSON "
         "document (?maxSessions=&offset=)",
         http=rest("GET", "export"),
-        tool=Tool("memory_export"),
+        tool=Tool("memory_export", tier="basic"),
     )
     async def export(self, req: ExportIn) -> ExportOut:
         return await transfer.export(self.store, req)

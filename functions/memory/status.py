@@ -39,7 +39,12 @@ def viewer_configured() -> bool:
     except ConfigError:
         return False
     return any(
-        w.enabled and (w.module == VIEWER_MODULE or VIEWER_MODULE in (w.command or []))
+        w.enabled
+        and (
+            w.module == VIEWER_MODULE
+            or VIEWER_MODULE in (w.modules or [])
+            or VIEWER_MODULE in (w.command or [])
+        )
         for w in cfg.workers
     )
 

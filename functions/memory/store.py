@@ -10,7 +10,7 @@ import re
 import secrets
 import time
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import msgspec
 
@@ -176,19 +176,9 @@ class MemoryStore:
         actor: str = "",
         project: str = "",
     ) -> AuditEntry:
-        at = now_iso()
-        entry = AuditEntry(
-            id=new_id("aud"),
-            at=at,
-            action=action,
-            target_ids=target_ids,
-            reason=reason,
-            actor=actor,
-            project=project,
+        return await write_audit(
+            self.audit_log, action, target_ids, reason=reason, actor=actor, project=project
         )
-        key = f"{at[:4]}{at[5:7]}.{int(time.time() * 1000):013d}-{entry.id}"
-        await self.audit_log.put(key, entry)
-        return entry
 
     def visible(self, record_agent: str, agent_id: str) -> bool:
         """Isolated scope: a reader sees only its own agent's records (and unscoped ones
@@ -197,6 +187,40 @@ class MemoryStore:
 
     def default_agent(self, agent_id: str) -> str:
         return agent_id or self._default_agent
+
+
+async def write_audit(
+    audit_log: State,
+    action: str,
+    target_ids: list[str],
+    *,
+    reason: str = "",
+    actor: str = "",
+    project: str = "",
+    details: dict[str, Any] | None = None,
+) -> AuditEntry:
+    """Append an entry to the audit log (`mem_audit`), keyed so keys sort by time."""
+    at = now_iso()
+    entry = AuditEntry(
+        id=new_id("aud"),
+        at=at,
+        action=action,
+        target_ids=target_ids,
+        reason=reason,
+        actor=actor,
+        project=project,
+        details=details or {},
+    )
+    key = f"{at[:4]}{at[5:7]}.{int(time.time() * 1000):013d}-{entry.id}"
+    await audit_log.put(key, entry)
+    return entry
+
+
+class StoreOwner(Protocol):
+    """What the memory worker's services share: the process's one store (MemoryService)."""
+
+    @property
+    def store(self) -> MemoryStore: ...
 
 
 def events_stream(client: Client) -> Stream:

@@ -9,6 +9,7 @@ and the tool's `id`, so importing twice stores everything once.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,10 +44,20 @@ class TranscriptSession:
     events: list[dict[str, Any]] = field(default_factory=list)
 
 
-def find_transcripts(root: Path) -> list[Path]:
+def find_transcripts(root: Path, limit: int | None = None, visit: int | None = None) -> list[Path]:
+    """The .jsonl files under `root`, sorted; with `limit`, at most that many, and at most
+    `visit` directory entries looked at (a root like `/` must not walk the whole disk)."""
     if root.is_file():
         return [root]
-    return sorted(p for p in root.rglob("*.jsonl") if p.is_file())
+    found: list[Path] = []
+    seen = 0
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames.sort()
+        seen += len(dirnames) + len(filenames)
+        found += [Path(dirpath) / f for f in sorted(filenames) if f.endswith(".jsonl")]
+        if (limit is not None and len(found) > limit) or (visit is not None and seen > visit):
+            break
+    return sorted(p for p in found if p.is_file())
 
 
 def _records(path: Path) -> Iterator[dict[str, Any]]:

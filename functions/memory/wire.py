@@ -86,9 +86,12 @@ class RememberIn(msgspec.Struct, rename="camel", kw_only=True):
     supersedes: str = ""
     """An edit: the id of the current memory this is the next version of (its project and
     agent are kept); without it, a near duplicate in the project is superseded."""
+    source_observation_ids: Names = msgspec.field(default_factory=list)
+    """Observations the memory was drawn from: its provenance, checked by `verify`."""
 
     def __post_init__(self) -> None:
         self.concepts, self.files = names(self.concepts), names(self.files)
+        self.source_observation_ids = names(self.source_observation_ids)
 
 
 class ForgetIn(msgspec.Struct, rename="camel", kw_only=True):
@@ -130,6 +133,11 @@ class ListIn(msgspec.Struct, rename="camel", kw_only=True):
 class MemoriesIn(ListIn, kw_only=True):
     type: str = ""
     """Only memories of this type (fact, decision, semantic, procedural…)."""
+
+
+class AuditIn(ListIn, kw_only=True):
+    operation: str = ""
+    """Only entries of this action (forget, supersede, governance-delete, slot_create...)."""
 
 
 class ExportIn(msgspec.Struct, rename="camel", kw_only=True):

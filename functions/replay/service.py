@@ -17,6 +17,7 @@ import msgspec
 
 from engine import FunctionError, Http, operation
 from functions.memory import transcripts
+from functions.memory.files import checked_path
 from functions.memory.observe import build
 from functions.memory.scrub import scrub
 from functions.memory.store import MemoryStore, kv_key, now_iso
@@ -28,6 +29,7 @@ from functions.views import as_view
 
 if TYPE_CHECKING:
     from functions.memory.observe import Observer
+    from functions.memory.service import MemoryService
 
 log = logging.getLogger("functions.replay")
 
@@ -66,8 +68,8 @@ class ReplayLoadOut(msgspec.Struct, kw_only=True):
 
 class ImportJsonlIn(msgspec.Struct, rename="camel", kw_only=True):
     path: Annotated[str, msgspec.Meta(max_length=4096, pattern="^[^\\x00]*$")] = ""
-    """A .jsonl file or a folder of them on the server's machine, inside the home folder
-    of the user it runs as; default ~/.claude/projects."""
+    """A .jsonl file or a folder of them on the server's machine (not a symlink, nor a
+    secret-looking path); default ~/.claude/projects."""
     content: Annotated[str, msgspec.Meta(max_length=CONTENT_MAX)] = ""
     """Or one transcript's text (an upload); then `path` is not read."""
     name: Annotated[str, msgspec.Meta(max_length=512)] = ""
@@ -90,44 +92,28 @@ class ImportJsonlOut(msgspec.Struct, rename="camel", kw_only=True):
     lessons: int
     """Lessons saved (or reinforced) from rules said in newly imported sessions."""
     discovered: int
+    """Transcripts found (one more than `maxFiles` when there were more)."""
     truncated: bool
     """More files were found than `maxFiles`."""
     max_files: int
 
 
-def _home() -> Path:
-    return Path.home().resolve()
-
-
-def _inside_home(raw: str) -> Path:
-    home = _home()
-    try:
-        resolved = Path(raw).expanduser().resolve()
-        resolved.exists()  # a name the file system refuses (too long...) fails here
-    except (ValueError, OSError, RuntimeError) as exc:
-        raise FunctionError(
-            "NOT_FOUND", f"no file can have this path ({type(exc).__name__})", field="path"
-        ) from None
-    if resolved != home and not resolved.is_relative_to(home):
-        raise FunctionError(
-            "FORBIDDEN", f"path must be inside {home} (the server's home folder)", field="path"
-        )
-    return resolved
+VISIT = 50_000
+"""Directory entries a folder import looks at, at most (a path like `/` must not walk the
+whole disk)."""
 
 
 def _found(root: Path, limit: int) -> tuple[list[Path], int]:
-    home = _home()
+    """Transcripts under `root` (at most `limit`, symlinks left out) and how many were seen
+    (one more than `limit` when there are more)."""
     if root.is_file():
         if root.suffix != ".jsonl":
             raise FunctionError(
-                "BAD_REQUEST", "path must be a .jsonl file or a folder", field="path"
+                "NOT_FOUND", f"{root} is not a .jsonl file or a folder of them", field="path"
             )
         return [root], 1
-    files = [
-        p for p in transcripts.find_transcripts(root)
-        if not p.is_symlink() and p.resolve().is_relative_to(home)
-    ]  # fmt: skip
-    return files[:limit], len(files)
+    found = [p for p in transcripts.find_transcripts(root, limit, VISIT) if not p.is_symlink()]
+    return found[:limit], len(found)
 
 
 def _project(s: transcripts.TranscriptSession, req: ImportJsonlIn) -> str:
@@ -137,19 +123,16 @@ def _project(s: transcripts.TranscriptSession, req: ImportJsonlIn) -> str:
 class ReplayService:
     """Served beside the memory service, whose store and write path it uses."""
 
-    def __init__(self, memory: Any) -> None:
-        self._memory = memory
-        """The process's MemoryService: its `store` and `observer` once started."""
+    def __init__(self, owner: MemoryService) -> None:
+        self.owner = owner
 
     @property
     def store(self) -> MemoryStore:
-        store: MemoryStore = self._memory.store
-        return store
+        return self.owner.store
 
     @property
     def observer(self) -> Observer:
-        observer: Observer = self._memory.observer
-        return observer
+        return self.owner.observer
 
     @operation(
         "mem::replay::sessions",
@@ -209,7 +192,7 @@ class ReplayService:
             out.imported = out.discovered = 1
             await self._import_sessions(parsed, req, out, where=req.name or "upload")
         else:
-            root = _inside_home(req.path or str(Path.home() / ".claude" / "projects"))
+            root = checked_path(req.path or str(Path.home() / ".claude" / "projects"), "path")
             if not root.exists():
                 if req.path:
                     raise FunctionError("NOT_FOUND", f"no such path {root}", field="path")

@@ -8,7 +8,7 @@ import msgspec
 from engine import Context, Http, NoArgs, Tool, Worker
 from functions.search.embed_queue import QUEUE, EmbedIn, EmbedOut, embed_call
 from functions.search.feeder import IndexHolder
-from functions.search.service import SearchService
+from functions.search.service import IndexAudit, SearchService, audit_index
 from functions.search.wire import (
     ContextIn,
     ContextOut,
@@ -43,7 +43,7 @@ def register(worker: Worker, holder: IndexHolder | None = None) -> SearchService
         description="Search past session observations for relevant context (BM25 + vectors "
         "+ graph); full records.",
         http=rest("POST", "search"),
-        tool=Tool("memory_recall", tier="core"),
+        tool=Tool("memory_recall", tier="core,basic"),
     )
     async def search(req: SearchIn, ctx: Context) -> SearchOut:
         return await svc.search(req)
@@ -53,7 +53,7 @@ def register(worker: Worker, holder: IndexHolder | None = None) -> SearchService
         description="Hybrid semantic+keyword search with progressive disclosure: compact "
         "hits; expandIds for full records.",
         http=rest("POST", "smart-search"),
-        tool=Tool("memory_smart_search", tier="core"),
+        tool=Tool("memory_smart_search", tier="core,basic"),
     )
     async def smart(req: SmartSearchRequest, ctx: Context) -> SmartSearchOut:
         return await svc.smart_search(req)
@@ -76,18 +76,21 @@ def register(worker: Worker, holder: IndexHolder | None = None) -> SearchService
 
     @worker.function(
         "mem::file-context",
-        description="Get past observations about specific files.",
+        description="Get past observations about specific files (sessionId: the current "
+        "session, left out).",
         http=rest("POST", "file-context"),
-        tool=Tool("memory_file_history"),
+        tool=Tool("memory_file_history", tier="basic"),
     )
     async def file_context(req: EnrichRequest, ctx: Context) -> EnrichOut:
-        return await svc.enrich(req)
+        return await svc.enrich(req, exclude_session=True)
 
     @worker.function(
         "mem::timeline",
-        description="Observations in time order, for a session or a project, within a time window.",
+        description="Chronological observations around an anchor (an ISO date or a keyword; "
+        "before/after = how many records either side), or within a time window (before/after "
+        "= ISO times).",
         http=rest("POST", "timeline"),
-        tool=Tool("memory_timeline"),
+        tool=Tool("memory_timeline", tier="basic"),
     )
     async def timeline(req: TimelineIn, ctx: Context) -> TimelineOut:
         return await svc.timeline(req)
@@ -96,7 +99,7 @@ def register(worker: Worker, holder: IndexHolder | None = None) -> SearchService
         "mem::profile",
         description="A project's profile: activity, top files and concepts, conventions.",
         http=rest("GET", "profile"),
-        tool=Tool("memory_profile"),
+        tool=Tool("memory_profile", tier="basic"),
     )
     async def profile(req: ProfileIn, ctx: Context) -> ProfileOut:
         return await svc.profile(req)
@@ -108,6 +111,14 @@ def register(worker: Worker, holder: IndexHolder | None = None) -> SearchService
     )
     async def status(req: NoArgs, ctx: Context) -> SearchStatusOut:
         return msgspec.convert(svc.holder.status(), SearchStatusOut)
+
+    @worker.function(
+        "mem::index-audit",
+        description="The index against KV: orphan entries and unindexed records (samples)",
+        timeout=120,
+    )
+    async def index_audit(req: NoArgs, ctx: Context) -> IndexAudit:
+        return await audit_index(ctx.client, svc.holder)
 
     if svc.holder.queue is not None and svc.holder.embedder is not None:
         embedder = svc.holder.embedder

@@ -78,6 +78,11 @@ class Hit(msgspec.Struct, kw_only=True):
     timestamp: str
     importance: int
     score: float
+    """Relevance in [0, 1]: the fused score over the best a record could get from the
+    retrievers that answered (1.0 = ranked first by every one), never above the hit before
+    it (per-session diversification may move a hit behind lower ones)."""
+    matched: list[str] = msgspec.field(default_factory=list)
+    """The retrievers that ranked it: bm25, vector, graph, session, time."""
 
 
 class Meta(msgspec.Struct, array_like=True):
@@ -372,15 +377,25 @@ class SearchIndex:
             query, project=project, agent_id=agent_id, kinds=kinds, limit=limit,
             query_vector=query_vector,
         )  # fmt: skip
+        fusion = self.config.fusion
+        best = sum(fusion.of(k) for k, v in streams.items() if v) / (self.config.rrf_k + 1)
+        picked = [(n, s) for n, s in self.fuse(streams, limit)[:limit] if self.meta[n] is not None]
+        wanted = {n for n, _ in picked}
+        matched: dict[int, list[str]] = {n: [] for n in wanted}
+        for name, ranked in streams.items():
+            if fusion.of(name) > 0:
+                for doc in set(ranked) & wanted:
+                    matched[doc].append(name)
         out: list[Hit] = []
-        for n, s in self.fuse(streams, limit)[:limit]:
+        ceiling = 1.0
+        for n, s in picked:
             m = self.meta[n]
-            if m is None:
-                continue
+            assert m is not None
+            ceiling = min(ceiling, s / (best or 1.0))
             out.append(
                 Hit(id=m.id, kind=m.kind, session_id=m.session_id, project=m.project,
                     agent_id=m.agent_id, title=m.title, type=m.type, timestamp=m.timestamp,
-                    importance=m.importance, score=round(s * 1000.0, 4))
+                    importance=m.importance, score=round(ceiling, 4), matched=sorted(matched[n]))
             )  # fmt: skip
         return out
 

@@ -5,19 +5,25 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import re
 from collections import Counter
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 import msgspec
 import numpy as np
 
 from engine import BUS_ERRORS, Client, FunctionError
+from functions.memory.slots import pinned_context
+from functions.memory.store import now_iso
 from functions.records import (
     MEMORIES_BUCKET,
     OBSERVATIONS_BUCKET,
     PROFILES_BUCKET,
+    SLOTS_BUCKET,
     SUMMARIES_BUCKET,
+    Memory,
     ProjectProfile,
     profile_key,
 )
@@ -128,10 +134,24 @@ class SearchService:
     async def search(self, req: SearchIn) -> SearchOut:
         await self._fresh()
         hits = self._search(req.query, req.project, req.agent_id, req.kinds, req.limit)
-        full = await self._full(hits)
+        full = await self._full(hits) if req.format != "compact" else [
+            msgspec.to_builtins(h) for h in hits
+        ]  # fmt: skip
         if req.token_budget:
             full = _fit([(msgspec.json.encode(x).decode(), x) for x in full], req.token_budget)
-        return SearchOut(results=full, total=len(full))
+        out = SearchOut(results=full, total=len(full))
+        if not full:
+            where = f" in project {req.project!r}" if req.project else ""
+            out.message = f"nothing in memory matches {req.query!r}{where}"
+        if req.format == "narrative":
+            out.text = (
+                "\n".join(
+                    f"- [{h['type']}] {h['title']} ({h['timestamp'][:10]}, relevance {h['score']:.2f})"
+                    for h in full
+                )
+                or out.message
+            )
+        return out
 
     async def smart_search(self, req: SmartSearchIn) -> SmartSearchOut:
         if req.expand_ids:
@@ -148,7 +168,8 @@ class SearchService:
             mode="compact",
             results=[
                 CompactHit(obs_id=h.id, session_id=h.session_id, title=h.title, type=h.type,
-                           score=h.score, timestamp=h.timestamp, kind=h.kind)
+                           score=h.score, timestamp=h.timestamp, kind=h.kind,
+                           matched=h.matched)
                 for h in hits
             ],
         )  # fmt: skip
@@ -158,10 +179,22 @@ class SearchService:
         mask = idx.mask(project or None, agent_id, kinds)
         return [m for n in np.flatnonzero(mask).tolist() if (m := idx.meta[n]) is not None]
 
+    async def _pinned(self, project: str) -> str:
+        if self.client is None:
+            return ""
+        try:
+            return await pinned_context(await self.client.state(SLOTS_BUCKET), project)
+        except BUS_ERRORS as exc:  # the bus is away: the context goes without its slots
+            log.warning("pinned slots unreadable: %s", exc)
+            return ""
+
     async def context(self, req: ContextIn) -> ContextOut:
         await self._fresh()
         project = req.project or None
         blocks: list[tuple[str, str]] = []
+        pinned = await self._pinned(req.project)
+        if pinned:
+            blocks.append(("slots", pinned))
         memories = sorted(self._metas(project, req.agent_id, [KIND_MEMORY]),
                           key=lambda m: (-m.importance, m.timestamp), reverse=False)  # fmt: skip
         for m in memories[:20]:
@@ -189,12 +222,16 @@ class SearchService:
                 blocks.append(("observation", f"- {om.timestamp[:16]} [{om.type}] {om.title}"))
         return _pack(blocks, req.budget)
 
-    async def enrich(self, req: EnrichIn) -> EnrichOut:
+    async def enrich(self, req: EnrichIn, *, exclude_session: bool = False) -> EnrichOut:
+        """What memory knows about files and terms; `exclude_session` leaves out the
+        caller's own session (upstream's memory_file_history: "current session to exclude")."""
         await self._fresh()
         terms = [*req.files, *req.terms]
         if not terms:
             raise FunctionError("BAD_REQUEST", "give files or terms to enrich", field="files")
         hits = self._search(" ".join(terms), req.project, req.agent_id, None, 15)
+        if exclude_session and req.session_id:
+            hits = [h for h in hits if h.session_id != req.session_id]
         lines = [f"- [{h.type}] {h.title} ({h.timestamp[:10]})" for h in hits]
         text, used = "", 0
         truncated = False
@@ -212,16 +249,41 @@ class SearchService:
         metas = self._metas(req.project, req.agent_id, list(KINDS))
         if req.session_id:
             metas = [m for m in metas if m.session_id == req.session_id]
+        if req.anchored:
+            return self._around(req, metas)
         if req.after:
-            metas = [m for m in metas if m.timestamp >= req.after]
+            metas = [m for m in metas if m.timestamp >= str(req.after)]
         if req.before:
-            metas = [m for m in metas if m.timestamp < req.before]
+            metas = [m for m in metas if m.timestamp < str(req.before)]
         metas.sort(key=lambda m: m.timestamp, reverse=True)
-        return TimelineOut(entries=[
-            {"id": m.id, "kind": m.kind, "sessionId": m.session_id, "timestamp": m.timestamp,
-             "type": m.type, "title": m.title, "importance": m.importance}
-            for m in metas[: req.limit]
-        ])  # fmt: skip
+        return TimelineOut(entries=[_entry(m) for m in metas[: req.limit]])
+
+    def _around(self, req: TimelineIn, metas: list[Meta]) -> TimelineOut:
+        """Upstream's timeline: `before` records before the anchor and `after` after it."""
+        before = req.before if isinstance(req.before, int) else 5
+        after = req.after if isinstance(req.after, int) else 5
+        anchor = req.anchor.strip()
+        if not anchor:
+            at = now_iso()
+        elif _ISO_DATE.match(anchor):
+            at = anchor
+        else:
+            hits = [h for h in self._search(anchor, req.project, req.agent_id, None, 20)
+                    if not req.session_id or h.session_id == req.session_id]  # fmt: skip
+            if not hits:
+                return TimelineOut(entries=[], anchor=anchor, reason="no_match")
+            # The latest record whose title names the keyword (upstream's rule); else the
+            # best hit (the session stream also brings the rest of a matching session).
+            named = [h for h in hits if anchor.lower() in h.title.lower()]
+            at = max(h.timestamp for h in named) if named else hits[0].timestamp
+        metas.sort(key=lambda m: (m.timestamp, m.id))
+        if not metas:
+            return TimelineOut(entries=[], anchor=anchor, reason="no_records")
+        pos = min(range(len(metas)), key=lambda i: abs(_secs(metas[i].timestamp) - _secs(at)))
+        lo, hi = max(0, pos - before), min(len(metas), pos + after + 1)
+        entries = [{**_entry(m), "relativePosition": i - pos} for i, m in
+                   zip(range(lo, hi), metas[lo:hi], strict=True)]  # fmt: skip
+        return TimelineOut(entries=entries, anchor=anchor or at, anchor_index=pos - lo)
 
     async def profile(self, req: ProfileIn) -> ProfileOut:
         """The lifecycle's incremental profile of the project (decayed top files, concepts,
@@ -283,6 +345,52 @@ class SearchService:
             sessions=len(sessions), top_files=files, top_concepts=concepts, types=dict(types),
             last_activity=last,
         )  # fmt: skip
+
+
+class IndexAudit(msgspec.Struct, rename="camel", kw_only=True):
+    documents: int
+    records: int
+    """Records in KV that the index should hold (current memories, observations, summaries)."""
+    orphans: list[str]
+    """Indexed ids whose record is gone (a sample)."""
+    orphan_count: int
+    unindexed: list[str]
+    """Stored records the index lacks (a sample)."""
+    unindexed_count: int
+    lag: int
+
+
+async def audit_index(client: Client, holder: IndexHolder, sample: int = 100) -> IndexAudit:
+    """The index against KV: after `caught_up`, both should name the same records."""
+    await holder.caught_up(timeout=5)
+    ids: set[str] = set()
+    for bucket, prefix in ((OBSERVATIONS_BUCKET, ""), (SUMMARIES_BUCKET, "summary:")):
+        ids.update(prefix + k for k in await (await client.state(bucket)).keys())
+    async for key, m in (await client.state(MEMORIES_BUCKET)).scan(">", Memory):
+        if not m.superseded_by:
+            ids.add(key)
+    indexed = set(holder.index.doc_of)
+    orphans, missing = sorted(indexed - ids), sorted(ids - indexed)
+    return IndexAudit(
+        documents=len(indexed), records=len(ids), orphans=orphans[:sample],
+        orphan_count=len(orphans), unindexed=missing[:sample], unindexed_count=len(missing),
+        lag=int(holder.status().get("lag", 0)),
+    )  # fmt: skip
+
+
+_ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}")
+
+
+def _secs(ts: str) -> float:
+    try:
+        return datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return 0.0
+
+
+def _entry(m: Meta) -> dict[str, Any]:
+    return {"id": m.id, "kind": m.kind, "sessionId": m.session_id, "timestamp": m.timestamp,
+            "type": m.type, "title": m.title, "importance": m.importance}  # fmt: skip
 
 
 def _fit(items: list[tuple[str, dict[str, Any]]], budget: int) -> list[dict[str, Any]]:

@@ -20,8 +20,9 @@ class SearchIn(msgspec.Struct, rename="camel", kw_only=True):
     project: str | None = None
     agent_id: str | None = None
     kinds: list[Kind] | None = None
-    format: str = "json"
-    token_budget: int | None = None
+    format: Literal["json", "full", "compact", "narrative"] = "json"
+    """full / json: hits with their records; compact: hits only; narrative: also `text`."""
+    token_budget: Annotated[int, msgspec.Meta(ge=1)] | None = None
 
 
 class SmartSearchIn(msgspec.Struct, rename="camel", kw_only=True):
@@ -51,8 +52,11 @@ class CompactHit(msgspec.Struct, rename="camel", kw_only=True):
     title: str
     type: str
     score: float
+    """Relevance in [0, 1] (see functions.search.index.Hit)."""
     timestamp: str
     kind: str = "observation"
+    matched: list[str] = msgspec.field(default_factory=list)
+    """The retrievers that ranked it."""
 
 
 class SmartSearchOut(msgspec.Struct, kw_only=True):
@@ -60,9 +64,13 @@ class SmartSearchOut(msgspec.Struct, kw_only=True):
     results: list[Any]
 
 
-class SearchOut(msgspec.Struct, kw_only=True):
+class SearchOut(msgspec.Struct, kw_only=True, omit_defaults=True):
     results: list[dict[str, Any]]
     total: int
+    text: str = ""
+    """format=narrative: the hits as lines a model reads directly."""
+    message: str = ""
+    """Why nothing was found, when nothing was."""
 
 
 class ContextIn(msgspec.Struct, rename="camel", kw_only=True):
@@ -103,17 +111,34 @@ class EnrichOut(msgspec.Struct, kw_only=True):
     truncated: bool
 
 
+Count = Annotated[int, msgspec.Meta(ge=0, le=500)]
+
+
 class TimelineIn(msgspec.Struct, rename="camel", kw_only=True):
+    """Two shapes. Upstream's: `anchor` (an ISO date or a keyword: the latest record that
+    matches it) with `before` / `after` as counts of records around it. Ours: a window,
+    `after` / `before` as ISO times, newest first, at most `limit`."""
+
     project: str | None = None
     session_id: str = ""
     agent_id: str | None = None
     limit: Limit = 50
-    before: str = ""
-    after: str = ""
+    anchor: Annotated[str, msgspec.Meta(max_length=2000)] = ""
+    before: Count | str = ""
+    after: Count | str = ""
+
+    @property
+    def anchored(self) -> bool:
+        return bool(self.anchor) or isinstance(self.before, int) or isinstance(self.after, int)
 
 
-class TimelineOut(msgspec.Struct, kw_only=True):
+class TimelineOut(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=True):
     entries: list[dict[str, Any]]
+    anchor: str = ""
+    anchor_index: int | None = None
+    """Position of the anchor record in `entries` (upstream's shape)."""
+    reason: str = ""
+    """Why there are no entries (no_match: nothing matches the anchor keyword)."""
 
 
 class SearchStatusOut(msgspec.Struct, rename="camel", kw_only=True):
@@ -137,6 +162,8 @@ class SearchStatusOut(msgspec.Struct, rename="camel", kw_only=True):
 class ProfileIn(msgspec.Struct, rename="camel", kw_only=True):
     project: str = ""
     agent_id: str | None = None
+    refresh: bool | str = False
+    """Upstream sends 'true' to force a rebuild: the profile is always built fresh here."""
 
 
 class ProfileOut(msgspec.Struct, rename="camel", kw_only=True):

@@ -181,3 +181,15 @@ def test_remember_confirms_in_one_line_and_files_under_the_cwd_project(stack: St
         "Invoices are rounded half-even": "payments-svc",
         "Refunds need two approvals": "ops",
     }
+
+    # Search explains itself: rows best first, relevance in [0, 1], an empty result says so.
+    found = run(stack, "search", "invoices rounded half-even", *target, "--json")
+    hits = json.loads(found.stdout)["results"]
+    scores = [h["score"] for h in hits]
+    assert scores == sorted(scores, reverse=True) and 0 < scores[0] <= 1
+    assert hits[0]["record"]["content"] == "Invoices are rounded half-even"
+    table = run(stack, "search", "invoices rounded half-even", *target).stdout
+    assert "relevance" in table and f"{scores[0]:.2f}" in table
+    assert "Invoices are rounded" in table
+    empty = run(stack, "search", "zzqx unmatched words", *target)
+    assert empty.returncode == 0 and "nothing in memory matches" in empty.stdout

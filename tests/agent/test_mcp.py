@@ -168,10 +168,34 @@ async def test_every_tool_resource_and_prompt_answers_against_the_real_service(
             "memory_consolidate": {},
             "memory_audit": {"limit": 5},
         }
-        for name, args in calls.items():
+        # upstream's argument shapes: lists as comma-separated strings, booleans as
+        # strings, counts around an anchor (tools-registry of @agentmemory/agentmemory)
+        calls |= {
+            "memory_timeline:upstream": {"anchor": "stripe", "before": 2, "after": 2},
+            "memory_profile:upstream": {"project": project, "refresh": "true"},
+            "memory_audit:upstream": {"operation": "remember", "limit": 5},
+            "memory_consolidate:upstream": {"tier": "semantic"},
+            "memory_file_history:upstream": {"files": "app/webhooks/stripe.py, app/x.py"},
+            "memory_smart_search:upstream": {"query": "stripe", "expandIds": "a,b"},
+            "memory_save:upstream": {"content": "Use Decimal for money", "concepts": "money, py"},
+        }
+        for key, args in calls.items():
+            name = key.partition(":")[0]
             result = await c.call_tool(name, args)
-            assert not result.is_error, f"{name}: {_text(result)}"
-            assert isinstance(result.structured_content, dict), name
+            assert not result.is_error, f"{key}: {_text(result)}"
+            assert isinstance(result.structured_content, dict), key
+        bad_tier = await c.call_tool("memory_consolidate", {"tier": "weekly"})
+        assert bad_tier.is_error and "tier" in _text(bad_tier)
+        resources = await c.list_resources()
+        templates = await c.list_resource_templates()
+        assert {str(r.uri) for r in resources.resources} == {
+            "agentmemory://status", "agentmemory://memories/latest", "agentmemory://graph/stats"
+        }  # fmt: skip
+        assert len(templates.resource_templates) == 3
+        prompts = await c.list_prompts()
+        assert {p.name for p in prompts.prompts} == {
+            "recall_context", "session_handoff", "detect_patterns"
+        }  # fmt: skip
         hits = await c.call_tool("memory_smart_search", {"query": "stripe webhook retries"})
         assert (
             "Stripe event id" in json.dumps(hits.structured_content)

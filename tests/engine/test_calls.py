@@ -199,3 +199,14 @@ async def test_micro_discovery_lists_functions_with_schemas(client: Client, spaw
     assert fail["data"]["function_id"] == "example::fail"
     assert sum(fail["data"]["duration_counts"]) == 1
     assert len(fail["data"]["duration_counts"]) == len(fail["data"]["duration_buckets_ms"]) + 1
+
+
+async def test_a_request_bigger_than_the_bus_carries_is_too_large_not_internal(
+    client: Client, spawn
+) -> None:
+    spawn("workers.example")
+    big = b"x" * (client.nc.max_payload + 1)
+    with pytest.raises(FunctionError) as ei:
+        await client.call("example::noop", big, timeout=5)
+    assert (ei.value.code, ei.value.status) == ("TOO_LARGE", 413)
+    assert "largest message" in ei.value.message

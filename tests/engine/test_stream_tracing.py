@@ -16,7 +16,7 @@ from engine.tracing import LeanSpan, SpanContext, SpanKind
 @pytest.fixture
 def spans(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[LeanSpan]]:
     """Tracing on in this process, every finished span collected."""
-    sink = SimpleNamespace(buffer=[])
+    sink = SimpleNamespace(buffer=[], pending=asyncio.Event())
     monkeypatch.setattr(_tracing, "_enabled", True)
     monkeypatch.setattr(_tracing, "_rate_bound", _tracing._SAMPLE_ALL)
     monkeypatch.setattr(_tracing, "_exporter", sink)

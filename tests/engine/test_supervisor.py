@@ -175,3 +175,17 @@ def test_status_while_the_bus_is_not_up_is_one_clear_line(tmp_path) -> None:
     assert out.returncode == 1
     assert "Traceback" not in out.stderr
     assert f"engine is running (pid {os.getpid()}) but did not answer" in out.stderr
+
+
+def test_the_shipped_configs_load_and_the_default_shares_processes() -> None:
+    from engine.config import load_config
+
+    default = load_config(ROOT / "config" / "engine.yaml")
+    split = load_config(ROOT / "config" / "engine.split.yaml")
+    assert default.layout == split.layout
+    # laptop layout: several workers per process; the split one runs each alone
+    assert any(w.modules for w in default.workers)
+    assert not any(w.modules for w in split.workers)
+    hosted = {m for w in default.workers for m in (w.modules or [w.module])}
+    alone = {w.module for w in split.workers if w.module}
+    assert alone <= hosted  # every worker of the split layout runs in the default one too

@@ -179,3 +179,44 @@ async def test_session_ids_that_are_not_kv_keys_still_work(
     assert [o["sessionId"] for o in got["observations"]] == [sid]
     sessions = await client.call("mem::sessions", {}, timeout=5)
     assert [(s["id"], s["status"]) for s in sessions["sessions"]] == [(sid, "ended")]
+
+
+def test_bounded_cuts_and_marks_every_oversize_part_of_the_data() -> None:
+    from functions.memory.observe import DATA_MAX, FIELD_MAX, ITEMS_MAX, bounded
+
+    data = {
+        "tool_input": {"content": "a" * (FIELD_MAX + 10), "small": "ok"},
+        "tool_output": ["x"] * (ITEMS_MAX + 5),
+        "image_data": "b" * (DATA_MAX * 2),
+    }
+    out, cut = bounded(data)
+    assert out["tool_input"]["small"] == "ok"
+    assert out["tool_input"]["content"].endswith("…[truncated 10 chars]")
+    assert len(out["tool_output"]) == ITEMS_MAX
+    assert cut == [
+        f"data.tool_input.content ({FIELD_MAX + 10} chars)",
+        f"data.tool_output ({ITEMS_MAX + 5} items)",
+        f"data.image_data ({DATA_MAX * 2} chars)",
+    ]
+    assert len(msgspec.json.encode(out)) < DATA_MAX + 64 * 1024  # the whole budget holds
+    assert bounded({"prompt": "short"}) == ({"prompt": "short"}, [])
+
+
+async def test_a_5_mib_event_is_stored_cut_to_size_and_its_replay_is_a_duplicate(
+    client: Client, memory_worker: Any
+) -> None:
+    memory_worker()
+    huge = payload(
+        data={
+            "tool_name": "Write",
+            "tool_input": {"file_path": "big.txt", "content": "z" * (5 << 20)},
+            "tool_output": "written",
+        }
+    )
+    first = await observe(client, huge)
+    again = await observe(client, huge)
+    assert (first.status, again.status) == ("accepted", "duplicate")
+    assert again.observation_id == first.observation_id
+    obs = await (await client.state(OBSERVATIONS_BUCKET)).get(first.observation_id, Observation)
+    assert obs is not None and obs.truncated == [f"data.tool_input.content ({5 << 20} chars)"]
+    assert len(msgspec.json.encode(obs)) < 64 * 1024

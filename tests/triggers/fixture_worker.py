@@ -266,6 +266,10 @@ def declare_state() -> None:
     worker.trigger("state", "t::watch", bucket="things")
 
 
+def declare_state_ttl() -> None:
+    worker.trigger("state", "t::watch", bucket="expiring")
+
+
 GROUPS = {
     "http": declare_http,
     "queue": declare_queue,
@@ -274,6 +278,7 @@ GROUPS = {
     "subscribe": declare_pubsub,
     "stream": declare_stream,
     "state": declare_state,
+    "state-ttl": declare_state_ttl,
 }
 
 if __name__ == "__main__":

@@ -83,3 +83,18 @@ async def test_state_trigger_sees_create_update_delete_in_order_and_resumes(clie
         "deleted:a:2:None",
         "created:b:None:{'x': 1}",
     ]
+
+
+async def test_state_trigger_sees_a_key_whose_ttl_ran_out_as_deleted(client, spawn) -> None:
+    # JetStream removes the key itself (per-key TTL) and leaves a marker, not a KV delete.
+    expiring = await client.state("expiring", marker_ttl=30)
+    spawn("tests.triggers.fixture_worker", "state-ttl")
+    spawn("workers.triggers", "state")
+    await expiring.create("lease", 1, ttl=1)
+
+    async def logged() -> list[str] | None:
+        log = await _get(client, "state.log")
+        return log if log and len(log) >= 2 else None
+
+    log = await eventually(logged, timeout=10, what="the creation and the expiry")
+    assert log == ["created:lease:None:1", "deleted:lease:1:None"]

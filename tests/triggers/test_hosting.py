@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from engine import Worker
-from triggers.hosting import all_kinds, host, hosted_kinds, make_plugin
+from engine.triggers import all_kinds, host, hosted_kinds, make_plugin
 
 
 def test_hosted_kinds_reads_a_comma_list_and_nothing_by_default() -> None:

@@ -234,8 +234,27 @@ def test_the_csp_blocks_inline_handlers(page: Any, stack: Stack) -> None:
     assert ran[0] is False and ran[1] >= 1
 
 
-def _empty(route: Any, body: dict[str, Any]) -> None:
-    route.fulfill(status=200, content_type="application/json", body=json.dumps(body))
+def _empty(route: Any, body: dict[str, Any], status: int = 200) -> None:
+    route.fulfill(status=status, content_type="application/json", body=json.dumps(body))
+
+
+def test_actions_show_the_coordination_routes_or_say_they_are_missing(
+    page: Any, stack: Stack
+) -> None:
+    with stack.rest() as c:
+        r = c.post("/agentmemory/actions", json={"title": "ship the viewer", "priority": 8})
+        assert r.status_code == 201, r.text
+        aid = r.json()["action"]["id"]
+    open_live(page, stack, "actions")
+    row = page.locator(f'#actions-list tr[data-action="{aid}"]')
+    row.wait_for()
+    assert "ship the viewer" in row.text_content() and "ready" in row.text_content()
+    shot(page, "actions")
+    missing = {"error": {"code": "NOT_FOUND", "message": "no route"}}
+    page.route("**/agentmemory/actions*", lambda route, _req: _empty(route, missing, 404))
+    page.reload()
+    page.locator("#actions-unavailable").wait_for()
+    assert "memory_action_create" in page.locator("#actions-unavailable").text_content()
 
 
 def test_every_page_says_what_fills_it_when_empty(page: Any, stack: Stack) -> None:
@@ -245,7 +264,8 @@ def test_every_page_says_what_fills_it_when_empty(page: Any, stack: Stack) -> No
     empties = {
         "viewer/snapshot": snapshot, "memories": {"memories": []}, "sessions": {"sessions": []},
         "replay/sessions": {"success": True, "sessions": []}, "lessons/recall": {"lessons": []},
-        "audit": {"entries": []}, "graph/query": {"nodes": [], "edges": [], "depth": 0,
+        "audit": {"entries": []}, "actions": {"success": True, "actions": []},
+        "graph/query": {"nodes": [], "edges": [], "depth": 0,
         "totalNodes": 0, "totalEdges": 0, "truncated": False, "limit": 60, "offset": 0},
         "graph/stats": {"totalNodes": 0, "totalEdges": 0, "nodesByType": {}, "edgesByType": {},
         "expiredEdges": 0},
@@ -261,7 +281,7 @@ def test_every_page_says_what_fills_it_when_empty(page: Any, stack: Stack) -> No
         "profile": ("#profile-empty", "agentmemory connect"),
         "lessons": ("#lessons-empty", "agentmemory import-jsonl"),
         "audit": ("#audit-empty", "forget"),
-        "actions": ("#actions-unavailable", "memory_action_create"),
+        "actions": ("#actions-empty", "memory_action_create"),
     }
     for name, (box, command) in expect.items():
         page.goto(f"{stack.viewer}/#{name}")
@@ -331,9 +351,15 @@ def test_a_dropped_stream_shows_stale_then_reconnects_and_resyncs(page: Any, sta
     auth = {"authorization": f"Bearer {SECRET}"}
 
     def viewer_pid() -> int | None:
-        workers = httpx.get(f"{console}/api/workers", headers=auth, timeout=10).json()["workers"]
-        w = next(w for w in workers if w["name"] == "viewer")
-        return w["pid"] if w["state"] == "running" else None
+        """The process serving the viewer (in the default layout it hosts the console too)."""
+        try:
+            workers = httpx.get(f"{console}/api/workers", headers=auth, timeout=10).json()
+        except httpx.HTTPError:
+            return None
+        for w in workers["workers"]:
+            if w["supervised"] and "mem::viewer::snapshot" in w["functions"] and w["pid"]:
+                return int(w["pid"]) if w["state"] == "running" else None
+        return None
 
     open_live(page, stack)
     before = viewer_pid()
@@ -350,4 +376,4 @@ def test_a_dropped_stream_shows_stale_then_reconnects_and_resyncs(page: Any, sta
         mid = mem.json()["memory"]["id"]
     page.locator('#live-status[data-state="live"]').wait_for(timeout=30000)
     page.locator(f'#activity-feed li[data-id="{mid}"]').wait_for(timeout=5000)
-    assert viewer_pid() not in (None, before)
+    wait_until(lambda: viewer_pid() not in (None, before), timeout=15, what="a new viewer")

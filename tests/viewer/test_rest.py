@@ -235,8 +235,12 @@ def test_an_imported_transcript_is_indexed_marked_import_and_teaches_lessons(
         assert len(c.get("/agentmemory/observations", params={"sessionId": sid}).json()["observations"]) == 7  # fmt: skip
 
 
-def test_a_transcript_can_be_uploaded_and_a_server_path_must_be_inside_home(stack: Stack) -> None:
+def test_a_transcript_can_be_uploaded_and_a_server_path_is_checked(stack: Stack) -> None:
     sid = str(uuid.uuid4())
+    (stack.home / "notes.txt").write_text("x")
+    link = stack.home / "link.jsonl"
+    if not link.is_symlink():
+        link.symlink_to(stack.home / "notes.txt")
     with stack.rest() as c:
         up = c.post("/agentmemory/replay/import-jsonl",
                     json={"content": transcript(sid, "/home/dev/billing", turns=1), "name": "t.jsonl"})  # fmt: skip
@@ -244,20 +248,17 @@ def test_a_transcript_can_be_uploaded_and_a_server_path_must_be_inside_home(stac
         default = c.post("/agentmemory/replay/import-jsonl", json={})
         assert default.status_code == 202  # ~/.claude/projects of the server's HOME
         for body, status, field in (
-            ({"path": "/etc"}, 403, "path"),
+            ({"path": str(stack.home / ".ssh")}, 403, "path"),  # secret-looking
+            ({"path": str(link)}, 403, "path"),  # a symlink
             ({"path": str(stack.home / "nowhere")}, 404, "path"),
+            ({"path": str(stack.home / "notes.txt")}, 404, "path"),  # not a transcript
             ({"path": str(stack.home)}, 202, None),
             ({"maxFiles": 0}, 400, "maxFiles"),
             ({"path": 7}, 400, "path"),
             ({"path": "x\u0000y"}, 400, "path"),
             ({"path": "0" * 4000}, 404, "path"),  # longer than any file name
         ):
-            (stack.home / "notes.txt").write_text("x")
             r = c.post("/agentmemory/replay/import-jsonl", json=body)
             assert r.status_code == status, (body, r.text)
             if field:
                 assert r.json()["error"]["field"] == field
-        txt = c.post(
-            "/agentmemory/replay/import-jsonl", json={"path": str(stack.home / "notes.txt")}
-        )
-        assert txt.status_code == 400 and txt.json()["error"]["field"] == "path"

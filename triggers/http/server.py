@@ -5,8 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import socket
-from collections.abc import Iterator
 
 import uvicorn
 
@@ -15,43 +13,9 @@ from triggers.http.app import HttpApp
 from triggers.http.routes import RouteTable, route_from_spec
 from triggers.http.settings import HttpSettings
 from triggers.plugin import SpecWatcher
+from triggers.serving import QuietServer, listen_socket, serve_in_background
 
 log = logging.getLogger("triggers.http")
-
-
-class _Server(uvicorn.Server):
-    # The worker runtime owns SIGTERM/SIGINT and stops us in order; uvicorn must not grab them.
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        yield
-
-
-def listen_socket(host: str, port: int) -> socket.socket:
-    """A listening socket with SO_REUSEPORT: replicas of a trigger worker can share the port
-    and the kernel spreads connections between them (Linux allows it for one user only)."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    if hasattr(socket, "SO_REUSEPORT"):
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-    try:
-        sock.bind((host, port))
-    except OSError:
-        sock.close()
-        raise
-    sock.set_inheritable(True)
-    return sock
-
-
-async def serve_in_background(server: uvicorn.Server, sock: socket.socket) -> asyncio.Task[None]:
-    """Start uvicorn on `sock` in this loop and return once it accepts connections."""
-    task = asyncio.create_task(server.serve(sockets=[sock]))
-    while not server.started:
-        if task.done():
-            task.result()  # raises why it stopped
-            raise RuntimeError("server stopped during startup")
-        await asyncio.sleep(0.01)
-    return task
 
 
 class HttpTrigger:
@@ -60,7 +24,7 @@ class HttpTrigger:
     def __init__(self, settings: HttpSettings | None = None) -> None:
         self.settings = settings
         self.table = RouteTable()
-        self._server: _Server | None = None
+        self._server: QuietServer | None = None
         self._task: asyncio.Task[None] | None = None
         self._watcher: SpecWatcher | None = None
         self.app: HttpApp | None = None
@@ -100,7 +64,7 @@ class HttpTrigger:
             date_header=False,
             timeout_graceful_shutdown=5,
         )
-        self._server = _Server(config)
+        self._server = QuietServer(config)
         self._task = await serve_in_background(
             self._server, listen_socket(settings.host, settings.port)
         )
@@ -108,7 +72,7 @@ class HttpTrigger:
 
     async def stop(self) -> None:
         if self._server is not None and self._task is not None:
-            self._server.should_exit = True
+            self._server.request_exit()
             with contextlib.suppress(Exception):
                 await self._task
         if self.app is not None:

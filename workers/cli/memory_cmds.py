@@ -51,18 +51,41 @@ def _hits(data: Any) -> list[dict[str, Any]]:
 
 
 def _print_hits(query: str, data: Any) -> None:
+    """Best first, with what each score means; an empty result says so (and why it may be)."""
+    hits = sorted(_hits(data), key=lambda h: -_score(h))
+    if not hits:
+        reason = data.get("message") if isinstance(data, dict) else None
+        out.print(f"search: {query}\n  {reason or f'nothing in memory matches {query!r}'}")
+        out.print("  (try fewer or other words, or check the project with --project)")
+        return
     table = Table(
-        "score", "session / kind", "title", title=f"search: {query}", title_justify="left"
+        "relevance",
+        "kind",
+        "when",
+        "session",
+        "title",
+        "matched by",
+        title=f"search: {query}",
+        title_justify="left",
+        caption="relevance: 1.00 = ranked first by every retriever that answered",
+        caption_justify="left",
     )
-    for hit in _hits(data):
-        rec = hit.get("observation") or hit.get("memory") or hit
-        score = hit.get("score", "")
+    for hit in hits:
+        rec = hit.get("record") or hit.get("observation") or hit.get("memory") or hit
         table.add_row(
-            f"{score:.3f}" if isinstance(score, float) else str(score),
-            str(rec.get("sessionId") or rec.get("session_id") or hit.get("kind") or ""),
-            str(rec.get("title") or rec.get("content") or rec.get("narrative") or "")[:90],
+            f"{_score(hit):.2f}",
+            str(hit.get("kind") or ""),
+            str(rec.get("timestamp") or rec.get("createdAt") or hit.get("timestamp") or "")[:10],
+            str(rec.get("sessionId") or hit.get("session_id") or hit.get("sessionId") or ""),
+            str(rec.get("title") or rec.get("content") or rec.get("narrative") or "")[:80],
+            ", ".join(hit.get("matched") or []),
         )
     out.print(table)
+
+
+def _score(hit: dict[str, Any]) -> float:
+    score = hit.get("score")
+    return float(score) if isinstance(score, int | float) else 0.0
 
 
 @app.command()

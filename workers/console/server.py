@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Iterator
 
 import httpx
 import uvicorn
@@ -13,6 +12,7 @@ import uvicorn
 from engine import Client
 from engine.logs import LOGS_STREAM, LOGS_SUBJECT
 from engine.tracing import TRACES_STREAM, TRACES_SUBJECT
+from triggers.serving import QuietServer
 from workers.console.app import build_app
 from workers.console.follow import Follower
 from workers.console.hub import Hub
@@ -24,19 +24,12 @@ from workers.console.traces import TraceStore
 log = logging.getLogger("console")
 
 
-class _Server(uvicorn.Server):
-    # The worker runtime owns SIGTERM/SIGINT and stops us in order.
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        yield
-
-
 class ConsoleServer:
     def __init__(self, settings: ConsoleSettings | None = None) -> None:
         self.settings = settings
         self.hub: Hub | None = None
         self._followers: list[Follower] = []
-        self._server: _Server | None = None
+        self._server: QuietServer | None = None
         self._task: asyncio.Task[None] | None = None
 
     async def start(self, client: Client) -> None:
@@ -70,9 +63,10 @@ class ConsoleServer:
             access_log=False,
             log_level="warning",
             server_header=False,
+            date_header=False,
             timeout_graceful_shutdown=2,
         )
-        self._server = _Server(config)
+        self._server = QuietServer(config)
         self._task = asyncio.create_task(self._server.serve())
         while not self._server.started:
             if self._task.done():
@@ -83,7 +77,7 @@ class ConsoleServer:
 
     async def stop(self) -> None:
         if self._server is not None and self._task is not None:
-            self._server.should_exit = True
+            self._server.request_exit()
             # Live tails never end by themselves: let uvicorn cut them after its grace.
             with contextlib.suppress(Exception):
                 await self._task

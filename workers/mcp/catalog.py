@@ -12,8 +12,11 @@ import msgspec
 
 from engine import FunctionError, FunctionInfo
 
-TIERS = {"core": 0, "basic": 1, "all": 2}
-"""`AGENTMEMORY_TOOLS`: which tools an MCP client is shown (core ⊂ basic ⊂ all)."""
+SETS = ("core", "basic", "all")
+"""`AGENTMEMORY_TOOLS`: which tools an MCP client is shown, as upstream documents them:
+core = its 8 essentials, basic = its 14 base tools, all (default) = every tool. core and
+basic overlap without one holding the other, so a tool's `tier` names the sets it is in
+(`"core,basic"`); every tool is in all."""
 
 
 class ToolDef(msgspec.Struct, kw_only=True):
@@ -66,9 +69,15 @@ def tool_defs(functions: list[FunctionInfo]) -> list[ToolDef]:
     return sorted(out, key=lambda t: t.name)
 
 
+def tiers_of(tier: str) -> set[str]:
+    return {t.strip().lower() for t in tier.replace(" ", ",").split(",") if t.strip()}
+
+
 def visible(tools: list[ToolDef], setting: str | None = None) -> list[ToolDef]:
-    level = TIERS.get((setting or os.environ.get("AGENTMEMORY_TOOLS") or "all").lower(), 2)
-    return [t for t in tools if TIERS.get(t.tier, 2) <= level]
+    chosen = (setting or os.environ.get("AGENTMEMORY_TOOLS") or "all").strip().lower()
+    if chosen not in SETS or chosen == "all":
+        return tools
+    return [t for t in tools if chosen in tiers_of(t.tier)]
 
 
 def text_result(text: str, *, error: bool = False) -> dict[str, Any]:

@@ -11,15 +11,16 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import re
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import mcp_types as types
+import msgspec
 from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 
+from functions.memory import mcp_content
 from workers.mcp.gateway import Gateway, GatewayError, connect_gateway
 
 log = logging.getLogger("workers.mcp")
@@ -56,44 +57,46 @@ class LazyGateway:
             await self._gw.close()
 
 
-RESOURCES = [
-    types.Resource(
-        uri="agentmemory://status",
-        name="status",
-        description="Whether the memory service is up, and where.",
-        mime_type="application/json",
-    ),
-    types.Resource(
-        uri="agentmemory://memories/latest",
-        name="latest memories",
-        description="The most recently saved memories.",
-        mime_type="application/json",
-    ),
-]
-TEMPLATES = [
-    types.ResourceTemplate(
-        uri_template="agentmemory://project/{name}/profile",
-        name="project profile",
-        description="A project's profile: its most touched files and concepts.",
-        mime_type="application/json",
-    ),
-]
-PROMPTS = [
-    types.Prompt(
-        name="recall_context",
-        description="What memory knows about a task.",
-        arguments=[types.PromptArgument(name="task", description="The task.", required=True)],
-    ),
-    types.Prompt(
-        name="session_handoff",
-        description="Brief the next session on this one.",
-        arguments=[
-            types.PromptArgument(name="session_id", description="The session.", required=False),
-            types.PromptArgument(name="project", description="The project.", required=False),
-        ],
-    ),
-]
-_PROFILE = re.compile(r"^agentmemory://project/(?P<name>[^/]+)/profile$")
+def _resources(doc: Any) -> tuple[list[types.Resource], list[types.ResourceTemplate]]:
+    """The service's resource list (upstream's shape: templates have `{name}` in the uri)."""
+    items = doc.get("resources") if isinstance(doc, dict) else None
+    plain: list[types.Resource] = []
+    templates: list[types.ResourceTemplate] = []
+    for r in items or []:
+        if not isinstance(r, dict) or not r.get("uri"):
+            continue
+        uri, name = str(r["uri"]), str(r.get("name") or r["uri"])
+        desc, mime = str(r.get("description") or ""), str(r.get("mimeType") or "application/json")
+        if "{" in uri:
+            templates.append(
+                types.ResourceTemplate(
+                    uri_template=uri, name=name, description=desc, mime_type=mime
+                )
+            )
+        else:
+            plain.append(types.Resource(uri=uri, name=name, description=desc, mime_type=mime))
+    return plain, templates
+
+
+def _prompts(doc: Any) -> list[types.Prompt]:
+    items = doc.get("prompts") if isinstance(doc, dict) else None
+    return [
+        types.Prompt(
+            name=str(p["name"]),
+            description=str(p.get("description") or ""),
+            arguments=[
+                types.PromptArgument(
+                    name=str(a["name"]),
+                    description=str(a.get("description") or ""),
+                    required=bool(a.get("required")),
+                )
+                for a in p.get("arguments") or []
+                if isinstance(a, dict) and a.get("name")
+            ],
+        )
+        for p in items or []
+        if isinstance(p, dict) and p.get("name")
+    ]
 
 
 def _tool(d: dict[str, Any]) -> types.Tool:
@@ -142,35 +145,63 @@ def build_app(provider: GatewayProvider, tools_cache: Path | None = None) -> Ser
             return _result(doc)
         return _result(await gw.call_tool(params.name, dict(params.arguments or {})))
 
+    async def _listing(path: str) -> Any:
+        try:
+            return await (await provider()).request("GET", path)
+        except GatewayError as err:  # listed from our own copy; reads report the outage
+            log.warning("%s not listed from the service (%s)", path, err)
+            return None
+
     async def list_resources(
         ctx: Any, params: types.PaginatedRequestParams | None
     ) -> types.ListResourcesResult:
-        return types.ListResourcesResult(resources=RESOURCES)
+        doc = await _listing("/agentmemory/mcp/resources") or _fallback("resources")
+        return types.ListResourcesResult(resources=_resources(doc)[0])
 
     async def list_templates(
         ctx: Any, params: types.PaginatedRequestParams | None
     ) -> types.ListResourceTemplatesResult:
-        return types.ListResourceTemplatesResult(resource_templates=TEMPLATES)
+        doc = await _listing("/agentmemory/mcp/resources") or _fallback("resources")
+        return types.ListResourceTemplatesResult(resource_templates=_resources(doc)[1])
 
     async def read_resource(
         ctx: Any, params: types.ReadResourceRequestParams
     ) -> types.ReadResourceResult:
         uri = str(params.uri)
-        text = json.dumps(await _resource(provider, uri))
+        doc = await _read(provider, "POST", "/agentmemory/mcp/resources/read", {"uri": uri})
+        contents = doc.get("contents") if isinstance(doc, dict) else None
         return types.ReadResourceResult(
-            contents=[types.TextResourceContents(uri=uri, mime_type="application/json", text=text)]
+            contents=[
+                types.TextResourceContents(
+                    uri=str(c.get("uri") or uri),
+                    mime_type=str(c.get("mimeType") or "application/json"),
+                    text=str(c.get("text") or ""),
+                )
+                for c in contents or []
+                if isinstance(c, dict)
+            ]
         )
 
     async def list_prompts(
         ctx: Any, params: types.PaginatedRequestParams | None
     ) -> types.ListPromptsResult:
-        return types.ListPromptsResult(prompts=PROMPTS)
+        doc = await _listing("/agentmemory/mcp/prompts") or _fallback("prompts")
+        return types.ListPromptsResult(prompts=_prompts(doc))
 
     async def get_prompt(ctx: Any, params: types.GetPromptRequestParams) -> types.GetPromptResult:
-        text = await _prompt(provider, params.name, dict(params.arguments or {}))
+        body = {"name": params.name, "arguments": dict(params.arguments or {})}
+        doc = await _read(provider, "POST", "/agentmemory/mcp/prompts/get", body)
+        msgs = doc.get("messages") if isinstance(doc, dict) else None
         return types.GetPromptResult(
             messages=[
-                types.PromptMessage(role="user", content=types.TextContent(type="text", text=text))
+                types.PromptMessage(
+                    role="assistant" if m.get("role") == "assistant" else "user",
+                    content=types.TextContent(
+                        type="text", text=str((m.get("content") or {}).get("text", ""))
+                    ),
+                )
+                for m in msgs or []
+                if isinstance(m, dict)
             ]
         )
 
@@ -218,56 +249,15 @@ async def _read(
     try:
         return await (await provider()).request(method, path, body, query)
     except GatewayError as err:
-        raise MCPError(types.INTERNAL_ERROR, err.message) from None
+        # A wrong uri, prompt name or argument is the caller's; anything else the service's.
+        code = types.INVALID_PARAMS if err.status in (400, 404, 422) else types.INTERNAL_ERROR
+        raise MCPError(code, err.message) from None
 
 
-async def _resource(provider: GatewayProvider, uri: str) -> Any:
-    if uri == "agentmemory://status":
-        return await _read(provider, "GET", "/agentmemory/livez")
-    if uri == "agentmemory://memories/latest":
-        data = await _read(provider, "GET", "/agentmemory/memories", query={"limit": "200"})
-        memories = data.get("memories", []) if isinstance(data, dict) else []
-        memories = sorted(
-            (m for m in memories if isinstance(m, dict)),
-            key=lambda m: str(m.get("updatedAt") or m.get("createdAt") or ""),
-            reverse=True,
-        )
-        return {"memories": memories[:20]}
-    m = _PROFILE.match(uri)
-    if m:
-        return await _read(provider, "GET", "/agentmemory/profile", query={"project": m["name"]})
-    raise MCPError(types.INVALID_PARAMS, f"no resource {uri}")
-
-
-async def _prompt(provider: GatewayProvider, name: str, args: dict[str, str]) -> str:
-    if name == "recall_context":
-        task = (args.get("task") or "").strip()
-        if not task:
-            raise MCPError(types.INVALID_PARAMS, "prompt recall_context needs the argument `task`")
-        try:
-            found = await (await provider()).request(
-                "POST", "/agentmemory/smart-search", {"query": task, "limit": 8}
-            )
-        except GatewayError as err:
-            found = {"error": err.message}
-        return (
-            f"Before working on: {task}\n\nHere is what agentmemory recalls from earlier "
-            f"sessions (JSON):\n{json.dumps(found, indent=1)[:6000]}\n\n"
-            "Use what applies; call memory_recall for the full record of any hit."
-        )
-    if name == "session_handoff":
-        body: dict[str, Any] = {"sessionId": args.get("session_id") or "handoff", "budget": 1500}
-        if args.get("project"):
-            body["project"] = args["project"]
-        sessions = await _read(provider, "GET", "/agentmemory/sessions", query={"limit": "5"})
-        context = await _read(provider, "POST", "/agentmemory/context", body)
-        text = context.get("context", "") if isinstance(context, dict) else str(context)
-        return (
-            "Write a handoff for the next coding session: what was done, what was decided, "
-            "what is left, and which files matter.\n\nRecent sessions:\n"
-            f"{json.dumps(sessions, indent=1)[:3000]}\n\nMemory context:\n{text[:6000]}"
-        )
-    raise MCPError(types.INVALID_PARAMS, f"no prompt named {name!r}")
+def _fallback(kind: str) -> dict[str, Any]:
+    """Upstream's resource and prompt lists as this package holds them (service down)."""
+    items = mcp_content.RESOURCES if kind == "resources" else mcp_content.PROMPTS
+    return {kind: msgspec.to_builtins(items)}
 
 
 async def serve_stdio(app: Server[Any]) -> None:

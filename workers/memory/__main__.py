@@ -9,12 +9,12 @@ import logging
 import os
 
 from engine import Worker
+from functions.coordination.register import register as register_coordination
 from functions.memory.register import register
-from triggers.hosting import host as host_triggers
-from triggers.hosting import hosted_kinds
 
 worker = Worker("memory", description="agentmemory write path and REST API")
 register(worker)
+register_coordination(worker)
 
 
 def _add_search() -> None:
@@ -29,9 +29,5 @@ def _add_search() -> None:
 
 
 _add_search()
-# ENGINE_TRIGGERS=http (config/engine.yaml) serves the REST port from this process as
-# well: observe, the hooks' hottest route, then skips the hop through the trigger process.
-host_triggers(worker, hosted_kinds(os.environ.get("ENGINE_TRIGGERS")))
-
 if __name__ == "__main__":
     worker.run()

@@ -10,10 +10,11 @@ from __future__ import annotations
 import sys
 
 from engine import Worker
-from triggers.hosting import all_kinds, host
+from engine.triggers import all_kinds, host
 
 
-def build(kinds: list[str]) -> Worker:
+def build(kinds: list[str] | None = None) -> Worker:
+    kinds = kinds or all_kinds()
     worker = Worker(
         "triggers-" + "-".join(kinds), description="trigger plug-ins: " + ", ".join(kinds)
     )
@@ -22,7 +23,7 @@ def build(kinds: list[str]) -> Worker:
 
 
 def main(argv: list[str]) -> None:
-    build(argv or all_kinds()).run()
+    build(argv).run()
 
 
 if __name__ == "__main__":

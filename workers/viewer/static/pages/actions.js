@@ -24,11 +24,18 @@ export async function render(ctx) {
         "curl -X POST http://127.0.0.1:3111/agentmemory/actions \\\n  -H \"Authorization: Bearer $(cat ~/.agentmemory/secret)\" \\\n  -H 'Content-Type: application/json' -d '{\"title\":\"ship v1\"}'"));
     return;
   }
-  page("Actions", "Follow-ups agents track between sessions.",
+  // The frontier: what is unblocked and ready to pick up next.
+  const ready = new Set();
+  try {
+    const f = await get("frontier");
+    for (const x of f.frontier || []) ready.add((x.action || x).id);
+  } catch (e) { /* an older server: no frontier, no marks */ }
+  page("Actions", "Follow-ups agents track between sessions; ready = unblocked, on the frontier.",
     h("table", { id: "actions-list" }, h("thead", {}, h("tr", {}, ["action", "status", "priority", "tags", "updated"].map((c) => h("th", { scope: "col", text: c })))),
       h("tbody", {}, items.map((a) => h("tr", { "data-action": a.id },
         h("td", {}, h("strong", { text: a.title || a.id }), a.description ? h("p", { class: "muted", text: a.description }) : null),
-        h("td", {}, badge(a.status || "pending", a.status === "done" ? "ok" : a.status === "blocked" ? "warn" : "")),
+        h("td", {}, badge(a.status || "pending", a.status === "done" ? "ok" : a.status === "blocked" ? "warn" : ""),
+          ready.has(a.id) ? badge("ready", "ok") : null),
         h("td", { text: a.priority ?? "—" }), h("td", { text: (a.tags || []).join(", ") }),
         h("td", { text: when(a.updatedAt || a.createdAt) }))))));
 }

@@ -1,0 +1,516 @@
+"""Actions: work items with typed edges, statuses, priority and assignee; what blocks one;
+completion unblocking its dependents; the frontier of unblocked work and the best next one
+for an agent.
+
+An action's status "blocked" is kept for readers, but what blocks it is always computed
+from its edges (a dependency not done, a gate not passed, a conflicting action active), so
+a lease is refused or granted on the facts even while a status catches up."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from typing import Any
+
+import msgspec
+
+from engine import CasConflict, FunctionError
+from functions.coordination.records import Action, Checkpoint, Edge, Lease, Sentinel
+from functions.coordination.store import CoordStore, kv_key, ms_of, new_id, now_iso, now_ms
+from functions.coordination.wire import (
+    ActionCreateIn,
+    ActionCreateOut,
+    ActionGetOut,
+    ActionListIn,
+    ActionOut,
+    ActionsOut,
+    ActionUpdateIn,
+    ActionView,
+    EdgeCreateIn,
+    EdgeOut,
+    EdgeView,
+    FrontierIn,
+    FrontierItem,
+    FrontierOut,
+    NextIn,
+    NextOut,
+    Suggestion,
+)
+from functions.memory.scrub import scrub
+from functions.names import names
+from functions.views import as_view
+
+OPEN = ("pending", "active", "blocked")
+NEAR_TIE = 1.0
+"""`next`: candidates within this score of the best count as equally good; each agent
+takes its own pick among them, so agents asking at once do not all race for one action."""
+
+
+def view(a: Action) -> Any:
+    return as_view(a, ActionView)
+
+
+def edge_view(e: Edge) -> Any:
+    return as_view(e, EdgeView)
+
+
+def _edge(kind: str, source: str, target: str, now: str, meta: dict[str, Any]) -> Edge:
+    if kind == "blocks":  # source blocks target: target requires source
+        kind, source, target = "requires", target, source
+    return Edge(
+        id=new_id("ae"),
+        type=kind,  # type: ignore[arg-type]
+        source_action_id=source,
+        target_action_id=target,
+        created_at=now,
+        metadata=meta,
+    )
+
+
+class Gates:
+    """The records an action's edges point at: actions, checkpoints, sentinels."""
+
+    def __init__(
+        self,
+        actions: dict[str, Action],
+        checkpoints: dict[str, Checkpoint] | None = None,
+        sentinels: dict[str, Sentinel] | None = None,
+    ) -> None:
+        self.actions = actions
+        self.checkpoints = checkpoints or {}
+        self.sentinels = sentinels or {}
+
+    @classmethod
+    async def around(cls, cs: CoordStore, a: Action) -> Gates:
+        """What `a`'s own edges need, read by key (no scan)."""
+        actions: dict[str, Action] = {}
+        cps: dict[str, Checkpoint] = {}
+        snls: dict[str, Sentinel] = {}
+        for e in a.edges:
+            t = e.target_action_id if e.source_action_id == a.id else e.source_action_id
+            if e.type in ("requires", "conflicts_with"):
+                got = await cs.get(cs.actions, kv_key(t), Action)
+                if got is not None:
+                    actions[t] = got
+            elif e.type == "gated_by":
+                await _gate(cs, t, cps, snls)
+        return cls(actions, cps, snls)
+
+    def blockers(self, a: Action) -> list[str]:
+        out: list[str] = []
+        for e in a.edges:
+            if e.type == "requires" and e.source_action_id == a.id:
+                dep = self.actions.get(e.target_action_id)
+                if dep is not None and dep.status != "done":
+                    out.append(f"requires:{dep.id}:{dep.title}")
+            elif e.type == "gated_by":
+                cp = self.checkpoints.get(e.target_action_id)
+                if cp is not None and cp.status != "passed":
+                    out.append(f"checkpoint:{cp.id}:{cp.name}")
+                snl = self.sentinels.get(e.target_action_id)
+                if snl is not None and snl.status != "triggered":
+                    out.append(f"sentinel:{snl.id}:{snl.name}")
+            elif e.type == "conflicts_with":
+                other_id = e.target_action_id if e.source_action_id == a.id else e.source_action_id
+                other = self.actions.get(other_id)
+                if other is not None and other.status == "active":
+                    out.append(f"conflict:{other.id}:{other.title}")
+        return out
+
+
+async def _gate(
+    cs: CoordStore, id_: str, cps: dict[str, Checkpoint], snls: dict[str, Sentinel]
+) -> None:
+    cp = await cs.get(cs.checkpoints, kv_key(id_), Checkpoint)
+    if cp is not None:
+        cps[id_] = cp
+        return
+    snl = await cs.get(cs.sentinels, kv_key(id_), Sentinel)
+    if snl is not None:
+        snls[id_] = snl
+
+
+async def load(cs: CoordStore, action_id: str, field: str = "actionId") -> Action:
+    return await cs.need(cs.actions, action_id, Action, field, "action")
+
+
+async def _add_dependent(cs: CoordStore, target_id: str, dependent_id: str) -> None:
+    def add(cur: Action | None) -> Action | None:
+        if cur is None or dependent_id in cur.dependents:
+            return None
+        cur.dependents.append(dependent_id)
+        return cur
+
+    await cs.update(cs.actions, kv_key(target_id), add, Action)
+
+
+async def create(cs: CoordStore, req: ActionCreateIn) -> ActionCreateOut:
+    now = now_iso()
+    actor = scrub(req.created_by or req.agent_id) or "unknown"
+    action = Action(
+        id=new_id("act"),
+        title=scrub(req.title.strip()),
+        description=scrub(req.description.strip()),
+        priority=req.priority,
+        created_at=now,
+        updated_at=now,
+        created_by=actor,
+        project=req.project,
+        tags=[scrub(t) for t in names(req.tags)],
+        source_observation_ids=names(req.source_observation_ids),
+        source_memory_ids=names(req.source_memory_ids),
+        parent_id=req.parent_id,
+        metadata=req.metadata,
+    )
+    if req.parent_id:
+        await load(cs, req.parent_id, "parentId")
+    specs = [("requires", t) for t in names(req.requires)] + [
+        (e.type, e.target_action_id) for e in req.edges
+    ]
+    edges: list[Edge] = []
+    for kind, target in specs:
+        if kind == "gated_by":
+            cps: dict[str, Checkpoint] = {}
+            snls: dict[str, Sentinel] = {}
+            await _gate(cs, target, cps, snls)
+            if not cps and not snls:
+                raise FunctionError(
+                    "NOT_FOUND", f"no checkpoint or sentinel {target!r}", field="edges"
+                )
+        else:
+            await load(cs, target, "requires" if kind == "requires" else "edges")
+        edges.append(_edge(kind, action.id, target, now, {}))
+    action.edges = [
+        e for e in edges if e.source_action_id == action.id or e.type == "conflicts_with"
+    ]
+    if (await Gates.around(cs, action)).blockers(action):
+        action.status = "blocked"
+    await cs.actions.create(kv_key(action.id), action)
+    for e in edges:
+        if e.source_action_id == action.id and e.type == "requires":
+            await _add_dependent(cs, e.target_action_id, action.id)
+        elif e.source_action_id != action.id or e.type == "conflicts_with":
+            await attach(cs, e)  # "blocks": the other action now requires this one
+            if e.source_action_id != action.id:
+                await refresh_status(cs, e.source_action_id, actor)
+    await cs.audit(
+        "action-create",
+        [action.id],
+        actor=actor,
+        project=action.project,
+        title=action.title,
+        edges=[f"{e.type}:{e.source_action_id}->{e.target_action_id}" for e in edges],
+    )
+    return ActionCreateOut(True, view(action), [edge_view(e) for e in edges])
+
+
+async def attach(cs: CoordStore, e: Edge) -> None:
+    """Store an edge on the other end too: the source of a `blocks`-made `requires`, the
+    other side of a conflict."""
+    holder = e.source_action_id
+    other = e.target_action_id
+
+    def add(cur: Action | None) -> Action | None:
+        if cur is None or any(x.id == e.id for x in cur.edges):
+            return None
+        cur.edges.append(e)
+        return cur
+
+    if e.type == "conflicts_with":
+        for side in (holder, other):
+            await cs.update(cs.actions, kv_key(side), add, Action)
+        return
+    await cs.update(cs.actions, kv_key(holder), add, Action)
+    if e.type == "requires":
+        await _add_dependent(cs, other, holder)
+
+
+async def update(cs: CoordStore, req: ActionUpdateIn) -> ActionOut:
+    before: Action | None = None
+    actor = req.assigned_to or req.agent_id or "unknown"
+
+    def change(cur: Action | None) -> Action | None:
+        nonlocal before
+        if cur is None:
+            return None
+        before = msgspec.structs.replace(cur)
+        new = msgspec.structs.replace(cur, updated_at=now_iso())
+        if req.status is not None:
+            new.status = req.status
+            if req.status in ("done", "cancelled"):
+                new.lease_id = ""
+                if req.status == "done":
+                    new.completed_at = new.updated_at
+        if req.title is not None:
+            new.title = scrub(req.title.strip())
+        if req.description is not None:
+            new.description = scrub(req.description.strip())
+        if req.priority is not None:
+            new.priority = req.priority
+        if req.assigned_to is not None:
+            new.assigned_to = req.assigned_to
+        if req.result is not None:
+            new.result = scrub(req.result)
+        if req.tags is not None:
+            new.tags = [scrub(t) for t in req.tags]
+        return new
+
+    after = await cs.update(cs.actions, kv_key(req.action_id), change, Action)
+    if after is None or before is None:
+        raise FunctionError("NOT_FOUND", f"no action {req.action_id!r}", field="actionId")
+    await cs.audit(
+        "action-update",
+        [after.id],
+        actor=actor,
+        project=after.project,
+        before=before.status,
+        after=after.status,
+    )
+    if after.status == "done" and before.status != "done":
+        await unblock_dependents(cs, after, actor)
+    return ActionOut(True, view(after))
+
+
+def _reaches(actions: dict[str, Action], start: str, goal: str) -> bool:
+    """Whether `goal` is reachable from `start` over `requires` edges."""
+    seen: set[str] = set()
+    todo = [start]
+    while todo:
+        cur = todo.pop()
+        if cur == goal:
+            return True
+        if cur in seen:
+            continue
+        seen.add(cur)
+        a = actions.get(cur)
+        if a is not None:
+            todo.extend(
+                e.target_action_id
+                for e in a.edges
+                if e.type == "requires" and e.source_action_id == cur
+            )
+    return False
+
+
+async def add_edge(cs: CoordStore, req: EdgeCreateIn) -> EdgeOut:
+    now = now_iso()
+    e = _edge(req.type, req.source_action_id, req.target_action_id, now, req.metadata)
+    if e.source_action_id == e.target_action_id:
+        raise FunctionError(
+            "UNPROCESSABLE", "an action cannot depend on itself", field="targetActionId"
+        )
+    await load(cs, e.source_action_id, "sourceActionId")
+    if e.type == "gated_by":
+        cps: dict[str, Checkpoint] = {}
+        snls: dict[str, Sentinel] = {}
+        await _gate(cs, e.target_action_id, cps, snls)
+        if not cps and not snls:
+            raise FunctionError(
+                "NOT_FOUND",
+                f"no checkpoint or sentinel {e.target_action_id!r}",
+                field="targetActionId",
+            )
+    else:
+        await load(cs, e.target_action_id, "targetActionId")
+    if e.type == "requires":
+        everything = {a.id: a for a in await cs.all(cs.actions, Action)}
+        if _reaches(everything, e.target_action_id, e.source_action_id):
+            raise FunctionError(
+                "CONFLICT",
+                f"{e.target_action_id} already depends on {e.source_action_id}: "
+                "the edge would make a cycle",
+                field="targetActionId",
+            )
+    await attach(cs, e)
+    if e.type in ("requires", "gated_by"):
+        await refresh_status(cs, e.source_action_id)
+    await cs.audit(
+        "action-edge",
+        [e.id, e.source_action_id, e.target_action_id],
+        actor=req.agent_id or "unknown",
+        edge=f"{e.type}:{e.source_action_id}->{e.target_action_id}",
+    )
+    return EdgeOut(True, edge_view(e))
+
+
+async def refresh_status(cs: CoordStore, action_id: str, actor: str = "") -> Action | None:
+    """Set a pending or blocked action's status to what its edges say now."""
+    cur = await cs.entry(cs.actions, kv_key(action_id), Action)
+    for _ in range(16):
+        if cur is None or cur.value.status not in ("pending", "blocked"):
+            return None
+        a = cur.value
+        want = "blocked" if (await Gates.around(cs, a)).blockers(a) else "pending"
+        if want == a.status:
+            return None
+        new = msgspec.structs.replace(a, status=want, updated_at=now_iso())
+        try:
+            await cs.actions.compare_and_set(kv_key(a.id), new, cur.revision)
+        except CasConflict:
+            cur = await cs.entry(cs.actions, kv_key(action_id), Action)
+            continue
+        await cs.audit(
+            "action-unblock" if want == "pending" else "action-block",
+            [a.id],
+            actor=actor,
+            project=a.project,
+            before=a.status,
+            after=want,
+        )
+        return new
+    return None
+
+
+async def unblock_dependents(cs: CoordStore, done: Action, actor: str = "") -> int:
+    """After `done` completed: its dependents whose every gate now passes become pending."""
+    n = 0
+    for dep in done.dependents:
+        if await refresh_status(cs, dep, actor) is not None:
+            n += 1
+    return n
+
+
+async def unblock_gated(cs: CoordStore, action_ids: Iterable[str], actor: str = "") -> int:
+    n = 0
+    for aid in action_ids:
+        if await refresh_status(cs, aid, actor) is not None:
+            n += 1
+    return n
+
+
+async def listing(cs: CoordStore, req: ActionListIn) -> ActionsOut:
+    found = [
+        a
+        for a in await cs.all(cs.actions, Action)
+        if (req.status is None or a.status == req.status)
+        and (not req.project or a.project == req.project)
+        and (not req.parent_id or a.parent_id == req.parent_id)
+        and (not req.assigned_to or a.assigned_to == req.assigned_to)
+        and (not req.tags or any(t in a.tags for t in req.tags))
+    ]
+    found.sort(key=lambda a: a.updated_at, reverse=True)
+    return ActionsOut(True, [view(a) for a in found[: req.limit]])
+
+
+async def get(cs: CoordStore, action_id: str) -> ActionGetOut:
+    a = await load(cs, action_id)
+    everything = await cs.all(cs.actions, Action)
+    edges = {e.id: e for e in a.edges}
+    for other in everything:
+        for e in other.edges:
+            if e.target_action_id == a.id or e.source_action_id == a.id:
+                edges.setdefault(e.id, e)
+    children = sorted((c for c in everything if c.parent_id == a.id), key=lambda c: c.created_at)
+    return ActionGetOut(
+        True,
+        view(a),
+        [edge_view(e) for e in sorted(edges.values(), key=lambda e: e.created_at)],
+        [view(c) for c in children],
+    )
+
+
+def score(a: Action, now: int) -> float:
+    """upstream's ranking: priority first, then age (capped), what it unlocks, being active."""
+    s = a.priority * 10.0
+    age_hours = (now - ms_of(a.created_at)) / 3_600_000
+    s += min(max(age_hours, 0.0) * 0.5, 20.0)
+    s += 5 * sum(1 for e in a.edges if e.type == "unlocks" and e.source_action_id == a.id)
+    if any(e.type == "spawned_by" and e.source_action_id == a.id for e in a.edges):
+        s += 3
+    if a.status == "active":
+        s += 15
+    return round(s, 2)
+
+
+class Ranked(msgspec.Struct):
+    action: Action
+    score: float
+    lease: Lease | None
+
+    def item(self) -> FrontierItem:
+        return FrontierItem(
+            action=view(self.action),
+            score=self.score,
+            blockers=[],
+            leased=self.lease is not None,
+            leased_by=self.lease.agent_id if self.lease else "",
+        )
+
+
+async def ranked(cs: CoordStore, req: FrontierIn) -> tuple[list[Ranked], int]:
+    """The unblocked open actions, best first, and how many actions there are."""
+    actions = {a.id: a for a in await cs.all(cs.actions, Action)}
+    leases = {lease.action_id: lease for lease in await cs.all(cs.leases, Lease)}
+    cps: dict[str, Checkpoint] = {}
+    snls: dict[str, Sentinel] = {}
+    for a in actions.values():
+        if a.status in OPEN:
+            for e in a.edges:
+                if e.type == "gated_by" and e.target_action_id not in cps:
+                    await _gate(cs, e.target_action_id, cps, snls)
+    gates = Gates(actions, cps, snls)
+    now = now_ms()
+    out: list[Ranked] = []
+    for a in actions.values():
+        if a.status not in OPEN or a.sketch_id:
+            continue
+        if req.project and a.project != req.project:
+            continue
+        if gates.blockers(a):
+            continue
+        lease = leases.get(a.id)
+        if (
+            lease is not None
+            and req.agent_id
+            and lease.agent_id != req.agent_id
+            and not req.include_leased_by_others
+        ):
+            continue
+        out.append(Ranked(a, score(a, now), lease))
+    out.sort(key=lambda r: (-r.score, r.action.created_at))
+    return out, len(actions)
+
+
+async def frontier(cs: CoordStore, req: FrontierIn) -> FrontierOut:
+    found, total = await ranked(cs, req)
+    return FrontierOut(
+        success=True,
+        frontier=[r.item() for r in found[: req.limit]],
+        total_actions=total,
+        total_unblocked=len(found),
+    )
+
+
+def _pick(found: list[Ranked], agent_id: str) -> Ranked:
+    best = found[0].score
+    near = [r for r in found if r.score >= best - NEAR_TIE]
+    if not agent_id or len(near) == 1:
+        return near[0]
+    return min(near, key=lambda r: hashlib.sha1(f"{agent_id}\0{r.action.id}".encode()).digest())
+
+
+async def next_for(cs: CoordStore, req: NextIn) -> NextOut:
+    found, total = await ranked(cs, FrontierIn(project=req.project, agent_id=req.agent_id))
+    if not found:
+        return NextOut(
+            success=True,
+            suggestion=None,
+            message="No actionable work found",
+            total_actions=total,
+        )
+    top = _pick(found, req.agent_id)
+    a = top.action
+    return NextOut(
+        success=True,
+        suggestion=Suggestion(
+            action_id=a.id,
+            title=a.title,
+            description=a.description,
+            priority=a.priority,
+            score=top.score,
+            tags=a.tags,
+        ),
+        message=f"Suggested: {a.title} (priority {a.priority}, score {top.score:.2f})",
+        total_actions=total,
+        total_unblocked=len(found),
+    )

@@ -1,0 +1,125 @@
+"""Coordination's state: its buckets, opened once per process, the audit log it shares with
+the memory service, and the clock."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+from engine import Client, Entry, FunctionError, State
+from functions.coordination import records as r
+from functions.memory.store import kv_key, new_id, now_iso, write_audit
+from functions.records import AUDIT_BUCKET, AuditEntry
+
+T = TypeVar("T")
+__all__ = ["CoordStore", "iso_ms", "kv_key", "ms_of", "new_id", "now_iso", "now_ms"]
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def iso_ms(ms: int) -> str:
+    """Epoch milliseconds as `2026-01-31T12:34:56.789Z`."""
+    dt = datetime.fromtimestamp(ms // 1000, UTC).isoformat().removesuffix("+00:00")
+    return f"{dt}.{ms % 1000:03d}Z"
+
+
+def ms_of(iso: str) -> int:
+    """`iso_ms` back to epoch milliseconds (0 for an empty or unreadable time)."""
+    if not iso:
+        return 0
+    try:
+        return int(datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp() * 1000)
+    except ValueError:
+        return 0
+
+
+class CoordStore:
+    def __init__(self, client: Client) -> None:
+        self.client = client
+        self.actions: State
+        self.leases: State
+        self.signals: State
+        self.receipts: State
+        self.checkpoints: State
+        self.sentinels: State
+        self.routines: State
+        self.runs: State
+        self.sketches: State
+        self.crystals: State
+        self.timers: State
+        self.cursors: State
+        self.audit_log: State
+
+    async def open(self) -> CoordStore:
+        c = self.client
+        self.actions = await c.state(r.ACTIONS_BUCKET)
+        self.leases = await c.state(r.LEASES_BUCKET, marker_ttl=r.MARKER_TTL)
+        self.signals = await c.state(r.SIGNALS_BUCKET)
+        self.receipts = await c.state(r.RECEIPTS_BUCKET)
+        self.checkpoints = await c.state(r.CHECKPOINTS_BUCKET)
+        self.sentinels = await c.state(r.SENTINELS_BUCKET)
+        self.routines = await c.state(r.ROUTINES_BUCKET)
+        self.runs = await c.state(r.RUNS_BUCKET)
+        self.sketches = await c.state(r.SKETCHES_BUCKET)
+        self.crystals = await c.state(r.CRYSTALS_BUCKET)
+        self.timers = await c.state(r.TIMERS_BUCKET, marker_ttl=r.MARKER_TTL)
+        self.cursors = await c.state(r.CURSORS_BUCKET)
+        self.audit_log = await c.state(AUDIT_BUCKET)
+        return self
+
+    async def audit(
+        self,
+        action: str,
+        target_ids: list[str],
+        *,
+        actor: str = "",
+        project: str = "",
+        reason: str = "",
+        **details: Any,
+    ) -> AuditEntry:
+        return await write_audit(
+            self.audit_log,
+            action,
+            target_ids,
+            reason=reason,
+            actor=actor,
+            project=project,
+            details={k: v for k, v in details.items() if v not in (None, "", [])},
+        )
+
+    # Typed per-key reads and writes (State's own take `type=` beside an Any default).
+    async def get(self, state: State, key: str, type_: type[T]) -> T | None:
+        got: T | None = await state.get(key, type_)
+        return got
+
+    async def entry(self, state: State, key: str, type_: type[T]) -> Entry[T] | None:
+        got: Entry[T] | None = await state.entry(key, type_)
+        return got
+
+    async def update(
+        self, state: State, key: str, fn: Callable[[T | None], T | None], type_: type[T]
+    ) -> T | None:
+        got: T | None = await state.update(key, fn, type=type_)
+        return got
+
+    async def all(self, state: State, type_: type[T]) -> list[T]:
+        return [v async for _k, v in state.scan(">", type_)]
+
+    async def need(self, state: State, id_: str, type_: type[T], field: str, what: str) -> T:
+        got = await self.get(state, kv_key(id_), type_) if id_ else None
+        if got is None:
+            raise FunctionError("NOT_FOUND", f"no {what} {id_!r}", field=field)
+        return got
+
+    async def timer(self, kind: r.TimerKind, target_id: str, due_ms: int) -> None:
+        """Arm a timer: its key expires at `due_ms` and the state trigger fires it."""
+        ttl = max(1.0, (due_ms - now_ms()) / 1000)
+        await self.timers.put(
+            f"{kind}.{kv_key(target_id)}",
+            r.Timer(kind=kind, target_id=target_id, due_at=iso_ms(due_ms)),
+            ttl=ttl,
+        )

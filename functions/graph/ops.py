@@ -1,0 +1,252 @@
+"""Graph maintenance on demand: build (fold the events not yet in the graph), extract
+(the entities records name, without writing), reset (drop the graph so the feed rebuilds
+it from MEM_EVENTS), snapshot-rebuild (compaction: recount, adjacency rebuilt) and import
+of a graphify `graph.json`. Served by the lifecycle worker beside its service, whose
+store, graph lease and digest they use."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import msgspec
+
+from engine import FunctionError, Http, operation
+from functions.graph import reindex
+from functions.graph.extract import observation_entities
+from functions.graph.keys import CO_OCCURS, edge_id, edge_key, node_id, node_key
+from functions.graph.mirror import PURGED, PurgeNote
+from functions.lifecycle import clock
+from functions.lifecycle.digest import cursor_key
+from functions.lifecycle.wire import DecayIn, DigestIn
+from functions.records import GRAPH_BUCKET, LIFECYCLE_BUCKET, GraphEdge, GraphNode, Observation
+
+MAX_IMPORT = 50_000
+
+if TYPE_CHECKING:
+    from functions.lifecycle.service import LifecycleService
+
+
+class BuildIn(msgspec.Struct, rename="camel", kw_only=True):
+    batch_size: int = 0
+    """Accepted for upstream's clients; the feed's own batch size applies."""
+
+
+class BuildOut(msgspec.Struct, rename="camel", kw_only=True):
+    success: bool
+    folded: dict[str, int]
+    nodes: int
+    edges: int
+
+
+class ExtractIn(msgspec.Struct, rename="camel", kw_only=True):
+    observations: Annotated[list[dict[str, Any]], msgspec.Meta(min_length=1, max_length=500)]
+    """Observations (as stored or as upstream sends them: title, narrative, files, concepts)."""
+
+
+class Entity(msgspec.Struct, kw_only=True):
+    type: str
+    name: str
+
+
+class ExtractOut(msgspec.Struct, rename="camel", kw_only=True):
+    success: bool
+    entities: list[Entity]
+    nodes_added: int = 0
+    """The graph is a read model of MEM_EVENTS: extraction reports, the feed writes."""
+    edges_added: int = 0
+
+
+class ResetOut(msgspec.Struct, rename="camel", kw_only=True):
+    success: bool
+    removed: int
+    note: str
+
+
+class ImportIn(msgspec.Struct, rename="camel", kw_only=True):
+    path: str = ""
+    """A graphify graph.json; default <cwd>/graphify-out/graph.json."""
+    cwd: str = ""
+    project: str = ""
+
+
+class ImportOut(msgspec.Struct, rename="camel", kw_only=True):
+    success: bool
+    path: str
+    nodes: int
+    edges: int
+
+
+def rest(method: str, path: str, **kw: Any) -> Http:
+    return Http(method, "/agentmemory/" + path, tags=["graph"], **kw)
+
+
+def _load_graphify(req: ImportIn) -> tuple[Path, Any]:
+    try:
+        path = Path(req.path or Path(req.cwd or ".") / "graphify-out" / "graph.json")
+        path = path.expanduser().resolve()
+        found = path.is_file()
+    except (OSError, ValueError):  # a name the OS cannot look up
+        found = False
+    if not found:
+        raise FunctionError(
+            "NOT_FOUND",
+            f"no graphify graph at {req.path or req.cwd or '.'!r} (give `path` or `cwd`)",
+            field="path",
+        )
+    try:
+        return path, json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise FunctionError("UNPROCESSABLE", f"{path} is not JSON: {exc}", field="path") from None
+
+
+def _observation(raw: dict[str, Any], i: int) -> Observation:
+    base = {
+        "id": f"obs_x{i}",
+        "session_id": "",
+        "project": "",
+        "hook_type": "post_tool_use",
+        "timestamp": "",
+    }
+    snake = {"sessionId": "session_id", "hookType": "hook_type", "toolName": "tool_name"}
+    data = {snake.get(k, k): v for k, v in raw.items()}
+    try:
+        return msgspec.convert({**base, **data}, Observation, strict=False)
+    except msgspec.ValidationError as exc:
+        raise FunctionError(
+            "BAD_REQUEST", f"observations[{i}]: {exc}", field=f"observations[{i}]"
+        ) from None
+
+
+class GraphOps:
+    def __init__(self, owner: LifecycleService) -> None:
+        self.owner = owner
+
+    async def _graph(self) -> Any:
+        return await self.owner.store.client.state(GRAPH_BUCKET)
+
+    async def _counts(self) -> tuple[int, int]:
+        stats = await (await self.owner.graph_reader()).stats()
+        return int(stats["totalNodes"]), int(stats["totalEdges"])
+
+    @operation(
+        "mem::graph-build",
+        description="Fold every event not yet in the knowledge graph now (the feed also runs "
+        "every minute)",
+        timeout=900,
+        http=rest("POST", "graph/build"),
+    )
+    async def build(self, req: BuildIn) -> BuildOut:
+        out = await self.owner.digest_events(DigestIn())
+        nodes, edges = await self._counts()
+        return BuildOut(success=True, folded=out.folded, nodes=nodes, edges=edges)
+
+    @operation(
+        "mem::graph-extract",
+        description="The entities (files, symbols, packages, errors, commands, concepts) that "
+        "observations name, as the graph would record them",
+        http=rest("POST", "graph/extract"),
+    )
+    async def extract(self, req: ExtractIn) -> ExtractOut:
+        seen: dict[tuple[str, str], None] = {}
+        for i, raw in enumerate(req.observations):
+            for kind, name in observation_entities(_observation(raw, i)):
+                seen[(kind, name)] = None
+        return ExtractOut(success=True, entities=[Entity(type=k, name=n) for k, n in seen])
+
+    @operation(
+        "mem::graph-reset",
+        description="Drop the knowledge graph; the feed rebuilds it from MEM_EVENTS",
+        timeout=900,
+        http=rest("POST", "graph/reset"),
+    )
+    async def reset(self) -> ResetOut:
+        state = await self._graph()
+        async with await self.owner.exclusive("graph"):
+            removed = await state.purge(">")
+            await state.put(PURGED, PurgeNote(at=clock.iso(clock.now()), keys=removed))
+            life = await self.owner.store.client.state(LIFECYCLE_BUCKET)
+            await life.put(cursor_key("graph"), 0)
+        return ResetOut(
+            success=True,
+            removed=removed,
+            note="the graph refills from MEM_EVENTS "
+            "at the next feed run (POST graph/build runs it now)",
+        )
+
+    @operation(
+        "mem::graph-snapshot-rebuild",
+        description="Compact the graph now: recount nodes and edges, rebuild adjacency",
+        timeout=900,
+        http=rest("POST", "graph/snapshot-rebuild"),
+    )
+    async def snapshot_rebuild(self) -> BuildOut:
+        out = await self.owner.graph_compact(DecayIn())
+        nodes, edges = await self._counts()
+        return BuildOut(success=True, folded=out.folded, nodes=nodes, edges=edges)
+
+    @operation(
+        "mem::graph::import-graphify",
+        description="Import a graphify graph.json (nodes and links) into the knowledge graph",
+        timeout=600,
+        http=rest("POST", "graph/import-graphify"),
+    )
+    async def import_graphify(self, req: ImportIn) -> ImportOut:
+        path, doc = await asyncio.to_thread(_load_graphify, req)
+        nodes_in = doc.get("nodes") if isinstance(doc, dict) else None
+        links_in = (doc.get("links") or doc.get("edges") or []) if isinstance(doc, dict) else []
+        if not isinstance(nodes_in, list):
+            raise FunctionError("UNPROCESSABLE", f"{path} has no `nodes` list", field="path")
+        at = clock.iso(clock.now())
+        state = await self._graph()
+        ids: dict[str, str] = {}
+        async with await self.owner.exclusive("graph"):
+            for raw in nodes_in[:MAX_IMPORT]:
+                if not isinstance(raw, dict) or raw.get("id") is None:
+                    continue
+                name = str(raw.get("label") or raw.get("name") or raw["id"])[:300]
+                kind = (
+                    "file"
+                    if str(raw.get("source_file") or "").endswith(name) or "/" in name
+                    else "concept"
+                )
+                nid = node_id(req.project, kind, name)
+                ids[str(raw["id"])] = nid
+                await state.put(
+                    node_key(nid),
+                    GraphNode(
+                        id=nid,
+                        kind=kind,
+                        name=name,
+                        project=req.project,
+                        weight=1,
+                        first_seen=at,
+                        last_seen=at,
+                    ),
+                )
+            edges = 0
+            for raw in links_in[:MAX_IMPORT] if isinstance(links_in, list) else []:
+                if not isinstance(raw, dict):
+                    continue
+                a, b = ids.get(str(raw.get("source"))), ids.get(str(raw.get("target")))
+                if not a or not b or a == b:
+                    continue
+                key = edge_key(a, b, CO_OCCURS)
+                src, dst = key.split(".")[1:3]
+                await state.put(
+                    key,
+                    GraphEdge(
+                        id=edge_id(key),
+                        kind=CO_OCCURS,
+                        src=src,
+                        dst=dst,
+                        project=req.project,
+                        weight=1,
+                        valid_from=at,
+                    ),
+                )
+                edges += 1
+            await reindex.rebuild(state, set(ids.values()))
+        return ImportOut(success=True, path=str(path), nodes=len(ids), edges=edges)

@@ -1,0 +1,104 @@
+"""Operations on the service machine's files: compress a markdown file (backup kept,
+structure preserved), refuse secret-looking paths, export an Obsidian vault inside the
+export root only, import Claude Code transcripts."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import httpx
+
+from functions.memory.markdown import compress_markdown, problems
+
+DOC = """# Deploying
+
+
+It is important to note that you   should basically run `make  deploy` in order to ship.
+  - nested   item, see https://example.com/runbook  now
+
+```sh
+make   deploy    # spacing kept
+```
+## Rollback
+Just   revert the tag.
+"""
+
+
+def test_compression_keeps_headings_urls_code_and_nesting() -> None:
+    out = compress_markdown(DOC)
+    assert problems(DOC, out) == []
+    assert "make   deploy    # spacing kept" in out and "`make  deploy`" in out
+    assert "  - nested item, see https://example.com/runbook now" in out
+    assert "You should run `make  deploy` to ship." in out
+    assert "Revert the tag." in out and len(out) < len(DOC)
+
+
+async def test_compress_file_writes_a_backup_and_refuses_what_it_must(
+    rest: httpx.AsyncClient, tmp_path: Path
+) -> None:
+    doc = tmp_path / "NOTES.md"
+    doc.write_text(DOC)
+    r = await rest.post("/agentmemory/compress-file", json={"filePath": str(doc)})
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert Path(body["backupPath"]).read_text() == DOC
+    assert doc.read_text() == compress_markdown(DOC)
+    assert body["compressedChars"] < body["originalChars"]
+    (tmp_path / "notes.txt").write_text("x")
+    bad = await rest.post(
+        "/agentmemory/compress-file", json={"filePath": str(tmp_path / "notes.txt")}
+    )
+    assert bad.status_code == 400 and bad.json()["error"]["field"] == "filePath"
+    secret = tmp_path / "secrets.md"
+    secret.write_text("# x\n")
+    refused = await rest.post("/agentmemory/compress-file", json={"filePath": str(secret)})
+    assert refused.status_code == 403
+
+
+async def test_obsidian_export_writes_a_vault_inside_the_export_root_only(
+    rest: httpx.AsyncClient, tmp_path: Path
+) -> None:
+    await rest.post(
+        "/agentmemory/remember",
+        json={"content": "Refunds need two approvals", "concepts": ["refunds"], "project": "ops"},
+    )
+    r = await rest.post("/agentmemory/obsidian/export", json={"types": "memories"})
+    assert r.status_code == 200, r.text
+    vault = Path(r.json()["vaultDir"])
+    assert vault == tmp_path / "home" / ".agentmemory" / "vault"
+    notes = list((vault / "memories").glob("*.md"))
+    assert len(notes) == 1 and "[[refunds]]" in notes[0].read_text()
+    assert "## Memories (1)" in (vault / "MOC.md").read_text()
+    outside = await rest.post("/agentmemory/obsidian/export", json={"vaultDir": str(tmp_path)})
+    assert outside.status_code == 403
+
+
+async def test_replay_import_jsonl_reads_transcripts_once(
+    rest: httpx.AsyncClient, tmp_path: Path
+) -> None:
+    session = tmp_path / "s-1.jsonl"
+    records = [
+        {"type": "user", "uuid": "u1", "sessionId": "s-1", "cwd": str(tmp_path),
+         "timestamp": "2026-11-01T10:00:00Z",
+         "message": {"content": [{"type": "text", "text": "add a healthcheck endpoint"}]}},
+        {"type": "assistant", "uuid": "a1", "sessionId": "s-1", "timestamp": "2026-11-01T10:00:01Z",
+         "message": {"content": [{"type": "tool_use", "id": "t1", "name": "Bash",
+                                  "input": {"command": "pytest -k health"}}]}},
+        {"type": "user", "uuid": "u2", "sessionId": "s-1", "timestamp": "2026-11-01T10:00:02Z",
+         "message": {"content": [{"type": "tool_result", "tool_use_id": "t1",
+                                  "content": "1 passed"}]}},
+    ]  # fmt: skip
+    session.write_text("\n".join(json.dumps(r) for r in records))
+    first = await rest.post("/agentmemory/replay/import-jsonl", json={"path": str(session)})
+    assert first.status_code == 202 and first.json()["stored"] == 2, first.text
+    again = await rest.post("/agentmemory/replay/import-jsonl", json={"path": str(tmp_path)})
+    assert again.json()["duplicates"] == 2 and again.json()["stored"] == 0
+    replay = (await rest.get("/agentmemory/replay/load", params={"sessionId": "s-1"})).json()
+    events = replay["timeline"]["events"]  # upstream's timeline: a prompt, a call, its result
+    assert [e["kind"] for e in events] == ["prompt", "tool_call", "tool_result"]
+    assert [e["offsetMs"] for e in events[:2]] == [0, 2000] and events[2]["offsetMs"] > 2000
+    missing = await rest.post("/agentmemory/replay/import-jsonl", json={"path": "/nope/x"})
+    assert missing.status_code == 404 and missing.json()["error"]["field"] == "path"
+    secret = await rest.post("/agentmemory/replay/import-jsonl", json={"path": "/x/.ssh/a.jsonl"})
+    assert secret.status_code == 403 and secret.json()["error"]["field"] == "path"
