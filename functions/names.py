@@ -9,14 +9,19 @@ from typing import Any
 
 Names = list[str] | str
 
+NONBLANK = "[^\\s\\u001c-\\u001f\\u0085]"
+"""A pattern for one character that is not blank, the same in JSON Schema (ECMA-262) and in
+Python's `re`: Python's `\\s` (and `str.strip`) also takes the separators U+001C-U+001F and
+U+0085, which ECMA's does not."""
+
 SOME_NAMES: dict[str, Any] = {
     "anyOf": [
-        {"type": "array", "minItems": 1},
-        {"type": "string", "pattern": "[^,\\s]"},
+        {"type": "array", "contains": {"type": "string", "pattern": NONBLANK}},
+        {"type": "string", "pattern": NONBLANK.replace("[^", "[^,")},
     ]
 }
 """JSON Schema of a `Names` value that names at least one."""
-TEXT: dict[str, Any] = {"type": "string", "pattern": "\\S"}
+TEXT: dict[str, Any] = {"type": "string", "pattern": NONBLANK}
 """JSON Schema of a string with a non-blank character."""
 
 
@@ -38,7 +43,7 @@ def choices_pattern(choices: tuple[str, ...]) -> str:
 
 
 def names(value: str | Sequence[str]) -> list[str]:
-    """The names of `value`: a list as it is, a string split on commas, blanks dropped."""
-    if isinstance(value, str):
-        return [p.strip() for p in value.split(",") if p.strip()]
-    return list(value)
+    """The names of `value`: a list's items or a string split on commas, stripped, blanks
+    dropped (a blank name names nothing)."""
+    parts = value.split(",") if isinstance(value, str) else value
+    return [p.strip() for p in parts if p.strip()]

@@ -29,11 +29,11 @@ from functions.coordination.records import (
     Sketch,
     SketchListing,
 )
-from functions.names import SOME_NAMES, Names, at_least_one_of, names
+from functions.names import NONBLANK, SOME_NAMES, Names, at_least_one_of, names
 from functions.views import view
 
 Id = Annotated[str, msgspec.Meta(min_length=1, max_length=256)]
-Title = Annotated[str, msgspec.Meta(min_length=1, max_length=500, pattern=r"\S")]
+Title = Annotated[str, msgspec.Meta(min_length=1, max_length=500, pattern=NONBLANK)]
 Text = Annotated[str, msgspec.Meta(max_length=20_000)]
 Priority = Annotated[int, msgspec.Meta(ge=1, le=10)]
 Limit = Annotated[int, msgspec.Meta(ge=1, le=1000)]
@@ -249,8 +249,8 @@ class LeaseOut(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=True)
 
 # ---- signals -------------------------------------------------------------------------
 class SignalSendIn(msgspec.Struct, rename="camel", kw_only=True):
-    from_: Annotated[str, msgspec.Meta(min_length=1, max_length=256, pattern=r"\S")]
-    content: Annotated[str, msgspec.Meta(min_length=1, max_length=20_000, pattern=r"\S")]
+    from_: Annotated[str, msgspec.Meta(min_length=1, max_length=256, pattern=NONBLANK)]
+    content: Annotated[str, msgspec.Meta(min_length=1, max_length=20_000, pattern=NONBLANK)]
     to: AgentId = ""
     type: SignalType = "info"
     reply_to: str = ""

@@ -17,7 +17,7 @@ import msgspec
 from engine import FunctionError, Http, State, Tool, operation
 from functions.memory.scrub import scrub
 from functions.memory.store import MemoryStore, StoreOwner, kv_key, new_id, now_iso
-from functions.names import at_least_one_of, names
+from functions.names import NONBLANK, at_least_one_of, names
 from functions.records import (
     FACETS_BUCKET,
     LESSONS_BUCKET,
@@ -31,7 +31,7 @@ from functions.views import as_view, view
 FacetView = view(Facet)
 TargetType = Literal["memory", "observation", "lesson", "session", "action", "insight", "summary"]
 TARGET_TYPES: tuple[str, ...] = get_args(TargetType)
-Word = Annotated[str, msgspec.Meta(min_length=1, max_length=200, pattern=r"\S")]
+Word = Annotated[str, msgspec.Meta(min_length=1, max_length=200, pattern=NONBLANK)]
 _PAIR = r"[^:,\s][^:,]*:[^,]*[^,\s]"
 Pair = Annotated[str, msgspec.Meta(pattern=rf"^\s*{_PAIR}\s*$")]
 Pairs = (

@@ -19,6 +19,7 @@ from functions.graph.keys import MemoryIndex
 from functions.memory.scrub import scrub
 from functions.memory.store import MemoryStore, StoreOwner, kv_key, new_id, now_iso
 from functions.memory.wire import MemoryView
+from functions.names import NONBLANK
 from functions.records import (
     GRAPH_BUCKET,
     RELATIONS_BUCKET,
@@ -62,7 +63,7 @@ class RelationsIn(msgspec.Struct, rename="camel", kw_only=True):
 
 class EvolveIn(msgspec.Struct, rename="camel", kw_only=True):
     memory_id: Id
-    new_content: Annotated[str, msgspec.Meta(min_length=1, max_length=100_000, pattern=r"\S")]
+    new_content: Annotated[str, msgspec.Meta(min_length=1, max_length=100_000, pattern=NONBLANK)]
     new_title: str = ""
 
 

@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 
 from functions.memory.inbox import PendingView
-from functions.names import SOME_NAMES, Names, at_least_one_of, names
+from functions.names import NONBLANK, SOME_NAMES, Names, at_least_one_of, names
 from functions.records import AuditEntry, HookType, Memory, Observation, Session, SessionSummary
 from functions.views import view
 
@@ -73,7 +73,7 @@ class SessionEndIn(msgspec.Struct, rename="camel", kw_only=True):
 
 
 class RememberIn(msgspec.Struct, rename="camel", kw_only=True):
-    content: Annotated[str, msgspec.Meta(min_length=1, max_length=100_000, pattern=r"\S")]
+    content: Annotated[str, msgspec.Meta(min_length=1, max_length=100_000, pattern=NONBLANK)]
     """Not blank."""
     type: str = "fact"
     title: str = ""

@@ -322,3 +322,32 @@ async def test_a_route_a_worker_no_longer_declares_is_removed_when_it_starts(
         return (await http.get("/t/page/x", headers=AUTH)).status_code == 404
 
     await eventually(gone, what="the undeclared route to be removed")
+
+
+def test_processes_generating_the_secret_together_agree_on_one(tmp_path: Path) -> None:
+    """The two memory replicas start at once with no secret yet: both must end up with the
+    same non-empty secret (one of them read an empty, half-made file before)."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "home" / ".agentmemory" / "secret"
+    code = (
+        "import sys; from pathlib import Path; from triggers.http.secret import load_secret; "
+        "print(load_secret(Path(sys.argv[1])))"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "AGENTMEMORY_SECRET"}
+    path.parent.mkdir(parents=True)
+    for n in range(6):
+        if path.exists():
+            path.unlink()
+        if n % 2:  # what a writer killed half-way (or an older version mid-write) leaves
+            path.write_text("")
+        procs = [
+            subprocess.Popen(
+                [sys.executable, "-c", code, str(path)], env=env, stdout=subprocess.PIPE, text=True
+            )
+            for _ in range(8)
+        ]
+        got = {p.communicate(timeout=30)[0].strip() for p in procs}
+        assert len(got) == 1 and "" not in got, got
+        assert path.read_text().strip() in got

@@ -6,6 +6,7 @@ mode 0600 so that only its owner can read it.
 
 from __future__ import annotations
 
+import fcntl
 import hmac
 import os
 import secrets
@@ -23,20 +24,33 @@ def load_secret(path: Path | None = None) -> str:
     if env:
         return env
     path = path or secret_file()
-    if path.exists():
-        text = path.read_text().strip()
+    text = _read(path)
+    if text:
+        return text
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    # One process at a time makes it (the memory replicas start together): under the lock
+    # the file is read again, and a new secret is written whole, then moved into place. A
+    # reader never sees a half-written or empty secret (an empty one made every request a
+    # 401 on the replica that read it).
+    with open(path.with_name(path.name + ".lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        text = _read(path)
         if text:
             return text
-    value = secrets.token_urlsafe(32)
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    # O_EXCL: two processes starting together must not each write a different secret.
+        value = secrets.token_urlsafe(32)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(value + "\n")
+        os.replace(tmp, path)
+        return value
+
+
+def _read(path: Path) -> str:
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
         return path.read_text().strip()
-    with os.fdopen(fd, "w") as f:
-        f.write(value + "\n")
-    return value
+    except FileNotFoundError:
+        return ""
 
 
 def bearer_matches(header: str | None, secret: str) -> bool:
