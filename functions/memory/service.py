@@ -33,6 +33,7 @@ from functions.memory.wire import (
     ImportRequest,
     ListIn,
     Livez,
+    MemoriesIn,
     MemoriesOut,
     MemoryOut,
     MemoryView,
@@ -212,16 +213,17 @@ class MemoryService:
 
     @operation(
         "mem::memories",
-        description="List current memories",
+        description="List current memories (?project=&agentId=&type=)",
         http=rest("GET", "memories"),
     )
-    async def memories(self, req: ListIn) -> MemoriesOut:
+    async def memories(self, req: MemoriesIn) -> MemoriesOut:
         ms = [
             m
             for m in await self.store.load_all(self.store.memories, Memory)
             if self.store.visible(m.agent_id, req.agent_id)
             and not m.superseded_by
             and (not req.project or m.project == req.project)
+            and (not req.type or m.type == req.type)
         ]
         ms.sort(key=lambda m: m.updated_at, reverse=True)
         return MemoriesOut(as_view(ms[req.offset : req.offset + req.limit], list[MemoryView]))
