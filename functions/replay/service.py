@@ -11,17 +11,18 @@ from __future__ import annotations
 import asyncio
 import logging
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import msgspec
 
-from engine import FunctionError, Http, operation
+from engine import FunctionError, operation
 from functions.memory import transcripts
 from functions.memory.files import checked_path
 from functions.memory.observe import build
 from functions.memory.scrub import scrub
 from functions.memory.store import MemoryStore, kv_key, now_iso
 from functions.memory.wire import NonEmpty, ObserveIn, SessionView
+from functions.owned import routes
 from functions.records import Observation, Session
 from functions.replay import lessons
 from functions.replay.timeline import Timeline, project
@@ -39,8 +40,7 @@ IMPORT_AGENT = "claude-code"
 LESSON_TIMEOUT = 5.0
 
 
-def rest(method: str, path: str, **kw: Any) -> Http:
-    return Http(method, "/agentmemory/" + path, tags=["replay"], **kw)
+rest = routes("replay")
 
 
 class ReplaySessionsIn(msgspec.Struct, rename="camel", kw_only=True):
