@@ -92,6 +92,8 @@ class Hub:
         self.health_every = health_every
         self.health: HealthView | None = None
         self.sockets: set[asyncio.Queue[bytes]] = set()
+        self.watched = asyncio.Event()
+        """Set while a page is connected: health is checked only for someone to see it."""
         self._subs: list[Any] = []
         self._task: asyncio.Task[None] | None = None
 
@@ -132,6 +134,9 @@ class Hub:
 
     async def _check_health(self) -> None:
         while True:
+            if not self.sockets:  # nobody looks: no status calls every few seconds
+                self.watched.clear()
+                await self.watched.wait()
             now = await health_of(self.client)
             if self.health is None or _summary(now) != _summary(self.health):
                 self.health = now
@@ -165,6 +170,7 @@ async def follow(ws: WebSocket, hub: Hub) -> None:
 
     await ws.accept()
     hub.sockets.add(q)
+    hub.watched.set()
     follower = None
     try:
         await ws.send_text(
