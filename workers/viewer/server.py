@@ -6,11 +6,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Iterator
 
 import uvicorn
 
 from engine import Client
+from triggers.serving import QuietServer
 from workers.viewer.app import build_app
 from workers.viewer.live import Hub
 from workers.viewer.proxy import RestProxy
@@ -19,19 +19,12 @@ from workers.viewer.settings import ViewerSettings
 log = logging.getLogger("viewer")
 
 
-class _Server(uvicorn.Server):
-    # The worker runtime owns SIGTERM/SIGINT and stops us in order.
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        yield
-
-
 class ViewerServer:
     def __init__(self, settings: ViewerSettings) -> None:
         self.settings = settings
         self.hub: Hub | None = None
         self.proxy: RestProxy | None = None
-        self._server: _Server | None = None
+        self._server: QuietServer | None = None
         self._task: asyncio.Task[None] | None = None
 
     async def start(self, client: Client) -> None:
@@ -51,9 +44,10 @@ class ViewerServer:
             access_log=False,
             log_level="warning",
             server_header=False,
+            date_header=False,
             timeout_graceful_shutdown=2,
         )
-        self._server = _Server(config)
+        self._server = QuietServer(config)
         self._task = asyncio.create_task(self._server.serve())
         while not self._server.started:
             if self._task.done():
@@ -64,7 +58,7 @@ class ViewerServer:
 
     async def stop(self) -> None:
         if self._server is not None and self._task is not None:
-            self._server.should_exit = True
+            self._server.request_exit()
             with contextlib.suppress(Exception):
                 await self._task
         if self.hub is not None:
