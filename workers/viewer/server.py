@@ -7,10 +7,8 @@ import asyncio
 import contextlib
 import logging
 
-import uvicorn
-
 from engine import Client
-from triggers.serving import QuietServer
+from triggers.serving import QuietServer, serve_app
 from workers.viewer.app import build_app
 from workers.viewer.live import Hub
 from workers.viewer.proxy import RestProxy
@@ -33,27 +31,13 @@ class ViewerServer:
         self.hub = Hub(client, s.health_every)
         await self.hub.start()
         self.proxy = RestProxy(s.rest_port, s.secret)
-        config = uvicorn.Config(
+        self._server, self._task = await serve_app(
             build_app(s, self.hub, self.proxy),
-            host=s.host,
-            port=s.port,
-            loop="none",
-            http="httptools",
+            s.host,
+            s.port,
             ws="websockets-sansio",
-            lifespan="off",
-            access_log=False,
-            log_level="warning",
-            server_header=False,
-            date_header=False,
-            timeout_graceful_shutdown=2,
+            what="the viewer",
         )
-        self._server = QuietServer(config)
-        self._task = asyncio.create_task(self._server.serve())
-        while not self._server.started:
-            if self._task.done():
-                self._task.result()
-                raise RuntimeError(f"the viewer could not listen on {s.host}:{s.port}")
-            await asyncio.sleep(0.01)
         log.info("viewer on http://%s:%d", s.host, s.port)
 
     async def stop(self) -> None:
