@@ -125,6 +125,16 @@ class Finding:
     """An async callable that repairs it (None: report only)."""
 
 
+def found(*, name: str, category: str, status: Status, message: str, fix: Any = None) -> Finding:
+    """A finding is fixable exactly when it comes with its repair."""
+    return Finding(
+        Check(
+            name=name, category=category, status=status, message=message, fixable=fix is not None
+        ),
+        fix,
+    )
+
+
 rest = routes("diagnostics")
 
 
@@ -152,15 +162,12 @@ class DiagnosticsService(OwnedService["LifecycleService"]):
             for sm in await st.load_all(st.summaries, SessionSummary):
                 if kv_key(sm.session_id) not in live:
                     out.append(
-                        Finding(
-                            Check(
-                                name=f"orphan-summary:{sm.session_id}",
-                                category="summaries",
-                                status="warn",
-                                message=f"summary of session {sm.session_id}, which is gone",
-                                fixable=True,
-                            ),
-                            self._drop_summary(sm.session_id),
+                        found(
+                            name=f"orphan-summary:{sm.session_id}",
+                            category="summaries",
+                            status="warn",
+                            message=f"summary of session {sm.session_id}, which is gone",
+                            fix=self._drop_summary(sm.session_id),
                         )
                     )
         if "facets" in want or "relations" in want:
@@ -169,16 +176,13 @@ class DiagnosticsService(OwnedService["LifecycleService"]):
             async for key, s in (await st.client.state(SLOTS_BUCKET)).scan(">", Slot):
                 if len(s.content) > s.size_limit:
                     out.append(
-                        Finding(
-                            Check(
-                                name=f"slot-over-limit:{s.label}",
-                                category="slots",
-                                status="fail",
-                                message=f"slot {s.label} holds {len(s.content)} chars over its "
-                                f"limit {s.size_limit}",
-                                fixable=True,
-                            ),
-                            self._trim_slot(key),
+                        found(
+                            name=f"slot-over-limit:{s.label}",
+                            category="slots",
+                            status="fail",
+                            message=f"slot {s.label} holds {len(s.content)} chars over its "
+                            f"limit {s.size_limit}",
+                            fix=self._trim_slot(key),
                         )
                     )
         if "index" in want:
@@ -193,15 +197,12 @@ class DiagnosticsService(OwnedService["LifecycleService"]):
             seen = clock.parse(s.last_seen or s.started_at)
             if s.status == "active" and now - seen > STALE_SESSION:
                 out.append(
-                    Finding(
-                        Check(
-                            name=f"stale-session:{s.id}",
-                            category="sessions",
-                            status="warn",
-                            message=f"session {s.id} is active but silent since {s.last_seen}",
-                            fixable=True,
-                        ),
-                        self._sweep,
+                    found(
+                        name=f"stale-session:{s.id}",
+                        category="sessions",
+                        status="warn",
+                        message=f"session {s.id} is active but silent since {s.last_seen}",
+                        fix=self._sweep,
                     )
                 )
         return out
@@ -211,29 +212,23 @@ class DiagnosticsService(OwnedService["LifecycleService"]):
         for m in memories:
             if m.superseded_by and m.superseded_by not in ids:
                 out.append(
-                    Finding(
-                        Check(
-                            name=f"dangling-supersededBy:{m.id}",
-                            category="memories",
-                            status="fail",
-                            message=f"memory {m.id} is superseded by "
-                            f"{m.superseded_by}, which is gone: it is hidden from search",
-                            fixable=True,
-                        ),
-                        self._unsupersede(m.id),
+                    found(
+                        name=f"dangling-supersededBy:{m.id}",
+                        category="memories",
+                        status="fail",
+                        message=f"memory {m.id} is superseded by "
+                        f"{m.superseded_by}, which is gone: it is hidden from search",
+                        fix=self._unsupersede(m.id),
                     )
                 )
             if m.ttl_days and not m.pinned and clock.days_between(m.created_at, now) > m.ttl_days:
                 out.append(
-                    Finding(
-                        Check(
-                            name=f"expired-memory:{m.id}",
-                            category="memories",
-                            status="warn",
-                            message=f"memory {m.id} is past its {m.ttl_days}-day TTL",
-                            fixable=True,
-                        ),
-                        self._auto_forget,
+                    found(
+                        name=f"expired-memory:{m.id}",
+                        category="memories",
+                        status="warn",
+                        message=f"memory {m.id} is past its {m.ttl_days}-day TTL",
+                        fix=self._auto_forget,
                     )
                 )
         return out
@@ -246,16 +241,13 @@ class DiagnosticsService(OwnedService["LifecycleService"]):
             async for key, f in fstate.scan(">", Facet):
                 if not await self._exists(f.target_type, f.target_id, mem_ids):
                     out.append(
-                        Finding(
-                            Check(
-                                name=f"orphan-facet:{f.id}",
-                                category="facets",
-                                status="fail",
-                                message=f"facet {f.dimension}:{f.value} tags {f.target_type} "
-                                f"{f.target_id}, which is gone",
-                                fixable=True,
-                            ),
-                            self._delete(FACETS_BUCKET, key),
+                        found(
+                            name=f"orphan-facet:{f.id}",
+                            category="facets",
+                            status="fail",
+                            message=f"facet {f.dimension}:{f.value} tags {f.target_type} "
+                            f"{f.target_id}, which is gone",
+                            fix=self._delete(FACETS_BUCKET, key),
                         )
                     )
         if "relations" in want:
@@ -264,15 +256,12 @@ class DiagnosticsService(OwnedService["LifecycleService"]):
                 missing = [x for x in (r.source_id, r.target_id) if x not in mem_ids]
                 if missing:
                     out.append(
-                        Finding(
-                            Check(
-                                name=f"orphan-relation:{r.id}",
-                                category="relations",
-                                status="fail",
-                                message=f"relation {r.type} names missing memories {missing}",
-                                fixable=True,
-                            ),
-                            self._delete(RELATIONS_BUCKET, key),
+                        found(
+                            name=f"orphan-relation:{r.id}",
+                            category="relations",
+                            status="fail",
+                            message=f"relation {r.type} names missing memories {missing}",
+                            fix=self._delete(RELATIONS_BUCKET, key),
                         )
                     )
         return out
@@ -295,53 +284,43 @@ class DiagnosticsService(OwnedService["LifecycleService"]):
             audit: dict[str, Any] = await self.store.client.call("mem::index-audit", {}, timeout=60)
         except FunctionError as err:
             return [
-                Finding(
-                    Check(
-                        name="index-unreachable",
-                        category="index",
-                        status="warn",
-                        message=f"the search index did not answer: {err.message}",
-                    )
+                found(
+                    name="index-unreachable",
+                    category="index",
+                    status="warn",
+                    message=f"the search index did not answer: {err.message}",
                 )
             ]
         out = []
         if audit["orphanCount"]:
             out.append(
-                Finding(
-                    Check(
-                        name="index-orphans",
-                        category="index",
-                        status="fail",
-                        message=f"{audit['orphanCount']} indexed records are gone from KV "
-                        f"(e.g. {audit['orphans'][:3]}): search may return them",
-                        fixable=True,
-                    ),
-                    self._drop_from_index(audit["orphans"]),
+                found(
+                    name="index-orphans",
+                    category="index",
+                    status="fail",
+                    message=f"{audit['orphanCount']} indexed records are gone from KV "
+                    f"(e.g. {audit['orphans'][:3]}): search may return them",
+                    fix=self._drop_from_index(audit["orphans"]),
                 )
             )
         if audit["unindexedCount"]:
             out.append(
-                Finding(
-                    Check(
-                        name="index-unindexed",
-                        category="index",
-                        status="fail",
-                        message=f"{audit['unindexedCount']} stored records are not in the index "
-                        f"(e.g. {audit['unindexed'][:3]}): search cannot find them",
-                        fixable=True,
-                    ),
-                    self._reindex(audit["unindexed"]),
+                found(
+                    name="index-unindexed",
+                    category="index",
+                    status="fail",
+                    message=f"{audit['unindexedCount']} stored records are not in the index "
+                    f"(e.g. {audit['unindexed'][:3]}): search cannot find them",
+                    fix=self._reindex(audit["unindexed"]),
                 )
             )
         if not out:
             out.append(
-                Finding(
-                    Check(
-                        name="index-ok",
-                        category="index",
-                        status="pass",
-                        message=f"{audit['documents']} indexed records match KV",
-                    )
+                found(
+                    name="index-ok",
+                    category="index",
+                    status="pass",
+                    message=f"{audit['documents']} indexed records match KV",
                 )
             )
         return out
@@ -354,15 +333,12 @@ class DiagnosticsService(OwnedService["LifecycleService"]):
         ):
             if last - p.seq > PROFILE_LAG:
                 out.append(
-                    Finding(
-                        Check(
-                            name=f"stale-profile:{p.project}",
-                            category="profile",
-                            status="warn",
-                            message=f"profile of {p.project!r} is {last - p.seq} events behind",
-                            fixable=True,
-                        ),
-                        self._refold,
+                    found(
+                        name=f"stale-profile:{p.project}",
+                        category="profile",
+                        status="warn",
+                        message=f"profile of {p.project!r} is {last - p.seq} events behind",
+                        fix=self._refold,
                     )
                 )
         return out
