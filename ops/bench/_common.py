@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import argparse
+import asyncio
+import faulthandler
 import json
 import os
 import resource
@@ -9,6 +12,7 @@ import statistics
 import subprocess
 import sys
 import threading
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -69,3 +73,21 @@ def peak_rss_mb(pid: int | None = None) -> float:
 def emit(figures: dict[str, Any]) -> None:
     """The last line a benchmark prints: one JSON object."""
     print(json.dumps(figures), flush=True)
+
+
+def machine() -> dict[str, Any]:
+    """What a figure was measured on: a ratio from a loaded machine reads differently."""
+    return {"cpus": os.cpu_count(), "load_avg_1m": round(os.getloadavg()[0], 2)}
+
+
+def run_async(main: Callable[[bool], Awaitable[None]], wedge_quick: int, wedge_full: int) -> None:
+    """The command line of an asyncio benchmark: `--quick`, uvloop, and a wedged run says
+    where it hangs (a traceback after `wedge_*` seconds) instead of hanging."""
+    import uvloop
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true")
+    a = ap.parse_args()
+    faulthandler.dump_traceback_later(wedge_quick if a.quick else wedge_full, exit=True)
+    uvloop.install()
+    asyncio.run(main(a.quick))  # type: ignore[arg-type]

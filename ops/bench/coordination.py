@@ -13,9 +13,7 @@ for 16 shared actions through `next`-free acquire attempts (a refusal is a 409 r
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import os
 import subprocess
 import sys
 import tempfile
@@ -23,13 +21,11 @@ import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-import uvloop
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from engine import Client, connect
 from engine.server import NatsServer
-from ops.bench._common import emit, median, pct, spawn_python
+from ops.bench._common import emit, machine, median, pct, run_async, spawn_python
 
 AGENTS = 16
 Pair = Callable[[int], Awaitable[object]]
@@ -160,8 +156,7 @@ async def main(quick: bool) -> None:
         "agents": AGENTS,
         "memory_replicas": 2,
         "rounds": rounds,
-        "cpus": os.cpu_count(),
-        "load_avg_1m": round(os.getloadavg()[0], 2),
+        **machine(),
     }
     print(
         f"lease/raw throughput {figures['ratio']}, p50 {figures['lease_pair_p50_us']}us vs "
@@ -172,11 +167,4 @@ async def main(quick: bool) -> None:
 
 
 if __name__ == "__main__":
-    import faulthandler
-
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--quick", action="store_true")
-    a = ap.parse_args()
-    faulthandler.dump_traceback_later(120 if a.quick else 900, exit=True)
-    uvloop.install()
-    asyncio.run(main(a.quick))
+    run_async(main, 120, 900)

@@ -10,9 +10,7 @@ engine with tracing on at sampling 1.0 (caller and worker).
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import os
 import subprocess
 import sys
 import tempfile
@@ -20,15 +18,13 @@ import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-import uvloop
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from engine import Client, connect
 from engine import tracing as _tracing
 from engine.config import process_usage
 from engine.server import NatsServer
-from ops.bench._common import emit, median, pct, spawn_python
+from ops.bench._common import emit, machine, median, pct, run_async, spawn_python
 
 PAYLOAD = b'{"tool":"Read","file":"src/app.py","n":1}'
 Call = Callable[[], Awaitable[object]]
@@ -158,8 +154,7 @@ async def main(quick: bool) -> None:
         "cpu_us_responder": {k: round(m[f"{k}_rcpu"], 1) for k in ("raw", "eng", "trc")},
         "inflight": 100,
         "rounds": rounds,
-        "cpus": os.cpu_count(),
-        "load_avg_1m": round(os.getloadavg()[0], 2),
+        **machine(),
     }
     print(
         f"engine/raw {figures['ratio']}, p50 overhead {figures['overhead_p50_us']}us, "
@@ -170,12 +165,4 @@ async def main(quick: bool) -> None:
 
 
 if __name__ == "__main__":
-    import faulthandler
-
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--quick", action="store_true")
-    a = ap.parse_args()
-    # A wedged run says where it hangs instead of hanging.
-    faulthandler.dump_traceback_later(90 if a.quick else 900, exit=True)
-    uvloop.install()
-    asyncio.run(main(a.quick))
+    run_async(main, 90, 900)
