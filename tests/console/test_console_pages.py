@@ -7,40 +7,25 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterator
-from pathlib import Path
 
 import httpx
 import pytest
 
+from tests.browser import chromium, needs_chromium
 from tests.conftest import ROOT
 from tests.console.conftest import Console
 
-CHROMIUM = Path("/usr/bin/chromium")
 SHOTS = os.environ.get("SCREENSHOTS")
 ARTIFACTS = ROOT / SHOTS if SHOTS else ROOT / "artifacts" / "console"
 PREFIX = "console-" if SHOTS else ""
-ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 
-pytestmark = pytest.mark.skipif(
-    not CHROMIUM.exists(), reason="/usr/bin/chromium missing (apt-get install chromium)"
-)
-
-playwright_sync = pytest.importorskip("playwright.sync_api")
+pytestmark = needs_chromium
 
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[object]:
-    with playwright_sync.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+    with chromium() as b:
         yield b
-        b.close()
 
 
 @pytest.fixture

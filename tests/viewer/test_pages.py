@@ -11,41 +11,27 @@ import os
 import time
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
+from tests.browser import chromium, needs_chromium
 from tests.conftest import ROOT
 from tests.helpers import wait_until
 from tests.viewer.conftest import Stack, transcript
 
-CHROMIUM = Path("/usr/bin/chromium")
 SHOTS = ROOT / os.environ.get("SCREENSHOTS", "artifacts/viewer")
-ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 PAGES = ["activity", "memories", "sessions", "replay", "graph", "profile", "lessons", "audit",
          "actions", "health"]  # fmt: skip
 
-pytestmark = pytest.mark.skipif(
-    not CHROMIUM.exists(), reason="/usr/bin/chromium missing (apt-get install chromium)"
-)
-playwright_sync = pytest.importorskip("playwright.sync_api")
+pytestmark = needs_chromium
 
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    with playwright_sync.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+    with chromium() as b:
         yield b
-        b.close()
 
 
 @pytest.fixture
