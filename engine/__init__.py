@@ -31,13 +31,13 @@ if TYPE_CHECKING:
     from engine._jetstream import PubAck, StreamInfo
     from engine._objects import Objects
     from engine._operations import Http, NoArgs, Tool, operation
-    from engine._protocol import subject_for
     from engine._scan import StreamMessage
     from engine._state import CasConflict, Change, Entry, Presence, State
     from engine._streams import Follower, Stream
     from engine._triggers import TRIGGERS_BUCKET, HttpRequest, HttpResponse, TriggerSpec
     from engine._watch import SnapshotEnd, Watch
     from engine._worker import FunctionSpec, Worker
+    from engine.protocol import subject_for
 
 _WHERE = {
     "Client": "engine._client",
@@ -51,7 +51,7 @@ _WHERE = {
     "NoArgs": "engine._operations",
     "Tool": "engine._operations",
     "operation": "engine._operations",
-    "subject_for": "engine._protocol",
+    "subject_for": "engine.protocol",
     "CasConflict": "engine._state",
     "Change": "engine._state",
     "Entry": "engine._state",

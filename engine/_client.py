@@ -14,16 +14,16 @@ from nats.aio.msg import Msg
 from engine import _codec, _tracing
 from engine._errors import FunctionError
 from engine._objects import Objects
-from engine._protocol import (
+from engine._requests import Requester
+from engine._state import State
+from engine._streams import Stream
+from engine._tracing import SpanKind
+from engine.protocol import (
     ERROR_CODE_HEADER,
     ERROR_HEADER,
     HDR_DEADLINE,
     subject_for,
 )
-from engine._requests import Requester
-from engine._state import State
-from engine._streams import Stream
-from engine._tracing import SpanKind
 
 T = TypeVar("T")
 HDR_TRACE_DEST = "Nats-Trace-Dest"

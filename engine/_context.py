@@ -7,8 +7,8 @@ from collections.abc import Mapping
 from typing import Any, TypeVar
 
 from engine._client import Client
-from engine._protocol import HDR_TRACEPARENT
 from engine._state import State
+from engine.protocol import HDR_TRACEPARENT
 
 T = TypeVar("T")
 

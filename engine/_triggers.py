@@ -14,7 +14,7 @@ from typing import Any
 
 import msgspec
 
-from engine._protocol import validate_function_id
+from engine.protocol import validate_function_id
 
 TRIGGERS_BUCKET = "engine_triggers"
 PLUGIN_GROUP = "engine.triggers"

@@ -26,7 +26,9 @@ from engine._context import Context
 from engine._errors import FunctionError, invalid_request
 from engine._natspy import NO_COUNTERS, EndpointCounters
 from engine._operations import Http, NoArgs, Tool, declared
-from engine._protocol import (
+from engine._tracing import SpanKind
+from engine._triggers import TRIGGERS_BUCKET, TriggerSpec, trigger_spec
+from engine.protocol import (
     ERROR_CODE_HEADER,
     ERROR_HEADER,
     HDR_COERCE,
@@ -36,8 +38,6 @@ from engine._protocol import (
     subject_for,
     validate_function_id,
 )
-from engine._tracing import SpanKind
-from engine._triggers import TRIGGERS_BUCKET, TriggerSpec, trigger_spec
 
 log = logging.getLogger("engine.worker")
 

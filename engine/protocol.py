@@ -1,19 +1,12 @@
-"""The wire conventions of function calls (docs/PROTOCOL.md), for triggers and other
-callers that build calls themselves: subjects, headers, deadline format."""
+"""The wire conventions of function calls (docs/PROTOCOL.md), shared by the engine's
+callers and workers and by triggers and other callers that build calls themselves:
+subjects, headers, deadline format."""
 
-from engine._protocol import (
-    ERROR_CODE_HEADER,
-    ERROR_HEADER,
-    HDR_COERCE,
-    HDR_DEADLINE,
-    HDR_IDEMPOTENCY,
-    HDR_TRACEPARENT,
-    HDR_TRIGGER,
-    SUBJECT_PREFIX,
-    parse_deadline,
-    subject_for,
-    validate_function_id,
-)
+from __future__ import annotations
+
+import re
+
+from nats.micro.request import ERROR_CODE_HEADER, ERROR_HEADER
 
 __all__ = [
     "ERROR_CODE_HEADER",
@@ -28,3 +21,39 @@ __all__ = [
     "subject_for",
     "validate_function_id",
 ]
+
+SUBJECT_PREFIX = "fn."
+# Absolute deadline, Unix epoch milliseconds: survives queueing, unlike a relative timeout.
+HDR_DEADLINE = "Engine-Deadline"
+HDR_TRACEPARENT = "traceparent"
+HDR_IDEMPOTENCY = "Idempotency-Key"
+# What fired the call (http, timer, queue, pubsub, stream, state): the span's faas.trigger.
+HDR_TRIGGER = "Engine-Trigger"
+# Present when the request object holds strings that stand for other types (built by the
+# http trigger from a query string or path parameters): the worker decodes it laxly.
+HDR_COERCE = "Engine-Coerce"
+
+_ID_RE = re.compile(r"^[a-z0-9][a-z0-9_-]*(::[a-z0-9][a-z0-9_-]*)+$")
+
+
+def validate_function_id(function_id: str) -> str:
+    if not _ID_RE.match(function_id):
+        raise ValueError(
+            f"function id {function_id!r} must look like 'domain::verb' "
+            "(lowercase letters, digits, '_' or '-', parts joined by '::')"
+        )
+    return function_id
+
+
+def subject_for(function_id: str) -> str:
+    return SUBJECT_PREFIX + function_id.replace("::", ".")
+
+
+def parse_deadline(value: str | None) -> float | None:
+    """Epoch seconds, or None when absent or unreadable."""
+    if not value:
+        return None
+    try:
+        return int(value) / 1000.0
+    except ValueError:
+        return None
