@@ -219,6 +219,10 @@ class NatsServer:
             lines.append("leafnodes {")
             if leaf.listen:
                 lines.append(f"  listen: {_quote(leaf.listen)}")
+                # Spokes reconnect to the URL they were given only (not to addresses the
+                # hub would advertise: behind NAT they are useless, and a relay or firewall
+                # in between is then the one way in).
+                lines.append("  no_advertise: true")
                 if leaf.tls:
                     lines += leaf.tls.block("  ")
             if leaf.remotes:
