@@ -39,11 +39,16 @@ class Node:
             yield h
 
 
-def config(home: Path, domain: str, leaf: dict[str, Any], peers: list[str], **env: str) -> str:
+def config(
+    home: Path, domain: str | None, leaf: dict[str, Any], peers: list[str], **env: str
+) -> str:
+    """config/engine.yaml as `make run` starts it, with the test's secret, home and env, and
+    (with a domain) this instance's name and leaf link."""
     cfg = yaml.safe_load((ROOT / "config" / "engine.yaml").read_text())
     cfg.pop("instance", None)
-    cfg["nats"]["domain"] = domain
-    cfg["nats"]["leafnodes"].update(leaf)
+    if domain:
+        cfg["nats"]["domain"] = domain
+        cfg["nats"]["leafnodes"].update(leaf)
     cfg.setdefault("env", {}).update(
         {
             "AGENTMEMORY_SECRET": SECRET,
@@ -51,7 +56,7 @@ def config(home: Path, domain: str, leaf: dict[str, Any], peers: list[str], **en
             "AGENTMEMORY_EXPORT_ROOT": str(home / ".agentmemory"),
             "AGENTMEMORY_INBOX_DIR": str(home / "inbox"),
             "TEAM_ID": TEAM,
-            "USER_ID": f"dev-{domain}",
+            "USER_ID": f"dev-{domain or 'solo'}",
             "AGENTMEMORY_MESH_PEERS": ",".join(peers),
             **env,
         }
@@ -65,11 +70,15 @@ def serving(node: Node) -> bool:
         return all(r.status_code == 200 for r in rs)
 
 
-def start_node(tmp: Path, name: str, leaf: dict[str, Any], peers: list[str], **env: str) -> Node:
+def start_node(
+    tmp: Path, name: str, leaf: dict[str, Any] | None, peers: list[str], **env: str
+) -> Node:
+    """A product stack; with `leaf`, named `name` (its JetStream domain) and linked."""
     d = tmp / name
     home = d / "home"
     home.mkdir(parents=True)
-    eng = EngineProcess(d, config(home, name, leaf, peers, **env)).start(timeout=180)
+    cfg = config(home, name if leaf is not None else None, leaf or {}, peers, **env)
+    eng = EngineProcess(d, cfg).start(timeout=180)
     node = Node(name, eng, home)
     wait_until(lambda: serving(node), timeout=120, interval=0.3, what=f"stack {name}")
     return node

@@ -32,7 +32,8 @@ def mesh(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mesh]:
     tmp = tmp_path_factory.mktemp("mesh")
     a, leaf_port = start_hub(tmp, ["b"])
     relay = Relay(leaf_port).start()
-    b = start_spoke(tmp, "b", a, relay, ["a"])
+    # b also takes scheduled snapshots (cron), every 2 s while its state changes.
+    b = start_spoke(tmp, "b", a, relay, ["a"], SNAPSHOT_ENABLED="true", SNAPSHOT_INTERVAL="2")
     try:
         yield Mesh(a, b, relay)
     finally:
@@ -243,3 +244,18 @@ async def test_replaying_the_team_log_changes_nothing(mesh: Mesh) -> None:
     finally:
         await client.nc.close()
     assert await team_state(b) == before
+
+
+async def test_scheduled_snapshots_are_taken_by_cron(mesh: Mesh) -> None:
+    async def scheduled() -> list[dict[str, Any]]:
+        async with mesh.b.http() as h:
+            snaps = (await h.get("/agentmemory/snapshots")).json()["snapshots"]
+        return [s for s in snaps if s["message"].startswith("Scheduled snapshot")]
+
+    first = await eventually(scheduled, timeout=20, interval=0.5, what="a scheduled snapshot")
+    await remember(mesh.b, f"a change for the next scheduled snapshot {secrets.token_hex(3)}")
+
+    async def another() -> bool:
+        return len(await scheduled()) > len(first)
+
+    await eventually(another, timeout=20, interval=0.5, what="the next scheduled snapshot")

@@ -5,12 +5,14 @@ the MEMORY.md bridge."""
 from __future__ import annotations
 
 from engine import Worker
-from functions.team.register import register
+from functions.snapshots.register import register as register_snapshots
+from functions.team.register import register as register_team
 
 worker = Worker(
     "team", description="agentmemory team memory: sharing, mesh sync, snapshots, MEMORY.md"
 )
-register(worker)
+register_team(worker)
+register_snapshots(worker)
 
 if __name__ == "__main__":
     worker.run()
