@@ -221,11 +221,20 @@ async def test_the_post_commit_hook_links_a_session_and_by_commit_finds_it(
             return any(x["id"] == sid for x in r.json()["sessions"])
 
         await eventually(started, timeout=10, what="the session")
+        post_tool(stack, sid, repo, "Edit", {"file_path": str(repo / "billing.py"),
+                  "old_string": "TAX = 0.2", "new_string": "TAX = 0.2\nROUND = 2"}, "ok")  # fmt: skip
+        [edit] = await observations(stack, sid)
         run_script("post-commit.mjs", {"session_id": sid, "cwd": str(repo)}, stack.env(), repo)
         r = await http.get("/agentmemory/session/by-commit", params={"sha": sha})
         assert r.status_code == 200, r.text
         body = r.json()
         assert [x["id"] for x in body["sessions"]] == [sid]
+        # The observation behind it: the session's edit of the commit's file.
+        assert [o["id"] for o in body["observations"]] == [edit["id"]]
+        listed = (await http.get("/agentmemory/commits", params={"branch": "main"})).json()
+        assert sha in [c["sha"] for c in listed["commits"]]
+        other = (await http.get("/agentmemory/commits", params={"branch": "nope"})).json()
+        assert other == {"commits": []}
         assert body["commit"]["files"] == ["billing.py"] and body["commit"]["branch"] == "main"
         assert body["commit"]["message"] == "billing: flat tax rate"
         assert body["sessions"][0]["commitShas"] == [sha]
@@ -236,8 +245,11 @@ async def test_the_post_commit_hook_links_a_session_and_by_commit_finds_it(
     async with stack.shim() as s:
         found = doc_of(await s.call_tool("memory_commit_lookup", {"sha": sha}))
         assert found["sessions"][0]["id"] == sid
+        assert [o["id"] for o in found["observations"]] == [edit["id"]]
         none = doc_of(await s.call_tool("memory_commit_lookup", {"sha": "0" * 40}))
-        assert none == {"commit": None, "sessions": []}
+        assert none == {"commit": None, "sessions": [], "observations": []}
+        commits = doc_of(await s.call_tool("memory_commits", {"repo": "", "limit": 5}))
+        assert sha in [c["sha"] for c in commits["commits"]]
 
 
 async def test_lessons_save_strengthen_recall_and_delete(stack: Stack) -> None:

@@ -5,6 +5,7 @@ the MEMORY.md bridge."""
 from __future__ import annotations
 
 from engine import Worker
+from functions.bridge.register import register as register_bridge
 from functions.snapshots.register import register as register_snapshots
 from functions.team.register import register as register_team
 
@@ -13,6 +14,7 @@ worker = Worker(
 )
 register_team(worker)
 register_snapshots(worker)
+register_bridge(worker)
 
 if __name__ == "__main__":
     worker.run()
