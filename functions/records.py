@@ -92,12 +92,14 @@ class Observation(msgspec.Struct, omit_defaults=True, kw_only=True):
     event_id: str = ""
     raw: str = ""
     """Scrubbed source text (prompt, tool input/output, error), capped."""
+    origin: str = ""
+    """Where it came from: empty for a hook, `import` for an imported transcript."""
     truncated: list[str] = msgspec.field(default_factory=list)
     """Fields of the hook's data that were cut to size (`data.tool_input.content (3145728
     chars)`): the record is whole, its source was not."""
     team: str = ""
     """The team it is shared with (`team/share`); empty: private to this machine."""
-    origin: str = ""
+    instance: str = ""
     """The instance (JetStream domain) a shared record came from; empty: written here."""
 
 
@@ -131,7 +133,7 @@ class Memory(msgspec.Struct, omit_defaults=True, kw_only=True):
     team: str = ""
     """The team it is shared with; empty: private to this machine. A new version of a shared
     memory is shared too."""
-    origin: str = ""
+    instance: str = ""
     """The instance (JetStream domain) a shared memory came from; empty: written here."""
 
 
@@ -145,6 +147,8 @@ class Session(msgspec.Struct, omit_defaults=True, kw_only=True):
     status: Literal["active", "ended", "abandoned"] = "active"
     observation_count: int = 0
     last_seen: str = ""
+    origin: str = ""
+    """Empty for a session the hooks recorded, `import` for an imported transcript."""
     commit_shas: list[str] = msgspec.field(default_factory=list)
     """Commits the post-commit hook linked to this session."""
 

@@ -19,12 +19,13 @@ from typing import Annotated, Literal
 
 import msgspec
 
-from engine import Client, FunctionError, Http, Tool, operation
+from engine import FunctionError, Tool, operation
 from functions.bridge import markdown
 from functions.memory.remember import remember
 from functions.memory.scrub import scrub
-from functions.memory.store import MemoryStore, kv_key, new_id, now_iso
+from functions.memory.store import StoreOwner, kv_key, new_id, now_iso
 from functions.memory.wire import RememberIn
+from functions.owned import OwnedService, routes
 from functions.records import Memory, MemoryAdded, RecordsRemoved
 
 SETTING = "CLAUDE_MEMORY_BRIDGE"
@@ -74,23 +75,15 @@ class SyncOut(msgspec.Struct, rename="camel", kw_only=True):
     lines: int
 
 
-def rest(method: str, path: str, **kw: object) -> Http:
-    return Http(method, "/agentmemory/" + path, tags=["bridge"], **kw)  # type: ignore[arg-type]
+rest = routes("bridge")
 
 
-class BridgeService:
-    def __init__(self) -> None:
-        self._store: MemoryStore | None = None
+class BridgeService(OwnedService[StoreOwner]):
+    """Served beside the team service, over its store."""
+
+    def __init__(self, owner: StoreOwner) -> None:
+        super().__init__(owner)
         self._lock = asyncio.Lock()
-
-    @property
-    def store(self) -> MemoryStore:
-        if self._store is None:
-            raise FunctionError("UNAVAILABLE", "the bridge is starting", retryable=True)
-        return self._store
-
-    async def start(self, client: Client) -> None:
-        self._store = await MemoryStore(client).open()
 
     def _target(self, req: BridgeIn) -> tuple[Path, str]:
         if not _on():
@@ -222,7 +215,7 @@ class BridgeService:
             version=head.version + 1,
             supersedes=head.id,
             superseded_by=None,
-            origin="",
+            instance="",
             source_ids=[],
         )
         await st.publish(MemoryAdded(memory=new), msg_id=new.id)

@@ -12,8 +12,9 @@ from typing import Annotated
 
 import msgspec
 
-from engine import Client, FunctionError, Http, Tool, operation
-from functions.memory.store import MemoryStore, now_iso
+from engine import FunctionError, Tool, operation
+from functions.memory.store import StoreOwner, now_iso
+from functions.owned import OwnedService, routes
 from functions.snapshots import state
 from functions.snapshots.git import GitError, ensure_repo, git, run
 
@@ -112,8 +113,7 @@ class DiffOut(msgspec.Struct, rename="camel", kw_only=True):
     buckets: dict[str, BucketChange]
 
 
-def rest(method: str, path: str, **kw: object) -> Http:
-    return Http(method, "/agentmemory/" + path, tags=["snapshots"], **kw)  # type: ignore[arg-type]
+rest = routes("snapshots")
 
 
 def _counted(ch: state.Change) -> BucketChange:
@@ -127,20 +127,13 @@ def _counted(ch: state.Change) -> BucketChange:
     )
 
 
-class SnapshotService:
-    def __init__(self) -> None:
-        self._store: MemoryStore | None = None
+class SnapshotService(OwnedService[StoreOwner]):
+    """Served beside the team service, over its store."""
+
+    def __init__(self, owner: StoreOwner) -> None:
+        super().__init__(owner)
         self._lock = asyncio.Lock()
         """One snapshot or restore at a time (they read and write the repo's files)."""
-
-    @property
-    def store(self) -> MemoryStore:
-        if self._store is None:
-            raise FunctionError("UNAVAILABLE", "the snapshot service is starting", retryable=True)
-        return self._store
-
-    async def start(self, client: Client) -> None:
-        self._store = await MemoryStore(client).open()
 
     async def _resolve(self, repo: Path, ref: str, field: str) -> str:
         if not (repo / ".git").is_dir():

@@ -98,7 +98,7 @@ class TeamBook:
 
     async def share_version(self, memory: Memory) -> TeamItem | None:
         """A new local version of a shared memory is shared too, in its chain."""
-        if memory.origin or not memory.supersedes:
+        if memory.instance or not memory.supersedes:
             return None
         parent = await self.item(memory.supersedes)
         if parent is None or await self.item(memory.id) is not None:

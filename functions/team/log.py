@@ -56,4 +56,4 @@ class TeamLog:
 
 def shared_copy(record: Memory | Observation, team: str, origin: str) -> Memory | Observation:
     """The record as the team holds it: marked with its team and where it came from."""
-    return msgspec.structs.replace(record, team=team, origin=record.origin or origin)
+    return msgspec.structs.replace(record, team=team, instance=record.instance or origin)

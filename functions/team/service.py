@@ -14,10 +14,11 @@ from typing import Any
 
 import msgspec
 
-from engine import Client, Context, FunctionError, Http, State, Tool, operation
+from engine import Client, Context, FunctionError, State, Tool, operation
 from functions.memory.scrub import scrub_value
 from functions.memory.store import MemoryStore, kv_key, now_iso
 from functions.memory.wire import from_wire
+from functions.owned import routes
 from functions.records import Memory, MemoryAdded, Observation, ObservationAdded, RecordsRemoved
 from functions.team.book import TeamBook
 from functions.team.config import TeamConfig
@@ -68,8 +69,7 @@ class Applied(msgspec.Struct, kw_only=True):
     outcome: str
 
 
-def rest(method: str, path: str, **kw: object) -> Http:
-    return Http(method, "/agentmemory/" + path, tags=["team"], **kw)  # type: ignore[arg-type]
+rest = routes("team")
 
 
 class TeamService:
@@ -401,7 +401,7 @@ class TeamService:
     async def send_version(self, req: MemoryAdded) -> Applied:
         m = req.memory
         item: TeamItem | None = await self.book.share_version(m)
-        if item is None and self.cfg.mode == "shared" and not m.origin and not m.supersedes:
+        if item is None and self.cfg.mode == "shared" and not m.instance and not m.supersedes:
             stored = await self.book.stored(m.id)
             if stored is not None:
                 item, _ = await self.book.share(stored, "memory")

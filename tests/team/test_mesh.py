@@ -83,7 +83,7 @@ async def test_a_shared_record_is_searchable_on_the_peer_within_two_seconds(mesh
         got = (await h.get(f"/agentmemory/memories/{mid}")).json()["memory"]
         feed = (await h.get("/agentmemory/team/feed")).json()
         profile = (await h.get("/agentmemory/team/profile")).json()
-    assert got["origin"] == "a" and got["team"] == "dev-team"
+    assert got["instance"] == "a" and got["team"] == "dev-team"
     assert mid in [i["itemId"] for i in feed["items"]]
     assert "dev-a" in profile["members"] and profile["teamId"] == "dev-team"
     # Sharing again is the same item.

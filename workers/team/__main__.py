@@ -5,16 +5,12 @@ the MEMORY.md bridge."""
 from __future__ import annotations
 
 from engine import Worker
-from functions.bridge.register import register as register_bridge
-from functions.snapshots.register import register as register_snapshots
 from functions.team.register import register as register_team
 
 worker = Worker(
     "team", description="agentmemory team memory: sharing, mesh sync, snapshots, MEMORY.md"
 )
 register_team(worker)
-register_snapshots(worker)
-register_bridge(worker)
 
 if __name__ == "__main__":
     worker.run()
