@@ -61,7 +61,8 @@ class SnapshotView(msgspec.Struct, rename="camel", kw_only=True):
     created_at: str
     message: str
     stats: dict[str, int]
-    """Records per bucket."""
+    """Records per kind, under upstream's names (`memories`, `sessions`, `observations`...:
+    the bucket's name without `mem_`)."""
 
 
 class CreateOut(msgspec.Struct, kw_only=True):
@@ -247,5 +248,5 @@ def _stats(body: str) -> dict[str, int]:
     for line in body.splitlines():
         name, sep, n = line.partition(": ")
         if sep and n.strip().isdigit():
-            out[name.strip()] = int(n)
+            out[name.strip().removeprefix("mem_")] = int(n)
     return out

@@ -128,7 +128,7 @@ async def test_snapshot_change_restore_gives_the_snapshots_state(node: Node) -> 
     async with node.http() as h:
         listed = (await h.get("/agentmemory/snapshots")).json()["snapshots"]
     assert [s["commitHash"] for s in listed] == [s2, s1]
-    assert listed[1]["stats"]["mem_memories"] == len(state.decode(
+    assert listed[1]["stats"]["memories"] == len(state.decode(
         git(node, "show", f"{s1}:mem_memories.jsonl").encode()
     ))  # fmt: skip
     assert msgspec.json.decode(git(node, "show", f"{s1}:meta.json"))["format"] == state.FORMAT

@@ -25,7 +25,6 @@ from engine import Client, connect, discover
 from tests.conftest import EngineProcess
 from tests.helpers import eventually, wait_until
 from tests.upstream.stack import (
-    ELSEWHERE_TOOLS,
     PKG,
     auth,
     base_tools,
@@ -252,6 +251,35 @@ async def test_the_post_commit_hook_links_a_session_and_by_commit_finds_it(
         assert sha in [c["sha"] for c in commits["commits"]]
 
 
+async def test_team_snapshot_mesh_and_bridge_tools_through_the_shim(stack: Stack) -> None:
+    async with stack.http() as http:
+        r = await http.post("/agentmemory/remember", json={"content": "deploys go out on tuesdays"})
+        mid = r.json()["memory"]["id"]
+    async with stack.shim() as s:
+        shared = doc_of(
+            await s.call_tool("memory_team_share", {"itemId": mid, "itemType": "memory"})
+        )
+        assert shared["sharedItem"]["itemId"] == mid and shared["alreadyShared"] is False
+        feed = doc_of(await s.call_tool("memory_team_feed", {"limit": 5}))
+        assert [i["itemId"] for i in feed["items"]] == [mid]
+        # One instance, no peers: converged at once, nothing to report.
+        synced = doc_of(await s.call_tool("memory_mesh_sync", {"direction": "both"}))
+        assert synced == {"success": True, "converged": True, "results": []}
+        snap = doc_of(await s.call_tool("memory_snapshot_create", {"message": "from the shim"}))
+        assert snap["snapshot"]["message"] == "from the shim"
+        assert snap["snapshot"]["stats"]["memories"] >= 1
+        off = await s.call_tool("memory_claude_bridge_sync", {"direction": "write"})
+        assert "CLAUDE_MEMORY_BRIDGE" in text_of(off)
+    async with stack.http() as http:
+        listed = (await http.get("/agentmemory/snapshots")).json()["snapshots"]
+        assert snap["snapshot"]["commitHash"] in [x["commitHash"] for x in listed]
+        res = await http.post(
+            "/agentmemory/mcp/resources/read", json={"uri": "agentmemory://team/default/profile"}
+        )
+        profile = json.loads(res.json()["contents"][0]["text"])
+        assert profile["teamId"] == "default" and profile["sharedItems"] == 1
+
+
 async def test_lessons_save_strengthen_recall_and_delete(stack: Stack) -> None:
     lesson = "Run database migrations before deploying the API pods"
     async with stack.shim() as s:
@@ -384,7 +412,7 @@ async def test_tool_sets_are_upstreams_core_and_basic(stack: Stack) -> None:
     core = {t.name for t in visible(defs, "core")}
     basic = {t.name for t in visible(defs, "basic")}
     assert core == essential_tools() and len(core) == 8
-    assert basic == base_tools() - ELSEWHERE_TOOLS and len(base_tools()) == 14
+    assert basic == base_tools() and len(base_tools()) == 14
     assert len(visible(defs, "all")) == len(defs)
 
 
