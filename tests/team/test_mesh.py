@@ -17,14 +17,14 @@ import pytest
 
 from ops.partition import Relay
 from tests.helpers import eventually
-from tests.team.mesh import Node, converged, start_hub, start_spoke, stop
+from tests.team.mesh import Node, converged, start_hub, start_node, start_spoke, stop
 
 pytestmark = pytest.mark.timeout(300)
 
 
 class Mesh:
-    def __init__(self, a: Node, b: Node, relay: Relay) -> None:
-        self.a, self.b, self.relay = a, b, relay
+    def __init__(self, a: Node, b: Node, relay: Relay, leaf_port: int) -> None:
+        self.a, self.b, self.relay, self.leaf_port = a, b, relay, leaf_port
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +35,7 @@ def mesh(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mesh]:
     # b also takes scheduled snapshots (cron), every 2 s while its state changes.
     b = start_spoke(tmp, "b", a, relay, ["a"], SNAPSHOT_ENABLED="true", SNAPSHOT_INTERVAL="2")
     try:
-        yield Mesh(a, b, relay)
+        yield Mesh(a, b, relay, leaf_port)
     finally:
         relay.close()
         stop(b, a)
@@ -259,3 +259,35 @@ async def test_scheduled_snapshots_are_taken_by_cron(mesh: Mesh) -> None:
         return len(await scheduled()) > len(first)
 
     await eventually(another, timeout=20, interval=0.5, what="the next scheduled snapshot")
+
+
+async def test_a_third_member_joins_the_hub_and_shares_with_the_other_spoke(
+    mesh: Mesh, tmp_path: Path
+) -> None:
+    """A team of three is a tree: c links to the hub a, as b does; b and c source each
+    other's TEAM streams through a (their JetStream API requests are routed by the hub).
+    The first two learn of c by `POST mesh/peers`, as docs/TEAM.md tells."""
+    a, b = mesh.a, mesh.b
+    creds = a.eng.data_dir / "nats" / "leaf-credentials.json"
+    remote = {"url": f"nats-leaf://127.0.0.1:{mesh.leaf_port}", "credentials": str(creds)}
+    c = start_node(tmp_path, "c", {"remotes": [remote]}, ["a", "b"])
+    try:
+        for n in (a, b):
+            async with n.http() as h:
+                r = await h.post("/agentmemory/mesh/peers", json={"name": "c", "url": c.url})
+                assert r.status_code == 201, r.text
+                assert r.json()["peer"]["name"] == "c"
+        await converged(a, b, c, timeout=60)
+        word = "trio" + secrets.token_hex(4)
+        from_c = await remember(c, f"the on-call rota is in the wiki {word}")
+        await share(c, from_c)
+        from_b = await remember(b, f"feature flags are read at startup {word}")
+        await share(b, from_b)
+        await eventually(lambda: found(b, word, from_c), timeout=10, what="c's note on b")
+        await eventually(lambda: found(c, word, from_b), timeout=10, what="b's note on c")
+        await eventually(lambda: found(a, word, from_c), timeout=10, what="c's note on a")
+        await converged(a, b, c, timeout=60)
+        states = [await team_state(n) for n in (a, b, c)]
+        assert states[0] == states[1] == states[2]
+    finally:
+        stop(c)
