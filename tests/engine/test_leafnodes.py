@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import secrets
+import shutil
+import subprocess
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -14,7 +16,7 @@ import pytest
 from nats.aio.msg import Msg
 
 from engine import Client, FunctionError, Source, connect
-from engine._nats_server import LeafNodes, LeafRemote, leaf_allowlist
+from engine._nats_server import LeafNodes, LeafRemote, LeafTls, leaf_allowlist
 from engine.server import NatsServer
 from tests.helpers import eventually, free_port
 
@@ -255,3 +257,72 @@ def test_the_server_config_carries_the_domain_the_link_and_its_permissions(tmp_p
     assert 'domain: "laptop"' in conf and 'listen: "0.0.0.0:7422"' in conf
     assert 'url: "nats-leaf://leaf:p%20w@hub:7422"' in conf
     assert '"$JS.*.API.CONSUMER.CREATE.TEAM.>"' in conf and 'deny_exports: ["$KV.>"' in conf
+
+
+def _openssl(tmp: Path, *args: str) -> None:
+    subprocess.run(["openssl", *args], cwd=tmp, check=True, capture_output=True, timeout=60)
+
+
+def _certs(tmp: Path) -> Path:
+    """A CA, the hub's certificate (for 127.0.0.1) and a spoke's client certificate."""
+    d = tmp / "pki"
+    d.mkdir()
+    _openssl(d, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+             "-keyout", "ca.key", "-out", "ca.pem", "-subj", "/CN=team ca")  # fmt: skip
+    for name, ext in (
+        ("hub", "subjectAltName=IP:127.0.0.1"),
+        ("spoke", "extendedKeyUsage=clientAuth"),
+    ):
+        _openssl(d, "req", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}.key",
+                 "-out", f"{name}.csr", "-subj", f"/CN={name}")  # fmt: skip
+        (d / f"{name}.ext").write_text(ext + "\n")
+        _openssl(d, "x509", "-req", "-in", f"{name}.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
+                 "-CAcreateserial", "-days", "2", "-out", f"{name}.pem",
+                 "-extfile", f"{name}.ext")  # fmt: skip
+    return d
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="openssl is not installed")
+async def test_a_tls_leaf_link_with_client_certificates(tmp_path: Path) -> None:
+    """The listener's `tls` (cert, key, the CA its peers' certificates are checked against,
+    verify) and a remote's `tls` (its client certificate, the CA the hub's is checked
+    against): the link comes up over TLS; a spoke without a client certificate is refused."""
+    pki = _certs(tmp_path)
+    password = secrets.token_urlsafe(16)
+    hub = NatsServer(
+        store_dir=tmp_path / "a", domain="a", server_name="hub", user="engine", password="pw",
+        log_file=tmp_path / "a.log",
+        leafnodes=LeafNodes(
+            listen=f"127.0.0.1:{free_port()}", password=password,
+            allow=leaf_allowlist([SHARED], ["hello.>"]),
+            tls=LeafTls(str(pki / "hub.pem"), str(pki / "hub.key"), str(pki / "ca.pem"), True),
+        ),
+    ).start()  # fmt: skip
+
+    def spoke(name: str, tls: LeafTls) -> NatsServer:
+        url = f"nats-leaf://127.0.0.1:{hub.leaf_port}"
+        remote = LeafRemote(url=url, user="leaf", password=password, tls=tls)
+        return NatsServer(
+            store_dir=tmp_path / name, domain=name, server_name=name, user="engine",
+            password="pw",
+            leafnodes=LeafNodes(remotes=[remote]),
+        ).start()  # fmt: skip
+
+    good = spoke("b", LeafTls(str(pki / "spoke.pem"), str(pki / "spoke.key"), str(pki / "ca.pem")))
+    bad = spoke("c", LeafTls(ca_file=str(pki / "ca.pem")))
+    ca = Client(await connect(f"nats://engine:pw@127.0.0.1:{hub.client_port}"))
+    cb = Client(await connect(f"nats://engine:pw@127.0.0.1:{good.client_port}"))
+    try:
+        await _linked(ca, cb)
+        log = tmp_path / "a.log"
+
+        def refused() -> bool:
+            text = log.read_text(errors="replace") if log.exists() else ""
+            return "client didn't provide a certificate" in text
+
+        await eventually(lambda: asyncio.sleep(0, refused()), timeout=15, what="c refused")
+    finally:
+        for c in (ca, cb):
+            await c.nc.close()
+        for s in (bad, good, hub):
+            s.kill()
