@@ -30,6 +30,8 @@ from functions.records import Memory, MemoryAdded, RecordsRemoved
 
 SETTING = "CLAUDE_MEMORY_BRIDGE"
 DEFAULT_BUDGET = 200
+NAME_MAX = 255
+"""Bytes of a file name (the project's folder is one)."""
 
 
 def _on() -> bool:
@@ -100,6 +102,12 @@ class BridgeService(OwnedService[StoreOwner]):
                 field="projectPath",
             )
         safe = project.replace("/", "-").replace("\\", "-")
+        if safe in (".", "..") or "\0" in safe or len(safe.encode()) > NAME_MAX:
+            raise FunctionError(
+                "UNPROCESSABLE",
+                f"projectPath cannot name a folder under ~/.claude/projects: {project[:100]!r}",
+                field="projectPath",
+            )
         path = Path.home() / ".claude" / "projects" / safe / "memory" / "MEMORY.md"
         return path, project
 
@@ -246,15 +254,26 @@ class BridgeService(OwnedService[StoreOwner]):
         return written, out.count("\n")
 
 
+def _unusable(path: Path, exc: OSError, doing: str) -> FunctionError:
+    return FunctionError(
+        "UNPROCESSABLE", f"cannot {doing} {path}: {exc.strerror or exc}", field="projectPath"
+    )
+
+
 def _read(path: Path) -> str:
     try:
-        return path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8", errors="replace")
     except FileNotFoundError:
         return ""
+    except OSError as exc:  # a directory, no permission...
+        raise _unusable(path, exc, "read") from None
 
 
 def _write_file(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".md.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".md.tmp")
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError as exc:
+        raise _unusable(path, exc, "write") from None

@@ -408,8 +408,11 @@ async def _run_git(cwd: Path | str, *args: str) -> tuple[int, str]:
 
 
 def _directory(path: str) -> Path | None:
-    p = Path(path).expanduser()
-    return p if p.is_dir() else None
+    try:
+        p = Path(path).expanduser()
+        return p if p.is_dir() else None
+    except (OSError, RuntimeError, ValueError):  # too long, ~nosuchuser, a NUL byte
+        return None
 
 
 async def _git_log(path: str, limit: int) -> tuple[Path, list[_LoggedCommit]]:

@@ -336,7 +336,8 @@ class TeamService:
         http=rest("GET", "mesh/export"),
     )
     async def export(self, req: ExportIn) -> ExportOut:
-        since = _parse_time(req.since, "since")
+        # Given, it must be a date-time (an empty one too: the schema says so).
+        since = _parse_time(req.since, "since", strict=True) if req.since is not None else 0.0
         out = ExportOut(
             origin=self.cfg.origin, team=self.cfg.team, memories=[], observations=[], forgotten=[]
         )
@@ -430,8 +431,8 @@ def _record(raw: dict[str, Any], type_: Any, field: str) -> Any:
     return rec
 
 
-def _parse_time(value: str, field: str) -> float:
-    if not value:
+def _parse_time(value: str, field: str, strict: bool = False) -> float:
+    if not value and not strict:
         return 0.0
     try:
         return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()

@@ -154,10 +154,11 @@ class SyncOut(msgspec.Struct, kw_only=True):
 
 
 class ExportIn(msgspec.Struct, rename="camel", kw_only=True):
-    since: Annotated[
-        str, msgspec.Meta(max_length=64, extra_json_schema={"format": "date-time"})
-    ] = ""
-    """ISO-8601: only what was shared or forgotten after it."""
+    since: (
+        Annotated[str, msgspec.Meta(max_length=64, extra_json_schema={"format": "date-time"})]
+        | None
+    ) = None
+    """ISO-8601: only what was shared or forgotten after it (default: everything)."""
     project: str = ""
 
 

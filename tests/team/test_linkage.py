@@ -189,3 +189,24 @@ async def test_scanning_git_log_links_commits_to_the_sessions_behind_them(
         assert got["commit"]["files"] == ["cart.py"] and got["commit"]["branch"] == "main"
         none = await h.get("/agentmemory/session/by-commit", params={"sha": old})
         assert none.status_code == 404
+
+
+async def test_paths_and_times_that_cannot_be_used_are_refused_naming_the_field(
+    node: Node,
+) -> None:
+    async with node.http() as h:
+        for path in ("0" * 4096, "~no-such-user-zz/shop"):  # too long for the OS; no such home
+            r = await h.post("/agentmemory/commits/scan", json={"path": path})
+            assert r.status_code == 404 and r.json()["error"]["field"] == "path", r.text
+        r = await h.post("/agentmemory/claude-bridge/sync", json={"projectPath": "x" * 300})
+        assert r.status_code == 422 and r.json()["error"]["field"] == "projectPath", r.text
+        r = await h.get("/agentmemory/claude-bridge/read", params={"projectPath": ".."})
+        assert r.status_code == 422 and r.json()["error"]["field"] == "projectPath", r.text
+        blocked = node.home / ".claude" / "projects" / "-blocked"
+        (blocked / "memory" / "MEMORY.md").mkdir(parents=True)  # a directory, not a file
+        r = await h.post("/agentmemory/claude-bridge/sync", json={"projectPath": "/blocked"})
+        assert r.status_code == 422 and "cannot read" in r.text, r.text
+        r = await h.get("/agentmemory/mesh/export", params={"since": ""})
+        assert r.status_code == 400 and r.json()["error"]["field"] == "since", r.text
+        r = await h.get("/agentmemory/mesh/export", params={"since": "2001-01-01T00:00:00Z"})
+        assert r.status_code == 200 and r.json()["origin"] == "local", r.text
