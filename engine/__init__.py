@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from engine._operations import Http, NoArgs, Tool, operation
     from engine._scan import StreamMessage
     from engine._state import CasConflict, Change, Entry, Presence, State
-    from engine._streams import Follower, Stream
+    from engine._streams import Follower, Source, SourceState, Stream
     from engine._triggers import TRIGGERS_BUCKET, HttpRequest, HttpResponse, TriggerSpec
     from engine._watch import SnapshotEnd, Watch
     from engine._worker import FunctionSpec, Worker
@@ -73,6 +73,8 @@ _WHERE = {
     "Presence": "engine._state",
     "Follower": "engine._streams",
     "Stream": "engine._streams",
+    "Source": "engine._streams",
+    "SourceState": "engine._streams",
     "SnapshotEnd": "engine._watch",
     "Watch": "engine._watch",
 }
@@ -110,6 +112,8 @@ __all__ = [
     "Presence",
     "PubAck",
     "SnapshotEnd",
+    "Source",
+    "SourceState",
     "State",
     "Stream",
     "StreamInfo",

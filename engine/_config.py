@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any, Literal
@@ -69,6 +70,48 @@ class StreamConfig(msgspec.Struct, forbid_unknown_fields=True):
     allow_msg_schedules: bool = False
 
 
+class LeafTlsConfig(msgspec.Struct, forbid_unknown_fields=True):
+    cert_file: str | None = None
+    key_file: str | None = None
+    ca_file: str | None = None
+    """The CA that signed the peers' (or the hub's) certificates."""
+    verify: bool = False
+    """On a listener: require peers to present a certificate signed by `ca_file`."""
+
+
+class LeafRemoteConfig(msgspec.Struct, forbid_unknown_fields=True):
+    url: str
+    """The hub's leaf listener: `nats-leaf://host:7422` (add a `tls:` block for TLS)."""
+    credentials: str | None = None
+    """The hub's leaf credentials: the JSON file its engine wrote (`nats/leaf-credentials.json`
+    in its data dir, copied here), or a NATS `.creds` file."""
+    tls: LeafTlsConfig | None = None
+
+
+class LeafShareConfig(msgspec.Struct, forbid_unknown_fields=True):
+    streams: list[str] = msgspec.field(default_factory=list)
+    """Streams a peer's server may source (copy) across the link."""
+    subjects: list[str] = msgspec.field(default_factory=list)
+    """Core subjects both sides exchange."""
+
+
+class LeafNodesConfig(msgspec.Struct, forbid_unknown_fields=True):
+    """Leaf node links to other instances' embedded servers: one machine `listen`s, the
+    others name it in `remotes` (a tree: no cycles). Only `share` crosses a link."""
+
+    listen: str | None = None
+    """host:port to accept peers on (e.g. `0.0.0.0:7422`); they log in with the credentials
+    this engine writes to `nats/leaf-credentials.json` in its data dir on first start."""
+    remotes: list[LeafRemoteConfig] = msgspec.field(default_factory=list)
+    share: LeafShareConfig = msgspec.field(default_factory=LeafShareConfig)
+    tls: LeafTlsConfig | None = None
+    """TLS of the listener."""
+
+    @property
+    def active(self) -> bool:
+        return bool(self.listen or self.remotes)
+
+
 class NatsConfig(msgspec.Struct, forbid_unknown_fields=True):
     url: str | None = None
     """An external NATS (cluster) instead of the embedded server."""
@@ -78,6 +121,10 @@ class NatsConfig(msgspec.Struct, forbid_unknown_fields=True):
     """JetStream replicas for buckets and streams the engine creates (3 on a cluster)."""
     max_file_store: str = "10G"
     max_memory_store: str = "512M"
+    domain: str | None = None
+    """This instance's JetStream domain: its name among linked instances, unique, fixed once
+    chosen. Required with leaf links; workers get it as ENGINE_NATS_DOMAIN."""
+    leafnodes: LeafNodesConfig = msgspec.field(default_factory=LeafNodesConfig)
 
 
 class TriggerConfig(msgspec.Struct, forbid_unknown_fields=True):
@@ -126,7 +173,26 @@ def load_config(path: str | os.PathLike[str] | None) -> EngineConfig:
     return cfg
 
 
+_DOMAIN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
 def check(cfg: EngineConfig) -> None:
+    nats = cfg.nats
+    if nats.domain is not None and not _DOMAIN.match(nats.domain):
+        raise ConfigError(
+            f"nats.domain {nats.domain!r}: letters, digits, '-' and '_' only (at most 64)"
+        )
+    if nats.leafnodes.active:
+        if nats.url:
+            raise ConfigError("nats.leafnodes links the embedded server: drop nats.url")
+        if not nats.domain:
+            raise ConfigError(
+                "nats.leafnodes needs nats.domain: a name for this instance, unique among the "
+                "linked ones (JetStream tells their APIs apart by it)"
+            )
+        for r in nats.leafnodes.remotes:
+            if "://" not in r.url:
+                raise ConfigError(f"nats.leafnodes.remotes: {r.url!r} is not a URL")
     names = [w.name for w in cfg.workers]
     dup = {n for n in names if names.count(n) > 1}
     if dup:

@@ -199,3 +199,37 @@ async def purge(client: Client, name: str, subject: str = "", timeout: float = A
             return 0
         raise err
     return got.purged
+
+
+class _RawInfo(msgspec.Struct):
+    error: _ApiError | None = None
+    config: dict[str, object] | None = None
+    sources: list[dict[str, object]] | None = None
+
+
+class _Updated(msgspec.Struct):
+    error: _ApiError | None = None
+
+
+_raw_info = msgspec.json.Decoder(_RawInfo)
+_updated = msgspec.json.Decoder(_Updated)
+
+
+async def raw_stream_info(
+    client: Client, name: str, timeout: float = API_TIMEOUT
+) -> tuple[dict[str, object], list[dict[str, object]]]:
+    """A stream's config and its sources' states, as the server sends them (nats-py's
+    dataclasses drop a source's domain and filter, which tell two sources of one name apart)."""
+    got = await _api(client, f"STREAM.INFO.{name}", _NO_BODY, _raw_info, timeout)
+    if got.error is not None:
+        raise _refused(f"stream {name}", got.error)
+    return dict(got.config or {}), list(got.sources or [])
+
+
+async def update_stream(
+    client: Client, config: dict[str, object], timeout: float = API_TIMEOUT
+) -> None:
+    name = str(config["name"])
+    got = await _api(client, f"STREAM.UPDATE.{name}", _encode(config), _updated, timeout)
+    if got.error is not None:
+        raise _refused(f"stream {name}", got.error)

@@ -1,4 +1,5 @@
-"""The embedded nats-server: config file, start, readiness from its log, stop."""
+"""The embedded nats-server: config file, start, readiness from its log, stop; and its
+leaf node links to other instances' servers (each its own JetStream domain)."""
 
 from __future__ import annotations
 
@@ -12,11 +13,22 @@ import sys
 import sysconfig
 import threading
 import time
+import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
 
 _LISTEN_RE = re.compile(r"Listening for client connections on [^\s:]+:(\d+)")
 _MONITOR_RE = re.compile(r"Starting http monitor on [^\s:]+:(\d+)")
+_LEAF_RE = re.compile(r"Listening for leafnode connections on [^\s:]+:(\d+)")
+
+# What a leaf link must carry for a peer to source a shared stream across JetStream domains
+# (checked on nats-server 2.15 with its trace log): the stream's consumer API in any domain,
+# the replies to the servers' own JetStream requests, the sourced messages and their flow
+# control. Nothing else of the account crosses: its KV buckets, object stores, function
+# subjects and every other stream stay on the machine.
+_SOURCE_PLUMBING = ("$JSC.R.>", "$JS.S.>", "$JS.FC.>")
+_NO_REMOTE = ("$KV.>", "$O.>", "$SRV.>", "fn.>")
+"""Also refused by a spoke itself (`deny_exports`/`deny_imports`), whatever its hub allows."""
 
 
 class NatsServerError(RuntimeError):
@@ -49,16 +61,101 @@ def write_private(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def ensure_credentials(path: Path) -> tuple[str, str]:
-    """User and password for the bus, generated on first start and kept 0600."""
+def ensure_credentials(path: Path, user: str = "engine") -> tuple[str, str]:
+    """User and password for the bus (or for peers' leaf links), generated on first start
+    and kept 0600."""
     import json
 
     if path.exists():
         data = json.loads(path.read_text())
         return data["user"], data["password"]
-    user, password = "engine", secrets.token_urlsafe(32)
+    password = secrets.token_urlsafe(32)
     write_private(path, json.dumps({"user": user, "password": password}))
     return user, password
+
+
+def leaf_allowlist(streams: list[str], subjects: list[str]) -> list[str]:
+    """The subjects a leaf link may carry: `streams` can be sourced by the peer's server,
+    `subjects` are core subjects both sides exchange."""
+    out: list[str] = []
+    for s in streams:
+        api = f"$JS.*.API.CONSUMER.%s.{s}"
+        out += [api % "CREATE", api % "CREATE" + ".>", api % "DELETE" + ".>"]
+        out.append(f"$JS.*.API.STREAM.INFO.{s}")
+    return [*out, *_SOURCE_PLUMBING, *subjects]
+
+
+@dataclass
+class LeafTls:
+    """TLS of a leaf link: the listener's certificate and key (and a CA to verify peers'
+    certificates with `verify`), or what a remote checks the hub's certificate against."""
+
+    cert_file: str | None = None
+    key_file: str | None = None
+    ca_file: str | None = None
+    verify: bool = False
+
+    def block(self, indent: str) -> list[str]:
+        lines = [f"{indent}tls {{"]
+        for name in ("cert_file", "key_file", "ca_file"):
+            value = getattr(self, name)
+            if value:
+                lines.append(f"{indent}  {name}: {_quote(value)}")
+        if self.verify:
+            lines.append(f"{indent}  verify: true")
+        return [*lines, f"{indent}}}"]
+
+
+@dataclass
+class LeafRemote:
+    """A hub this server links to: `url` (nats-leaf://host:port, tls://... with TLS) and the
+    hub's leaf user (`user`/`password`), or a NATS `.creds` file."""
+
+    url: str
+    user: str | None = None
+    password: str | None = None
+    creds_file: str | None = None
+    tls: LeafTls | None = None
+
+    def block(self) -> list[str]:
+        url = self.url
+        if self.user and "@" not in url.split("://", 1)[-1]:
+            scheme, _, rest = url.partition("://")
+            auth = urllib.parse.quote(self.user, safe="")
+            if self.password:
+                auth += ":" + urllib.parse.quote(self.password, safe="")
+            url = f"{scheme}://{auth}@{rest}"
+        lines = ["    {", f"      url: {_quote(url)}"]
+        if self.creds_file:
+            lines.append(f"      credentials: {_quote(self.creds_file)}")
+        lines.append(f"      deny_exports: {_list(list(_NO_REMOTE))}")
+        lines.append(f"      deny_imports: {_list(list(_NO_REMOTE))}")
+        if self.tls:
+            lines += self.tls.block("      ")
+        return [*lines, "    }"]
+
+
+@dataclass
+class LeafNodes:
+    """Leaf node links: `listen` (host:port) accepts peers that log in as `user`, who may
+    exchange only `allow` (see `leaf_allowlist`); `remotes` are hubs this server joins.
+    The hub sends its leaf user's permissions to the spoke, which then keeps everything
+    else to itself too."""
+
+    listen: str | None = None
+    user: str = "leaf"
+    password: str | None = None
+    allow: list[str] = field(default_factory=list)
+    tls: LeafTls | None = None
+    remotes: list[LeafRemote] = field(default_factory=list)
+
+
+def _quote(value: str) -> str:
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _list(values: list[str]) -> str:
+    return "[" + ", ".join(_quote(v) for v in values) + "]"
 
 
 @dataclass
@@ -78,8 +175,13 @@ class NatsServer:
     log_file: Path | None = None
     max_file_store: str = "10G"
     max_memory_store: str = "512M"
+    domain: str | None = None
+    """The JetStream domain: required once leaf links join servers that each run JetStream
+    (their APIs are then told apart as `$JS.<domain>.API`)."""
+    leafnodes: LeafNodes | None = None
     proc: subprocess.Popen[bytes] | None = field(default=None, repr=False)
     client_port: int | None = None
+    leaf_port: int | None = None
 
     @property
     def url(self) -> str:
@@ -93,17 +195,42 @@ class NatsServer:
             f'  store_dir: "{self.store_dir}"',
             f"  max_file_store: {self.max_file_store}",
             f"  max_memory_store: {self.max_memory_store}",
-            "}",
-            "max_payload: 8MB",
         ]
+        if self.domain:
+            lines.append(f"  domain: {_quote(self.domain)}")
+        lines += ["}", "max_payload: 8MB"]
         if self.monitor_port is not None:
             lines.append(f'http: "{self.host}:{self.monitor_port}"')
+        leaf = self.leafnodes
+        users = []
         if self.user:
-            lines += [
-                "authorization {",
-                f'  users = [{{user: "{self.user}", password: "{self.password}"}}]',
-                "}",
-            ]
+            users.append(f"{{user: {_quote(self.user)}, password: {_quote(self.password or '')}}}")
+        if leaf and leaf.listen and leaf.password:
+            # Leaf logins are checked against these users: the leaf user's permissions are
+            # what the link carries, both ways.
+            allow = _list(leaf.allow)
+            users.append(
+                f"{{user: {_quote(leaf.user)}, password: {_quote(leaf.password)}, "
+                f"permissions: {{publish: {{allow: {allow}}}, subscribe: {{allow: {allow}}}}}}}"
+            )
+        if users:
+            lines += ["authorization {", "  users = [", *(f"    {u}" for u in users), "  ]", "}"]
+        if leaf and (leaf.listen or leaf.remotes):
+            lines.append("leafnodes {")
+            if leaf.listen:
+                lines.append(f"  listen: {_quote(leaf.listen)}")
+                # Spokes reconnect to the URL they were given only (not to addresses the
+                # hub would advertise: behind NAT they are useless, and a relay or firewall
+                # in between is then the one way in).
+                lines.append("  no_advertise: true")
+                if leaf.tls:
+                    lines += leaf.tls.block("  ")
+            if leaf.remotes:
+                lines.append("  remotes = [")
+                for r in leaf.remotes:
+                    lines += r.block()
+                lines.append("  ]")
+            lines.append("}")
         return "\n".join(lines) + "\n"
 
     def start(self, timeout: float = 15.0) -> NatsServer:
@@ -144,6 +271,8 @@ class NatsServer:
                         self.client_port = int(m.group(1))
                     if m := _MONITOR_RE.search(line):
                         self.monitor_port = int(m.group(1))
+                    if m := _LEAF_RE.search(line):
+                        self.leaf_port = int(m.group(1))
                     if "Server is ready" in line:
                         ready.set()
                 if log:

@@ -17,8 +17,9 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+import msgspec
 from nats.aio.msg import Msg
-from nats.js.api import ConsumerConfig, DeliverPolicy, StreamConfig
+from nats.js.api import ConsumerConfig, DeliverPolicy, ExternalStream, StreamConfig, StreamSource
 
 from engine import _codec, _jetstream, _scan, _tracing
 from engine._bus import BusError, translate
@@ -58,6 +59,44 @@ def _producer_span(stream: str, subject: str) -> _tracing.LeanSpan | None:
     )
 
 
+class Source(msgspec.Struct, frozen=True, omit_defaults=True):
+    """A stream another stream copies messages from: `stream` on this server, or in the
+    JetStream domain `domain` (a peer reached over a leaf link); only its subjects matching
+    `filter`. The copying stream keeps its place: after an outage it resumes where it was."""
+
+    stream: str
+    domain: str | None = None
+    filter: str = ""
+
+    def wire(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.stream}
+        if self.filter:
+            out["filter_subject"] = self.filter
+        if self.domain:
+            out["external"] = {"api": f"$JS.{self.domain}.API"}
+        return out
+
+    def nats(self) -> StreamSource:
+        ext = ExternalStream(api=f"$JS.{self.domain}.API") if self.domain else None
+        return StreamSource(name=self.stream, filter_subject=self.filter or None, external=ext)
+
+    @classmethod
+    def from_wire(cls, raw: dict[str, Any]) -> Source:
+        api = str((raw.get("external") or {}).get("api") or "")
+        domain = api.removeprefix("$JS.").removesuffix(".API") if api else None
+        return cls(str(raw.get("name", "")), domain or None, str(raw.get("filter_subject") or ""))
+
+
+class SourceState(msgspec.Struct, frozen=True):
+    """How a source is doing: messages it has that were not copied yet (`lag`), seconds
+    since it was last heard from (`active`, None: not yet), the server's last error."""
+
+    source: Source
+    lag: int
+    active: float | None
+    error: str = ""
+
+
 class Stream:
     """A handle on one stream (`Client.stream`); nothing is asked of the server until used."""
 
@@ -77,7 +116,12 @@ class Stream:
             return self
         except _jetstream.NotFound:
             pass
-        cfg = StreamConfig(name=self.name, subjects=self.subjects, **self.config)
+        config = dict(self.config)
+        if "sources" in config:
+            config["sources"] = [
+                s.nats() if isinstance(s, Source) else s for s in config["sources"]
+            ]
+        cfg = StreamConfig(name=self.name, subjects=self.subjects, **config)
         js = self.client._js
         try:
             await js.add_stream(cfg)
@@ -178,6 +222,30 @@ class Stream:
         except Exception as exc:
             raise translate(exc, f"following {self.name}") from None
         return follower
+
+    async def set_sources(self, sources: list[Source]) -> None:
+        """Copy from exactly these sources from now on (each keeps its place if it was one
+        before); the rest of the stream's config is left as it is."""
+        config, _ = await _jetstream.raw_stream_info(self.client, self.name)
+        config["sources"] = [s.wire() for s in sources]
+        await _jetstream.update_stream(self.client, config)
+
+    async def sources(self) -> list[SourceState]:
+        """The stream's sources and how far each has been copied."""
+        _, states = await _jetstream.raw_stream_info(self.client, self.name)
+        out = []
+        for raw in states:
+            err = raw.get("error")
+            active = raw.get("active")
+            out.append(
+                SourceState(
+                    Source.from_wire(raw),
+                    int(raw.get("lag") or 0),  # type: ignore[call-overload]
+                    None if active is None or int(active) < 0 else int(active) / 1e9,  # type: ignore[call-overload]
+                    str(err.get("description", err)) if isinstance(err, dict) else "",
+                )
+            )
+        return out
 
     async def purge(self, subject: str = "") -> int:
         """Remove the messages on `subject` (wildcards allowed; "" for all) with no

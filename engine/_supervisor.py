@@ -24,7 +24,15 @@ from engine._connect import ENV_CREDENTIALS, ENV_URL, connect
 from engine._context import Context
 from engine._instance import Instance, InstanceLock
 from engine._logs import LOGS_STREAM, LOGS_SUBJECT
-from engine._nats_server import NatsServer, NatsServerError, ensure_credentials
+from engine._nats_server import (
+    LeafNodes,
+    LeafRemote,
+    LeafTls,
+    NatsServer,
+    NatsServerError,
+    ensure_credentials,
+    leaf_allowlist,
+)
 from engine._paths import ENGINE_PORTS, ENV_CONFIG
 from engine._tracing import TRACES_STREAM, TRACES_SUBJECT
 from engine._triggers import TRIGGERS_BUCKET, TriggerSpec
@@ -339,10 +347,15 @@ class Supervisor:
                 monitor_port=self.inst.ports.nats_monitor,
                 user=user,
                 password=password,
-                server_name=f"{self.inst.layout.name}-{self.inst.number}",
+                server_name="-".join(
+                    [self.inst.layout.name, str(self.inst.number)]
+                    + ([self.cfg.nats.domain] if self.cfg.nats.domain else [])
+                ),
                 log_file=self.inst.data_dir / "logs" / "nats-server.log",
                 max_file_store=self.cfg.nats.max_file_store,
                 max_memory_store=self.cfg.nats.max_memory_store,
+                domain=self.cfg.nats.domain,
+                leafnodes=self._leafnodes(),
             )
             (self.inst.data_dir / "logs").mkdir(parents=True, exist_ok=True)
             try:
@@ -352,6 +365,40 @@ class Supervisor:
             self.url = self.server.url
             self.credentials = str(self.inst.credentials)
         self.nc = await connect(self.url, self.credentials, name="engine")
+
+    def _leafnodes(self) -> LeafNodes | None:
+        cfg = self.cfg.nats.leafnodes
+        if not cfg.active:
+            return None
+
+        def tls(t: Any) -> LeafTls | None:
+            return LeafTls(t.cert_file, t.key_file, t.ca_file, t.verify) if t else None
+
+        leaf = LeafNodes(
+            listen=cfg.listen,
+            allow=leaf_allowlist(cfg.share.streams, cfg.share.subjects),
+            tls=tls(cfg.tls),
+        )
+        if cfg.listen:
+            path = self.inst.data_dir / "nats" / "leaf-credentials.json"
+            leaf.user, leaf.password = ensure_credentials(path, user="leaf")
+            log.info("leaf link: peers connect to %s with %s", cfg.listen, path)
+        for r in cfg.remotes:
+            remote = LeafRemote(url=r.url, tls=tls(r.tls))
+            if r.credentials:
+                creds = Path(r.credentials).expanduser()
+                if creds.suffix == ".creds":
+                    remote.creds_file = str(creds)
+                else:
+                    try:
+                        data = json.loads(creds.read_text())
+                        remote.user, remote.password = data["user"], data["password"]
+                    except (OSError, ValueError, KeyError) as exc:
+                        raise StartError(
+                            f"nats.leafnodes.remotes: cannot read credentials {creds}: {exc}"
+                        ) from None
+            leaf.remotes.append(remote)
+        return leaf
 
     def _kill_stale_server(self) -> None:
         # A supervisor killed with SIGKILL leaves its nats-server running on our store.
@@ -468,6 +515,8 @@ class Supervisor:
             env[lay.port_env(name)] = str(port)
         if self.credentials:
             env[ENV_CREDENTIALS] = self.credentials
+        if self.cfg.nats.domain:
+            env["ENGINE_NATS_DOMAIN"] = self.cfg.nats.domain
         env.update(w.env)
         return env
 

@@ -97,6 +97,10 @@ class Observation(msgspec.Struct, omit_defaults=True, kw_only=True):
     truncated: list[str] = msgspec.field(default_factory=list)
     """Fields of the hook's data that were cut to size (`data.tool_input.content (3145728
     chars)`): the record is whole, its source was not."""
+    team: str = ""
+    """The team it is shared with (`team/share`); empty: private to this machine."""
+    instance: str = ""
+    """The instance (JetStream domain) a shared record came from; empty: written here."""
 
 
 class Memory(msgspec.Struct, omit_defaults=True, kw_only=True):
@@ -126,6 +130,11 @@ class Memory(msgspec.Struct, omit_defaults=True, kw_only=True):
     """Consolidated tiers: how sure the evidence makes us (0..1)."""
     steps: list[str] = msgspec.field(default_factory=list)
     """Procedural memories: the workflow's ordered steps."""
+    team: str = ""
+    """The team it is shared with; empty: private to this machine. A new version of a shared
+    memory is shared too."""
+    instance: str = ""
+    """The instance (JetStream domain) a shared memory came from; empty: written here."""
 
 
 class Session(msgspec.Struct, omit_defaults=True, kw_only=True):
@@ -378,6 +387,10 @@ class RecordsRemoved(msgspec.Struct, tag="records.removed", kw_only=True):
 
     ids: list[str]
     reason: str = ""
+    action: str = ""
+    """What removed them: forget, governance-delete, auto-forget (the memory write path's
+    `forget`), snapshot-restore, team (a teammate's forget)... Explicit forgets of shared
+    records go to the team; the other removals stay on this machine."""
 
 
 MemEvent = ObservationAdded | MemoryAdded | SummaryAdded | RecordsRemoved

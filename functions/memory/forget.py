@@ -51,6 +51,6 @@ async def forget(
             removed.append(req.session_id)
             project = project or s.project
     if removed:
-        await store.publish(RecordsRemoved(ids=removed, reason=req.reason or action))
+        await store.publish(RecordsRemoved(ids=removed, reason=req.reason or action, action=action))
         await store.audit(action, removed, reason=req.reason, actor=agent_id, project=project)
     return ForgetOut(success=True, deleted=len(removed), ids=removed)

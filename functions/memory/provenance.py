@@ -1,9 +1,14 @@
 """Provenance: `verify` traces a memory (or lesson, or observation) back to the records it
 was made from and says whether that chain still holds; commits link sessions to the git
-commits they produced (the post-commit hook) and back (`by-commit`)."""
+commits they produced (the post-commit hook, or a scan of a project's `git log`) and back
+(`by-commit`, with the observations of those sessions that touched the commit's files)."""
 
 from __future__ import annotations
 
+import asyncio
+import os
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import msgspec
@@ -11,7 +16,7 @@ import msgspec
 from engine import FunctionError, Tool, operation
 from functions.memory.scrub import scrub
 from functions.memory.store import StoreOwner, kv_key, now_iso
-from functions.memory.wire import SessionView
+from functions.memory.wire import ObservationView, SessionView
 from functions.owned import OwnedService, routes
 from functions.records import (
     COMMITS_BUCKET,
@@ -83,6 +88,37 @@ class CommitOut(msgspec.Struct, kw_only=True):
 class ByCommitOut(msgspec.Struct, kw_only=True):
     commit: CommitView | None  # type: ignore[valid-type]
     sessions: list[SessionView]
+    observations: list[ObservationView] = msgspec.field(default_factory=list)
+    """What those sessions did to the commit's files (observations naming one of them)."""
+
+
+class CommitsIn(msgspec.Struct, rename="camel", kw_only=True):
+    branch: str = ""
+    repo: str = ""
+    """The remote URL, as the post-commit hook records it."""
+    limit: Annotated[int, msgspec.Meta(ge=1, le=500)] = 100
+
+
+class CommitsOut(msgspec.Struct, kw_only=True):
+    commits: list[CommitView]  # type: ignore[valid-type]
+
+
+class ScanIn(msgspec.Struct, rename="camel", kw_only=True):
+    path: Annotated[str, msgspec.Meta(min_length=1, max_length=4096)]
+    """A directory of the project's git work tree (on the machine the service runs on)."""
+    limit: Annotated[int, msgspec.Meta(ge=1, le=5000)] = 500
+    """Commits read from the log, newest first."""
+    grace_minutes: Annotated[int, msgspec.Meta(ge=0, le=1440)] = 30
+    """A commit this long after a session's last activity is still that session's."""
+
+
+class ScanOut(msgspec.Struct, rename="camel", kw_only=True):
+    success: bool
+    repo: str
+    scanned: int
+    linked: int
+    """Commits linked to at least one session."""
+    commits: list[CommitView]  # type: ignore[valid-type]
 
 
 rest = routes("provenance")
@@ -201,6 +237,83 @@ class ProvenanceService(OwnedService[StoreOwner]):
             await self.store.sessions.update(kv_key(sid), add, type=Session)
         return CommitOut(commit=as_view(link, CommitView))
 
+    async def _behind(self, link: CommitLink, sessions: list[Session]) -> list[Observation]:
+        if not sessions or not link.files:
+            return []
+        ids = {s.id for s in sessions}
+        out = [
+            o
+            async for _, o in self.store.observations.scan(">", Observation)
+            if o.session_id in ids and _touches(o.files, link.files)
+        ]
+        return sorted(out, key=lambda o: o.timestamp)[:200]
+
+    @operation(
+        "mem::commits",
+        description="List recent commits linked to agent sessions, optionally filtered by "
+        "branch or repo.",
+        http=rest("GET", "commits"),
+        tool=Tool("memory_commits", tier="basic"),
+    )
+    async def commits(self, req: CommitsIn) -> CommitsOut:
+        state = await self.store.client.state(COMMITS_BUCKET)
+        found = [
+            c
+            async for _, c in state.scan(">", CommitLink)
+            if (not req.branch or c.branch == req.branch) and (not req.repo or c.repo == req.repo)
+        ]
+        found.sort(key=lambda c: (c.linked_at, c.sha), reverse=True)
+        return CommitsOut(commits=as_view(found[: req.limit], list[CommitView]))  # type: ignore[valid-type]
+
+    @operation(
+        "mem::commits-scan",
+        description="Link a project's git history to the sessions behind it: each commit of "
+        "the work tree's `git log` goes to the sessions that ran in that repository around "
+        "its time",
+        http=rest("POST", "commits/scan"),
+    )
+    async def commits_scan(self, req: ScanIn) -> ScanOut:
+        top, log = await _git_log(req.path, req.limit)
+        st = self.store
+        grace = timedelta(minutes=req.grace_minutes)
+        candidates = [
+            # git's times are whole seconds: a commit in the session's first second is its
+            (
+                s,
+                _when(s.started_at).replace(microsecond=0),
+                _when(s.ended_at or s.last_seen or s.started_at) + grace,
+            )
+            async for _, s in st.sessions.scan(">", Session)
+            if _in_repo(s.cwd, s.project, top)
+        ]
+        linked: list[Any] = []  # views of the links made
+        for c in log:
+            at = _when(c.authored_at)
+            sids = [s.id for s, start, end in candidates if start <= at <= end]
+            if not sids:
+                continue
+            got: CommitOut | None = None
+            for sid in sids:
+                got = await self.session_commit(
+                    CommitIn(
+                        sha=c.sha,
+                        session_id=sid,
+                        branch=c.branch,
+                        repo=c.repo,
+                        message=c.message,
+                        author=c.author,
+                        authored_at=c.authored_at,
+                        files=c.files,
+                    )
+                )
+            if got is not None:
+                linked.append(got.commit)
+        shas = [c.sha for c in linked][:100]
+        await st.audit("commits-scan", shas, reason=f"git log of {top}")
+        return ScanOut(
+            success=True, repo=str(top), scanned=len(log), linked=len(linked), commits=linked
+        )
+
     async def _lookup(self, sha: str) -> tuple[CommitLink | None, list[Session]]:
         state = await self.store.client.state(COMMITS_BUCKET)
         sha = sha.lower()
@@ -224,7 +337,9 @@ class ProvenanceService(OwnedService[StoreOwner]):
         if link is None:
             raise FunctionError("NOT_FOUND", f"no sessions linked to commit {req.sha}", field="sha")
         return ByCommitOut(
-            commit=as_view(link, CommitView), sessions=as_view(sessions, list[SessionView])
+            commit=as_view(link, CommitView),
+            sessions=as_view(sessions, list[SessionView]),
+            observations=as_view(await self._behind(link, sessions), list[ObservationView]),
         )
 
     @operation(
@@ -235,7 +350,98 @@ class ProvenanceService(OwnedService[StoreOwner]):
     )
     async def commit_lookup(self, req: ByCommitIn) -> ByCommitOut:
         link, sessions = await self._lookup(req.sha)
+        behind = await self._behind(link, sessions) if link else []
         return ByCommitOut(
             commit=as_view(link, CommitView) if link else None,
             sessions=as_view(sessions, list[SessionView]),
+            observations=as_view(behind, list[ObservationView]),
         )
+
+
+def _touches(obs_files: list[str], commit_files: list[str]) -> bool:
+    """Whether an observation named a file of the commit (commits name files relative to
+    the repository; observations often name them absolute)."""
+    for f in obs_files:
+        for c in commit_files:
+            if f == c or f.endswith("/" + c):
+                return True
+    return False
+
+
+def _when(iso: str) -> datetime:
+    try:
+        t = datetime.fromisoformat(iso.replace("Z", "+00:00"))
+    except ValueError:
+        return datetime.min.replace(tzinfo=UTC)
+    return t if t.tzinfo else t.replace(tzinfo=UTC)
+
+
+def _in_repo(cwd: str, project: str, top: Path) -> bool:
+    if cwd:
+        c = os.path.normpath(cwd)
+        return c == str(top) or c.startswith(str(top) + os.sep)
+    return bool(project) and project == top.name
+
+
+class _LoggedCommit(msgspec.Struct, kw_only=True):
+    sha: str
+    authored_at: str
+    author: str
+    message: str
+    branch: str
+    repo: str
+    files: list[str]
+
+
+async def _run_git(cwd: Path | str, *args: str) -> tuple[int, str]:
+    proc = await asyncio.create_subprocess_exec(
+        "git",
+        *args,
+        cwd=cwd,
+        env={**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "LC_ALL": "C", "GIT_TERMINAL_PROMPT": "0"},
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL,
+    )
+    out, _ = await asyncio.wait_for(proc.communicate(), 60)
+    return proc.returncode or 0, out.decode(errors="replace")
+
+
+def _directory(path: str) -> Path | None:
+    try:
+        p = Path(path).expanduser()
+        return p if p.is_dir() else None
+    except (OSError, RuntimeError, ValueError):  # too long, ~nosuchuser, a NUL byte
+        return None
+
+
+async def _git_log(path: str, limit: int) -> tuple[Path, list[_LoggedCommit]]:
+    where = await asyncio.to_thread(_directory, path)
+    if where is None:
+        raise FunctionError("NOT_FOUND", f"no directory {path}", field="path")
+    try:
+        code, top = await _run_git(where, "rev-parse", "--show-toplevel")
+    except FileNotFoundError:
+        raise FunctionError("UNAVAILABLE", "scanning needs the git binary", field="path") from None
+    if code != 0:
+        raise FunctionError("NOT_FOUND", f"{path} is not in a git work tree", field="path")
+    root = Path(top.strip())
+    _, branch = await _run_git(root, "rev-parse", "--abbrev-ref", "HEAD")
+    _, remote = await _run_git(root, "config", "--get", "remote.origin.url")
+    fmt = "%x1e%H%x1f%aI%x1f%an <%ae>%x1f%B%x1f"
+    code, out = await _run_git(root, "log", f"-{limit}", f"--format={fmt}", "--name-only")
+    commits = []
+    for chunk in out.split("\x1e")[1:] if code == 0 else []:
+        sha, at, author, message, names_ = [*chunk.split("\x1f"), "", "", "", "", ""][:5]
+        commits.append(
+            _LoggedCommit(
+                sha=sha.strip(),
+                authored_at=at.strip(),
+                author=scrub(author.strip()),
+                message=scrub(message.strip())[:20_000],
+                branch=branch.strip(),
+                repo=scrub(remote.strip()),
+                files=[f for f in names_.split("\n") if f.strip()][:500],
+            )
+        )
+    return root, commits

@@ -193,3 +193,28 @@ async def test_a_publish_without_an_ack_in_time_is_a_deadline_error(client: Clie
         await client.stream("SLOW").publish("slow.x", b"x", timeout=0.3)
     assert ei.value.code == "DEADLINE_EXCEEDED"
     assert time.monotonic() - started < 2
+
+
+async def test_a_stream_copies_its_sources_and_they_can_be_changed(client: Client) -> None:
+    from engine import Source
+
+    a = await client.stream("SRC_A", subjects=["a.>"]).ensure()
+    b = await client.stream("SRC_B", subjects=["b.>"]).ensure()
+    copy = await client.stream(
+        "COPY", subjects=["copy.>"], sources=[Source("SRC_A", filter="a.keep.>")]
+    ).ensure()
+    await a.publish("a.keep.1", b"1")
+    await a.publish("a.drop.1", b"x")
+    await b.publish("b.1", b"b")
+
+    async def holds(n: int) -> bool:
+        return (await copy.info()).messages == n
+
+    await eventually(lambda: holds(1), what="the filtered copy")
+    [state] = await copy.sources()
+    assert state.source == Source("SRC_A", filter="a.keep.>") and state.lag == 0
+    await copy.set_sources([Source("SRC_A", filter="a.keep.>"), Source("SRC_B")])
+    await eventually(lambda: holds(2), what="the added source")
+    await a.publish("a.keep.2", b"2")
+    await eventually(lambda: holds(3), what="the first source, still copying")
+    assert {s.source.stream for s in await copy.sources()} == {"SRC_A", "SRC_B"}

@@ -23,23 +23,6 @@ DIST = PKG / "agentmemory" / "dist"
 SCRIPTS = PKG / "agentmemory" / "plugin" / "scripts"
 SECRET = "surface-test-secret"
 
-# Routes and tools of the team/mesh work (issue 17), not built yet. They are allowed to be
-# missing here until they land on main: then delete these sets (the tests below assert
-# everything else answers).
-TEAM_ROUTES = {
-    "GET /agentmemory/team/feed", "GET /agentmemory/team/profile", "POST /agentmemory/team/share",
-    "GET /agentmemory/mesh/export", "GET /agentmemory/mesh/peers", "POST /agentmemory/mesh/peers",
-    "POST /agentmemory/mesh/receive", "POST /agentmemory/mesh/sync",
-    "POST /agentmemory/snapshot/create", "POST /agentmemory/snapshot/restore",
-    "GET /agentmemory/snapshots", "GET /agentmemory/commits",
-    "GET /agentmemory/claude-bridge/read", "POST /agentmemory/claude-bridge/sync",
-}  # fmt: skip
-ELSEWHERE_TOOLS = {
-    # issue 17
-    "memory_claude_bridge_sync", "memory_commits", "memory_mesh_sync", "memory_snapshot_create",
-    "memory_team_feed", "memory_team_share",
-}  # fmt: skip
-
 
 def ensure_packages() -> None:
     if (SCRIPTS / "post-commit.mjs").exists() and (PKG / "mcp" / "bin.mjs").exists():

@@ -1,7 +1,6 @@
 """Upstream's whole surface on a fresh stack: every route of the installed package's route
 table is served (no 404 / 405), nothing answers 500, and GET /agentmemory/mcp/tools names
-every tool of its registry. The allowlists in tests/upstream/stack.py hold the routes and
-tools of the coordination and team/mesh issues until those land."""
+every tool of its registry."""
 
 from __future__ import annotations
 
@@ -12,8 +11,6 @@ import httpx
 import pytest
 
 from tests.upstream.stack import (
-    ELSEWHERE_TOOLS,
-    TEAM_ROUTES,
     auth,
     start_product,
     upstream_routes,
@@ -46,16 +43,15 @@ async def test_every_upstream_route_answers_and_every_tool_is_listed(tmp_path: P
             listed = {t["name"] for t in (await http.get("/agentmemory/mcp/tools")).json()["tools"]}
     finally:
         eng.stop()
-    pending = TEAM_ROUTES
     # A route that is not served answers 405, or 404 "no route for …"; a served one may
     # still answer 404 for a record or file it does not find (an empty request names none).
     missing = {
         r: a
         for r, a in answers.items()
-        if (a[0] == 405 or (a[0] == 404 and "no route for" in a[1])) and r not in pending
+        if (a[0] == 405 or (a[0] == 404 and "no route for" in a[1]))
     }
     assert missing == {}
     broken = {r: a for r, a in answers.items() if a[0] >= 500 and a[0] != 501}
     assert broken == {}
     assert answers["POST /agentmemory/vision-search"][0] == 400  # no query given
-    assert set(tools) - ELSEWHERE_TOOLS <= listed, sorted(set(tools) - ELSEWHERE_TOOLS - listed)
+    assert set(tools) <= listed, sorted(set(tools) - listed)

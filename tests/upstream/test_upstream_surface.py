@@ -25,7 +25,6 @@ from engine import Client, connect, discover
 from tests.conftest import EngineProcess
 from tests.helpers import eventually, wait_until
 from tests.upstream.stack import (
-    ELSEWHERE_TOOLS,
     PKG,
     auth,
     base_tools,
@@ -221,11 +220,20 @@ async def test_the_post_commit_hook_links_a_session_and_by_commit_finds_it(
             return any(x["id"] == sid for x in r.json()["sessions"])
 
         await eventually(started, timeout=10, what="the session")
+        post_tool(stack, sid, repo, "Edit", {"file_path": str(repo / "billing.py"),
+                  "old_string": "TAX = 0.2", "new_string": "TAX = 0.2\nROUND = 2"}, "ok")  # fmt: skip
+        [edit] = await observations(stack, sid)
         run_script("post-commit.mjs", {"session_id": sid, "cwd": str(repo)}, stack.env(), repo)
         r = await http.get("/agentmemory/session/by-commit", params={"sha": sha})
         assert r.status_code == 200, r.text
         body = r.json()
         assert [x["id"] for x in body["sessions"]] == [sid]
+        # The observation behind it: the session's edit of the commit's file.
+        assert [o["id"] for o in body["observations"]] == [edit["id"]]
+        listed = (await http.get("/agentmemory/commits", params={"branch": "main"})).json()
+        assert sha in [c["sha"] for c in listed["commits"]]
+        other = (await http.get("/agentmemory/commits", params={"branch": "nope"})).json()
+        assert other == {"commits": []}
         assert body["commit"]["files"] == ["billing.py"] and body["commit"]["branch"] == "main"
         assert body["commit"]["message"] == "billing: flat tax rate"
         assert body["sessions"][0]["commitShas"] == [sha]
@@ -236,8 +244,40 @@ async def test_the_post_commit_hook_links_a_session_and_by_commit_finds_it(
     async with stack.shim() as s:
         found = doc_of(await s.call_tool("memory_commit_lookup", {"sha": sha}))
         assert found["sessions"][0]["id"] == sid
+        assert [o["id"] for o in found["observations"]] == [edit["id"]]
         none = doc_of(await s.call_tool("memory_commit_lookup", {"sha": "0" * 40}))
-        assert none == {"commit": None, "sessions": []}
+        assert none == {"commit": None, "sessions": [], "observations": []}
+        commits = doc_of(await s.call_tool("memory_commits", {"repo": "", "limit": 5}))
+        assert sha in [c["sha"] for c in commits["commits"]]
+
+
+async def test_team_snapshot_mesh_and_bridge_tools_through_the_shim(stack: Stack) -> None:
+    async with stack.http() as http:
+        r = await http.post("/agentmemory/remember", json={"content": "deploys go out on tuesdays"})
+        mid = r.json()["memory"]["id"]
+    async with stack.shim() as s:
+        shared = doc_of(
+            await s.call_tool("memory_team_share", {"itemId": mid, "itemType": "memory"})
+        )
+        assert shared["sharedItem"]["itemId"] == mid and shared["alreadyShared"] is False
+        feed = doc_of(await s.call_tool("memory_team_feed", {"limit": 5}))
+        assert [i["itemId"] for i in feed["items"]] == [mid]
+        # One instance, no peers: converged at once, nothing to report.
+        synced = doc_of(await s.call_tool("memory_mesh_sync", {"direction": "both"}))
+        assert synced == {"success": True, "converged": True, "results": []}
+        snap = doc_of(await s.call_tool("memory_snapshot_create", {"message": "from the shim"}))
+        assert snap["snapshot"]["message"] == "from the shim"
+        assert snap["snapshot"]["stats"]["memories"] >= 1
+        off = await s.call_tool("memory_claude_bridge_sync", {"direction": "write"})
+        assert "CLAUDE_MEMORY_BRIDGE" in text_of(off)
+    async with stack.http() as http:
+        listed = (await http.get("/agentmemory/snapshots")).json()["snapshots"]
+        assert snap["snapshot"]["commitHash"] in [x["commitHash"] for x in listed]
+        res = await http.post(
+            "/agentmemory/mcp/resources/read", json={"uri": "agentmemory://team/default/profile"}
+        )
+        profile = json.loads(res.json()["contents"][0]["text"])
+        assert profile["teamId"] == "default" and profile["sharedItems"] == 1
 
 
 async def test_lessons_save_strengthen_recall_and_delete(stack: Stack) -> None:
@@ -372,7 +412,7 @@ async def test_tool_sets_are_upstreams_core_and_basic(stack: Stack) -> None:
     core = {t.name for t in visible(defs, "core")}
     basic = {t.name for t in visible(defs, "basic")}
     assert core == essential_tools() and len(core) == 8
-    assert basic == base_tools() - ELSEWHERE_TOOLS and len(base_tools()) == 14
+    assert basic == base_tools() and len(base_tools()) == 14
     assert len(visible(defs, "all")) == len(defs)
 
 
