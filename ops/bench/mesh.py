@@ -30,7 +30,6 @@ from pathlib import Path
 # ops/bench holds an http.py: keep this script's folder from shadowing the stdlib.
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).parent.resolve()]
 
-import argparse
 import asyncio
 import json
 import os
@@ -46,7 +45,6 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import httpx
-import uvloop
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
@@ -56,7 +54,7 @@ from nats.aio.msg import Msg
 from nats.js.api import StreamConfig
 
 from engine import Client, Source, connect
-from ops.bench._common import ROOT, emit, median, pct
+from ops.bench._common import ROOT, emit, machine, median, pct, run_async
 from ops.partition import Relay
 
 SECRET = "mesh-bench-secret"
@@ -259,8 +257,7 @@ async def main(quick: bool) -> None:
     figures.update(
         startup_s=round(started_s, 1),
         total_s=round(time.monotonic() - t_begin, 1),
-        cpus=os.cpu_count(),
-        load_avg_1m=round(os.getloadavg()[0], 2),
+        **machine(),
     )
     print(
         f"propagation p50 {figures['propagation_p50_ms']} ms (raw publish "
@@ -460,11 +457,4 @@ def _catchup(times: list[float], t_restore: float, n: int) -> dict[str, float]:
 
 
 if __name__ == "__main__":
-    import faulthandler
-
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--quick", action="store_true")
-    args = ap.parse_args()
-    faulthandler.dump_traceback_later(300 if args.quick else 1800, exit=True)
-    uvloop.install()
-    asyncio.run(main(args.quick))
+    run_async(main, 300, 1800)
