@@ -127,6 +127,10 @@ def load_config(path: str | os.PathLike[str] | None) -> EngineConfig:
 
 
 def check(cfg: EngineConfig) -> None:
+    if not 1 <= cfg.nats.replicas <= 5:
+        raise ConfigError(
+            f"nats.replicas must be from 1 to 5 (JetStream's range), got {cfg.nats.replicas}"
+        )
     names = [w.name for w in cfg.workers]
     dup = {n for n in names if names.count(n) > 1}
     if dup:

@@ -19,6 +19,9 @@ log = logging.getLogger("engine.connect")
 
 ENV_URL = "ENGINE_NATS_URL"
 ENV_CREDENTIALS = "ENGINE_NATS_CREDENTIALS"
+ENV_REPLICAS = "ENGINE_REPLICAS"
+"""JetStream replicas of the buckets and streams a process creates (`nats.replicas` of the
+instance's config, set by the supervisor for its workers): 3 on a three-node cluster."""
 _CLOSED: weakref.WeakKeyDictionary[NATS, asyncio.Event] = weakref.WeakKeyDictionary()
 
 
@@ -28,6 +31,22 @@ def default_url() -> str:
 
     lay = current_layout()
     return f"nats://127.0.0.1:{lay.ports_for(lay.default_instance()).nats}"
+
+
+def default_replicas() -> int:
+    """The instance's JetStream replica count (ENGINE_REPLICAS), 1 when unset."""
+    raw = os.environ.get(ENV_REPLICAS, "").strip()
+    if not raw:
+        return 1
+    try:
+        n = int(raw)
+    except ValueError:
+        raise ValueError(
+            f"{ENV_REPLICAS} must be a whole number from 1 to 5, got {raw!r}"
+        ) from None
+    if not 1 <= n <= 5:
+        raise ValueError(f"{ENV_REPLICAS} must be from 1 to 5 (JetStream's range), got {n}")
+    return n
 
 
 def closed_event(nc: NATS) -> asyncio.Event | None:

@@ -28,6 +28,7 @@ class Objects:
                 store = await js.object_store(bucket)
             except nats.js.errors.BucketNotFoundError:
                 try:
+                    config = {"replicas": client.replicas, **config}
                     store = await js.create_object_store(bucket, **config)
                 except nats.js.errors.BadRequestError:
                     store = await js.object_store(bucket)  # a racing peer created it

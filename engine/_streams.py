@@ -77,7 +77,8 @@ class Stream:
             return self
         except _jetstream.NotFound:
             pass
-        cfg = StreamConfig(name=self.name, subjects=self.subjects, **self.config)
+        config = {"num_replicas": self.client.replicas, **self.config}
+        cfg = StreamConfig(name=self.name, subjects=self.subjects, **config)
         js = self.client._js
         try:
             await js.add_stream(cfg)

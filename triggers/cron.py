@@ -95,7 +95,8 @@ def server_schedule(expr: str) -> str:
     raise ValueError(f"cron schedule {expr!r} must have 5 or 6 fields, or be an @ form")
 
 
-async def ensure_cron_stream(js: JetStreamContext) -> None:
+async def ensure_cron_stream(js: JetStreamContext, replicas: int) -> None:
+    """The CRON stream, at the instance's replica count (a client's `replicas`)."""
     try:
         await js.add_stream(
             StreamConfig(
@@ -104,6 +105,7 @@ async def ensure_cron_stream(js: JetStreamContext) -> None:
                 allow_msg_schedules=True,
                 max_msgs_per_subject=1,
                 storage=StorageType.FILE,
+                num_replicas=replicas,
             )
         )
     except nats.js.errors.BadRequestError:
@@ -127,7 +129,7 @@ class CronTrigger:
     async def start(self, client: Client) -> None:
         self._client = client
         js = client.nc.jetstream()
-        await ensure_cron_stream(js)
+        await ensure_cron_stream(js, client.replicas)
         await ensure_consumer(js, STREAM, DURABLE, filter_subject=TICK + ">", max_ack_pending=16)
         self._watcher = SpecWatcher(client, self)
         await self._watcher.start()
@@ -240,7 +242,7 @@ async def fire_now(client: Client, tid: str, function_id: str) -> Fired:
         raise FunctionError("NOT_FOUND", f"no cron trigger {tid or function_id}")
     cfg = msgspec.convert(spec.config, CronConfig)
     js = client.nc.jetstream()
-    await ensure_cron_stream(js)
+    await ensure_cron_stream(js, client.replicas)
     ack = await js.publish(
         TICK + spec.id, msgspec.json.encode(cfg.payload), headers={"Cron-Manual": "true"}
     )

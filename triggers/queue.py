@@ -84,7 +84,9 @@ def subject(queue: str) -> str:
     return f"queue.{queue}"
 
 
-async def ensure_queue_stream(js: JetStreamContext, queue: str) -> str:
+async def ensure_queue_stream(js: JetStreamContext, queue: str, replicas: int) -> str:
+    """The queue's work-queue stream, at the instance's replica count (a client's
+    `replicas`)."""
     name = stream_name(queue)
     try:
         await js.add_stream(
@@ -94,6 +96,7 @@ async def ensure_queue_stream(js: JetStreamContext, queue: str) -> str:
                 retention=RetentionPolicy.WORK_QUEUE,
                 storage=StorageType.FILE,
                 duplicate_window=120.0,
+                num_replicas=replicas,
             )
         )
     except nats.js.errors.BadRequestError:
@@ -101,10 +104,15 @@ async def ensure_queue_stream(js: JetStreamContext, queue: str) -> str:
     return name
 
 
-async def ensure_dlq_stream(js: JetStreamContext) -> None:
+async def ensure_dlq_stream(js: JetStreamContext, replicas: int) -> None:
     try:
         await js.add_stream(
-            StreamConfig(name=DLQ_STREAM, subjects=[DLQ_PREFIX + ">"], storage=StorageType.FILE)
+            StreamConfig(
+                name=DLQ_STREAM,
+                subjects=[DLQ_PREFIX + ">"],
+                storage=StorageType.FILE,
+                num_replicas=replicas,
+            )
         )
     except nats.js.errors.BadRequestError:
         pass
@@ -114,7 +122,7 @@ async def enqueue(client: Client, queue: str, payload: Any, *, msg_id: str = "")
     """Store a call durably; returns once JetStream has it. Same `msg_id` → stored once."""
     check_queue_name(queue)
     js = client.nc.jetstream()
-    await ensure_queue_stream(js, queue)
+    await ensure_queue_stream(js, queue, client.replicas)
     data = payload if isinstance(payload, bytes) else msgspec.json.encode(payload)
     headers = {"Nats-Msg-Id": msg_id} if msg_id else None
     ack = await js.publish(subject(queue), data, headers=headers)
@@ -141,7 +149,7 @@ class QueueTrigger:
         from triggers.plugin import SpecWatcher
 
         self._client = client
-        await ensure_dlq_stream(client.nc.jetstream())
+        await ensure_dlq_stream(client.nc.jetstream(), client.replicas)
         self._watcher = SpecWatcher(client, self)
         await self._watcher.start()
 
@@ -153,7 +161,7 @@ class QueueTrigger:
         await self.remove(spec.key)
         assert self._client is not None
         js = self._client.nc.jetstream()
-        stream = await ensure_queue_stream(js, cfg.queue)
+        stream = await ensure_queue_stream(js, cfg.queue, self._client.replicas)
         await ensure_consumer(js, stream, DURABLE, max_ack_pending=cfg.concurrency)
         loop = ConsumerLoop(
             js,
