@@ -134,9 +134,13 @@ class Stream:
         finally:
             span.end()
 
-    async def info(self) -> StreamInfo:
-        """Messages, bytes, sequences and subject count now; NOT_FOUND if it does not exist."""
-        return await _jetstream.stream_info(self.client, self.name)
+    async def info(self, timeout: float | None = None) -> StreamInfo:
+        """Messages, bytes, sequences and subject count now; NOT_FOUND if it does not exist.
+        Waits at most `timeout` seconds (default the JetStream API's), then raises BusError
+        (DEADLINE_EXCEEDED): on a cluster a stream electing its leader answers nothing."""
+        if timeout is None:
+            return await _jetstream.stream_info(self.client, self.name)
+        return await _jetstream.stream_info(self.client, self.name, timeout)
 
     def read(
         self,

@@ -110,9 +110,11 @@ class IndexHolder:
         self.index.apply(event)
 
     async def caught_up(self, timeout: float = 5.0) -> bool:
-        """Wait until every event in the stream right now has been applied."""
-        target = (await self.events.info()).last_seq
+        """Wait until every event in the stream right now has been applied: at most
+        `timeout` seconds in all, asking the stream its last sequence included (a stream
+        electing a new leader answers nothing until it has one)."""
         deadline = time.monotonic() + timeout
+        target = (await self.events.info(timeout=timeout)).last_seq
         while max(self.index.seq, self.delivered_seq) < target:
             self._applied.clear()
             left = deadline - time.monotonic()
