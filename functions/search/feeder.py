@@ -29,6 +29,10 @@ from functions.search.vectors import Embedder, VectorIndex, provider_from_env
 
 log = logging.getLogger("functions.search")
 SNAPSHOT_BUCKET = "mem_search_snapshots"
+STALL = 0.5
+"""Seconds a fence waits behind the stream with nothing delivered before it restarts the
+follower: on a cluster, the node holding a follower's consumer may die, and the client
+would notice only after two missed heartbeats (10-20 s)."""
 _decoder = msgspec.json.Decoder(MemEvent)
 
 
@@ -54,6 +58,9 @@ class IndexHolder:
         self.snapshot_seq = 0
         self.stream_last_seq = 0
         self.delivered_seq = 0
+        self.delivered_at = time.monotonic()
+        self.follower_restarts = 0
+        self._restarting: asyncio.Task[None] | None = None
         self._client: Client | None = None
         self._follower: Follower | None = None
         self.events: Stream
@@ -81,6 +88,8 @@ class IndexHolder:
             self._tasks.append(asyncio.create_task(self._embed_loop()))
 
     async def stop(self, client: Client) -> None:
+        if self._restarting is not None:
+            self._tasks.append(self._restarting)
         for t in self._tasks:
             t.cancel()
         for t in self._tasks:
@@ -93,7 +102,10 @@ class IndexHolder:
 
     # ---- events ----------------------------------------------------------------------
     async def _on_event(self, msg: StreamMessage) -> None:
+        if msg.seq <= self.delivered_seq:
+            return  # a follower restarted from the last applied event delivers it again
         self.delivered_seq = msg.seq
+        self.delivered_at = time.monotonic()
         try:
             event = _decoder.decode(msg.data)
         except msgspec.DecodeError:
@@ -113,16 +125,46 @@ class IndexHolder:
         """Wait until every event in the stream right now has been applied: at most
         `timeout` seconds in all, asking the stream its last sequence included (a stream
         electing a new leader answers nothing until it has one)."""
-        deadline = time.monotonic() + timeout
+        started = time.monotonic()
+        deadline = started + timeout
         target = (await self.events.info(timeout=timeout)).last_seq
         while max(self.index.seq, self.delivered_seq) < target:
             self._applied.clear()
-            left = deadline - time.monotonic()
+            now = time.monotonic()
+            left = deadline - now
             if left <= 0:
                 return False
+            if now - started > STALL and now - self.delivered_at > STALL:
+                self._kick()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._applied.wait(), min(left, 0.05))
         return True
+
+    def _kick(self) -> None:
+        """Restart the follower in the background, once at a time (the fence goes on
+        waiting for it until its own deadline)."""
+        if self._restarting is None or self._restarting.done():
+            self._restarting = asyncio.create_task(self._restart_follower())
+
+    async def _restart_follower(self) -> None:
+        """Follow the stream again from the next event not yet delivered: a new consumer,
+        on whichever node now leads the stream; tried again each second until one is
+        made (the stream may still be electing its leader)."""
+        old, self._follower = self._follower, None
+        if old is not None:
+            await old.stop()
+        self.follower_restarts += 1
+        while True:
+            start = max(self.index.seq, self.delivered_seq) + 1
+            try:
+                self._follower = await self.events.follow(self._on_event, start_seq=start)
+            except Exception as exc:
+                log.warning("following MEM_EVENTS again at %d failed (%s); retrying", start, exc)
+                await asyncio.sleep(1.0)
+                continue
+            self.delivered_at = time.monotonic()
+            log.warning("MEM_EVENTS follower stalled behind the stream; restarted at %d", start)
+            return
 
     # ---- snapshots -------------------------------------------------------------------
     async def save(self) -> int:

@@ -1,6 +1,7 @@
 """Search's freshness fence on a cluster: it waits for acknowledged writes at most
 SEARCH_FRESHNESS_SECONDS, also while the event stream has no leader (electing one after
-a node died, or without quorum), and then answers from what its replica holds."""
+a node died, or without quorum), and then answers from what its replica holds; a replica
+whose follower stalled (its consumer's node died) follows the stream again at once."""
 
 from __future__ import annotations
 
@@ -13,18 +14,20 @@ from collections.abc import Iterator
 import pytest
 
 from engine import Client, connect
+from functions.memory.store import events_stream
+from functions.records import EVENTS_STREAM, EVENTS_SUBJECT, Observation, ObservationAdded
 from ops.cluster.nodes import NatsCluster
 from tests.conftest import ROOT
+from tests.helpers import eventually
 
 
-@pytest.fixture
-def search_on_node0(nats_cluster: NatsCluster) -> Iterator[subprocess.Popen[bytes]]:
+def _search_worker(url: str, freshness: str) -> subprocess.Popen[bytes]:
     env = dict(
         os.environ,
         PYTHONPATH=str(ROOT),
-        ENGINE_NATS_URL=nats_cluster.urls[0],  # this replica reaches node 0 only
+        ENGINE_NATS_URL=url,
         ENGINE_REPLICAS="3",
-        SEARCH_FRESHNESS_SECONDS="1",
+        SEARCH_FRESHNESS_SECONDS=freshness,
         ENGINE_LOG_LEVEL="WARNING",
     )
     p = subprocess.Popen([sys.executable, "-m", "workers.search"], env=env, cwd=ROOT,
@@ -36,6 +39,20 @@ def search_on_node0(nats_cluster: NatsCluster) -> Iterator[subprocess.Popen[byte
     else:
         raise RuntimeError("the search worker did not start")
     threading.Thread(target=lambda: [None for _ in p.stderr or []], daemon=True).start()
+    return p
+
+
+@pytest.fixture
+def search_on_node0(nats_cluster: NatsCluster) -> Iterator[subprocess.Popen[bytes]]:
+    p = _search_worker(nats_cluster.urls[0], "1")  # this replica reaches node 0 only
+    yield p
+    p.kill()
+    p.wait()
+
+
+@pytest.fixture
+def search_anywhere(nats_cluster: NatsCluster) -> Iterator[subprocess.Popen[bytes]]:
+    p = _search_worker(nats_cluster.url, "3")
     yield p
     p.kill()
     p.wait()
@@ -56,5 +73,35 @@ async def test_search_answers_within_its_freshness_bound_when_the_stream_has_no_
         got = await client.call("mem::search", {"query": "parser", "format": "compact"},
                                 timeout=3.5)  # fmt: skip
         assert got["results"] == []
+    finally:
+        await nc.close()
+
+
+async def test_a_replica_whose_follower_died_with_its_node_follows_again_for_the_next_read(
+    nats_cluster: NatsCluster, search_anywhere: subprocess.Popen[bytes]
+) -> None:
+    nc = await connect(nats_cluster.url)
+    try:
+        client = Client(nc)
+        js = nc.jetstream()
+        # The replica's ordered consumer lives on one node: that node dies. The client
+        # library would notice after two missed heartbeats (10-20 s); the fence must not
+        # wait for that.
+        [consumer] = await js.consumers_info(EVENTS_STREAM)
+        assert consumer.cluster is not None
+        where = consumer.cluster.leader
+        nats_cluster.kill_node(next(k for k, n in enumerate(nats_cluster.nodes)
+                                    if n.server_name == where))  # fmt: skip
+        await eventually(lambda: js.stream_info(EVENTS_STREAM), timeout=30,
+                         what="MEM_EVENTS led again")  # fmt: skip
+        obs = Observation(id="obs_fence_1", session_id="s", project="p",
+                          hook_type="post_tool_use", timestamp="2026-11-29T10:00:00Z",
+                          title="ran the wombatizer", narrative="wombatizer output")  # fmt: skip
+        await events_stream(client).publish(
+            f"{EVENTS_SUBJECT}.observation.obs_fence_1", ObservationAdded(observation=obs)
+        )
+        got = await client.call("mem::search", {"query": "wombatizer", "format": "compact"},
+                                timeout=5)  # fmt: skip
+        assert [h["id"] for h in got["results"]] == ["obs_fence_1"]
     finally:
         await nc.close()
