@@ -153,6 +153,8 @@ class State:
                 kv = await js.create_key_value(cfg)
             except nats.js.errors.BadRequestError:
                 kv = await js.key_value(bucket)  # a racing replica created it first
+            if replicas > 1 and client is not None:
+                await _jetstream.wait_for_leader(client, f"KV_{bucket}", CREATE_TIMEOUT)
         return cls(kv, bucket, client)
 
     async def entry(self, key: str, type: type[T] | Any = Any) -> Entry[T] | None:

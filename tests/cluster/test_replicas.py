@@ -3,6 +3,7 @@ says, also when the code that creates it names no replica count."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -33,15 +34,39 @@ async def test_buckets_streams_and_object_stores_take_the_instance_replicas(
         await client.state("plain_bucket")
         await client.stream("PLAIN", subjects=["plain.>"]).ensure()
         await client.objects("plain_objects")
-        js = nc.jetstream()
-        await ensure_cron_stream(js, client.replicas)
-        await ensure_queue_stream(js, "plain-queue", client.replicas)
+        await ensure_cron_stream(client)
+        await ensure_queue_stream(client, "plain-queue")
         for stream in ("KV_plain_bucket", "PLAIN", "OBJ_plain_objects", CRON_STREAM,
                        "QUEUE_PLAIN_QUEUE"):  # fmt: skip
             assert await _replicas(client, stream) == (3, 3), stream
         # A caller that names its own count keeps it.
         await client.state("single_bucket", replicas=1)
         assert await _replicas(client, "KV_single_bucket") == (1, 1)
+    finally:
+        await nc.close()
+
+
+async def test_a_replicated_bucket_stream_or_object_store_takes_writes_once_opened(
+    nats_cluster: NatsCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A stream just made with three replicas elects its leader first; a write sent before
+    # that found no responder (a worker crashed at start on its first KV put).
+    monkeypatch.setenv(ENV_REPLICAS, "3")
+    nc = await connect(nats_cluster.url)
+    try:
+        client = Client(nc)
+
+        async def bucket(i: int) -> None:
+            await (await client.state(f"fresh_{i}")).put("k", i)
+
+        async def stream(i: int) -> None:
+            s = await client.stream(f"FRESH_{i}", subjects=[f"fresh{i}.>"]).ensure()
+            await s.publish(f"fresh{i}.x", b"x")
+
+        async def objects(i: int) -> None:
+            await (await client.objects(f"fresh_obj_{i}")).put("o", b"data")
+
+        await asyncio.gather(*(f(i) for i in range(20) for f in (bucket, stream, objects)))
     finally:
         await nc.close()
 

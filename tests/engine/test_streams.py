@@ -193,3 +193,18 @@ async def test_a_publish_without_an_ack_in_time_is_a_deadline_error(client: Clie
         await client.stream("SLOW").publish("slow.x", b"x", timeout=0.3)
     assert ei.value.code == "DEADLINE_EXCEEDED"
     assert time.monotonic() - started < 2
+
+
+async def test_a_message_is_read_by_its_sequence_and_a_missing_one_is_none(client: Client) -> None:
+    ev = await client.stream("EV", subjects=["ev.>"]).ensure()
+    await ev.publish("ev.a", Ev(1))
+    await ev.publish("ev.b", b"\x00raw bytes\xff")
+    await ev.publish("ev.a", Ev(3))
+    await ev.purge("ev.a")  # seq 1 and 3 gone
+    got = await ev.get(2)
+    assert got == StreamMessage(2, "ev.b", b"\x00raw bytes\xff")
+    assert await ev.get(1) is None  # deleted
+    assert await ev.get(99) is None  # not written yet
+    with pytest.raises(FunctionError) as ei:
+        await client.stream("NOPE").get(1)
+    assert ei.value.code == "NOT_FOUND"
