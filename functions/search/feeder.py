@@ -30,9 +30,14 @@ from functions.search.vectors import Embedder, VectorIndex, provider_from_env
 log = logging.getLogger("functions.search")
 SNAPSHOT_BUCKET = "mem_search_snapshots"
 STALL = 0.5
-"""Seconds a fence waits behind the stream with nothing delivered before it restarts the
-follower: on a cluster, the node holding a follower's consumer may die, and the client
-would notice only after two missed heartbeats (10-20 s)."""
+"""Seconds a fence waits behind the stream with nothing delivered before it calls the
+follower stalled: on a cluster, the node holding a follower's consumer may die, and the
+client library would notice only after two missed heartbeats (10-20 s)."""
+GAP_MAX = 2000
+"""A stalled fence reads at most this many missing events itself, one by one."""
+FOLLOW_TIMEOUT = 1.0
+"""Seconds one attempt to make a follower's consumer may take: on a cluster whose meta
+leader died, none can be made until a new one is elected; try again soon."""
 _decoder = msgspec.json.Decoder(MemEvent)
 
 
@@ -76,6 +81,7 @@ class IndexHolder:
         self._client = client
         self.store = await client.objects(SNAPSHOT_BUCKET)
         await self.restore()
+        self.delivered_seq = self.index.seq  # the snapshot covers these
         if self.embedder is not None:
             ensure_model(self.index, self.embedder)
         self.events = await events_stream(client).ensure()
@@ -102,10 +108,16 @@ class IndexHolder:
 
     # ---- events ----------------------------------------------------------------------
     async def _on_event(self, msg: StreamMessage) -> None:
-        if msg.seq <= self.delivered_seq:
-            return  # a follower restarted from the last applied event delivers it again
-        self.delivered_seq = msg.seq
         self.delivered_at = time.monotonic()
+        self._apply(msg)
+
+    def _apply(self, msg: StreamMessage) -> None:
+        # Events come from the follower and, while it is stalled, from a fence reading the
+        # gap itself: each source in order, from the first event not yet delivered, so
+        # keeping the first copy of each keeps the whole in order.
+        if msg.seq <= self.delivered_seq:
+            return
+        self.delivered_seq = msg.seq
         try:
             event = _decoder.decode(msg.data)
         except msgspec.DecodeError:
@@ -134,11 +146,29 @@ class IndexHolder:
             left = deadline - now
             if left <= 0:
                 return False
-            if now - started > STALL and now - self.delivered_at > STALL:
+            restarting = self._restarting is not None and not self._restarting.done()
+            if restarting or (now - started > STALL and now - self.delivered_at > STALL):
                 self._kick()
+                if target - self.delivered_seq <= GAP_MAX:
+                    await self._read_gap(target, deadline)
+                    continue
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._applied.wait(), min(left, 0.05))
         return True
+
+    async def _read_gap(self, target: int, deadline: float) -> None:
+        """Apply the events up to `target` that the stalled follower has not delivered,
+        read by sequence from the stream's leader (no consumer needed)."""
+        while self.delivered_seq < target:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            seq = self.delivered_seq + 1
+            msg = await self.events.get(seq, timeout=left)
+            if msg is None:  # deleted (forgotten records are purged): nothing to apply
+                self.delivered_seq = max(self.delivered_seq, seq)
+                continue
+            self._apply(StreamMessage(msg.seq, msg.subject, msg.data, target - seq))
 
     def _kick(self) -> None:
         """Restart the follower in the background, once at a time (the fence goes on
@@ -157,7 +187,9 @@ class IndexHolder:
         while True:
             start = max(self.index.seq, self.delivered_seq) + 1
             try:
-                self._follower = await self.events.follow(self._on_event, start_seq=start)
+                self._follower = await self.events.follow(
+                    self._on_event, start_seq=start, timeout=FOLLOW_TIMEOUT
+                )
             except Exception as exc:
                 log.warning("following MEM_EVENTS again at %d failed (%s); retrying", start, exc)
                 await asyncio.sleep(1.0)

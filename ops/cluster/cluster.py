@@ -53,6 +53,23 @@ def free_anchor(hosts: int = HOSTS) -> int:
     raise RuntimeError("no free port blocks on loopback")
 
 
+def start_on_free_ports(root: Path, env: dict[str, str], attempts: int = 3) -> Cluster:
+    """A started cluster on free port blocks (tests, benchmarks): another process on the
+    machine may take a port between the check and the bind, so a failed start is tried
+    again on other blocks, from a fresh data dir."""
+    import shutil
+
+    for attempt in range(attempts):
+        where = root / f"try-{attempt}"
+        try:
+            return Cluster(where, anchor=free_anchor(), env=env).start()
+        except Exception:
+            if attempt == attempts - 1:
+                raise
+            shutil.rmtree(where, ignore_errors=True)
+    raise AssertionError("unreachable")
+
+
 class Cluster:
     def __init__(
         self,

@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from engine import Client, Context, Worker, connect
-from ops.cluster.cluster import Cluster, free_anchor
+from ops.cluster.cluster import Cluster, start_on_free_ports
 from tests.helpers import eventually
 
 SECRET = "cluster-test-secret"
@@ -30,9 +30,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         "AGENTMEMORY_SECRET": SECRET,
         "ENGINE_LOG_LEVEL": "WARNING",
     }
-    c = Cluster(root / "data", anchor=free_anchor(), env=env)
+    c = start_on_free_ports(root / "data", env)
     try:
-        c.start()
         yield c
     finally:
         c.kill()

@@ -20,6 +20,8 @@ from ops.cluster.nodes import NatsCluster
 from tests.conftest import ROOT
 from tests.helpers import eventually
 
+LOGS: dict[int, list[str]] = {}
+
 
 def _search_worker(url: str, freshness: str) -> subprocess.Popen[bytes]:
     env = dict(
@@ -33,12 +35,17 @@ def _search_worker(url: str, freshness: str) -> subprocess.Popen[bytes]:
     p = subprocess.Popen([sys.executable, "-m", "workers.search"], env=env, cwd=ROOT,
                          stderr=subprocess.PIPE)  # fmt: skip
     assert p.stderr is not None
+    early: list[bytes] = []
     for raw in p.stderr:
+        early.append(raw)
         if b"ENGINE_WORKER_READY" in raw:
             break
     else:
-        raise RuntimeError("the search worker did not start")
-    threading.Thread(target=lambda: [None for _ in p.stderr or []], daemon=True).start()
+        raise RuntimeError("the search worker did not start:\n" + b"".join(early[-30:]).decode())
+    lines: list[str] = []
+    LOGS[p.pid] = lines
+    threading.Thread(target=lambda: [lines.append(x.decode()) for x in p.stderr or []],
+                     daemon=True).start()  # fmt: skip
     return p
 
 
@@ -94,6 +101,8 @@ async def test_a_replica_whose_follower_died_with_its_node_follows_again_for_the
                                     if n.server_name == where))  # fmt: skip
         await eventually(lambda: js.stream_info(EVENTS_STREAM), timeout=30,
                          what="MEM_EVENTS led again")  # fmt: skip
+        await eventually(lambda: client.call("mem::search", {"query": "x"}, timeout=15),
+                         timeout=30, what="the replica serving again")  # fmt: skip
         obs = Observation(id="obs_fence_1", session_id="s", project="p",
                           hook_type="post_tool_use", timestamp="2026-11-29T10:00:00Z",
                           title="ran the wombatizer", narrative="wombatizer output")  # fmt: skip
@@ -102,6 +111,8 @@ async def test_a_replica_whose_follower_died_with_its_node_follows_again_for_the
         )
         got = await client.call("mem::search", {"query": "wombatizer", "format": "compact"},
                                 timeout=5)  # fmt: skip
-        assert [h["id"] for h in got["results"]] == ["obs_fence_1"]
+        assert [h["id"] for h in got["results"]] == ["obs_fence_1"], "".join(
+            LOGS[search_anywhere.pid][-20:]
+        )
     finally:
         await nc.close()
