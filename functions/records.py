@@ -92,6 +92,8 @@ class Observation(msgspec.Struct, omit_defaults=True, kw_only=True):
     event_id: str = ""
     raw: str = ""
     """Scrubbed source text (prompt, tool input/output, error), capped."""
+    origin: str = ""
+    """Where it came from: empty for a hook, `import` for an imported transcript."""
     truncated: list[str] = msgspec.field(default_factory=list)
     """Fields of the hook's data that were cut to size (`data.tool_input.content (3145728
     chars)`): the record is whole, its source was not."""
@@ -136,6 +138,8 @@ class Session(msgspec.Struct, omit_defaults=True, kw_only=True):
     status: Literal["active", "ended", "abandoned"] = "active"
     observation_count: int = 0
     last_seen: str = ""
+    origin: str = ""
+    """Empty for a session the hooks recorded, `import` for an imported transcript."""
     commit_shas: list[str] = msgspec.field(default_factory=list)
     """Commits the post-commit hook linked to this session."""
 

@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import socket
 from collections.abc import Iterator
+from typing import Any
 
 import uvicorn
 
@@ -60,3 +61,32 @@ async def serve_in_background(server: uvicorn.Server, sock: socket.socket) -> as
             raise RuntimeError("server stopped during startup")
         await asyncio.sleep(0.01)
     return task
+
+
+async def serve_app(
+    app: Any, host: str, port: int, *, ws: str = "none", what: str = "server"
+) -> tuple[QuietServer, asyncio.Task[None]]:
+    """Serve an ASGI app on `host:port` (uvicorn binds it: one process owns the port) in
+    this loop, returning once it accepts connections; stop it with `request_exit()`."""
+    config = uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        loop="none",
+        http="httptools",
+        ws=ws,
+        lifespan="off",
+        access_log=False,
+        log_level="warning",
+        server_header=False,
+        date_header=False,
+        timeout_graceful_shutdown=2,
+    )
+    server = QuietServer(config)
+    task = asyncio.create_task(server.serve())
+    while not server.started:
+        if task.done():
+            task.result()  # raises why it stopped
+            raise RuntimeError(f"{what} could not listen on {host}:{port}")
+        await asyncio.sleep(0.01)
+    return server, task

@@ -21,7 +21,7 @@ from typing import Any
 
 import msgspec
 
-from engine import CasConflict, Change, FunctionError, SnapshotEnd
+from engine import TRIGGERS_BUCKET, CasConflict, Change, FunctionError, SnapshotEnd, TriggerSpec
 from functions.coordination import actions
 from functions.coordination.checkpoints import gate
 from functions.coordination.records import Checkpoint, Sentinel
@@ -239,6 +239,16 @@ class _Event(msgspec.Struct):
 _event = msgspec.json.Decoder(_Event)
 
 
+SCAN_SCHEDULE = "*/2 * * * * *"
+SCAN_TRIGGER = TriggerSpec(
+    kind="cron",
+    function_id="mem::sentinel-scan",
+    config={"schedule": SCAN_SCHEDULE, "catch_up": "skip"},
+    id="sentinel-scan",
+    worker="mem::sentinel-scan",  # no worker's name: a worker's start never removes it
+)
+
+
 class Patterns:
     """Whether any pattern sentinel is watching, kept current by a watch of `mem_sentinels`
     (one per process): the scan cron returns at once while none is."""
@@ -246,8 +256,11 @@ class Patterns:
     def __init__(self) -> None:
         self.watching: set[str] = set()
         self._task: asyncio.Task[None] | None = None
+        self._arming: asyncio.Task[None] | None = None
+        self._cs: CoordStore | None = None
 
     def start(self, cs: CoordStore) -> None:
+        self._cs = cs
         self._task = asyncio.get_running_loop().create_task(self._follow(cs))
 
     async def stop(self) -> None:
@@ -257,6 +270,25 @@ class Patterns:
                 await self._task
 
     def _apply(self, ch: Change) -> None:
+        was = bool(self.watching)
+        self._apply_one(ch)
+        if bool(self.watching) != was and self._cs is not None:
+            self._arming = asyncio.get_running_loop().create_task(self._arm(self._cs))
+
+    async def _arm(self, cs: CoordStore) -> None:
+        """The scan's cron trigger exists while a pattern sentinel watches (every replica
+        does the same put or delete: they converge)."""
+        on = bool(self.watching)
+        try:
+            store = await cs.client.state(TRIGGERS_BUCKET, history=5)
+            if on:
+                await store.put(SCAN_TRIGGER.key, SCAN_TRIGGER)
+            else:
+                await store.delete(SCAN_TRIGGER.key)
+        except Exception as exc:  # the bus is away: the next change or start arms it
+            log.warning("pattern scan trigger not %s: %s", "armed" if on else "disarmed", exc)
+
+    def _apply_one(self, ch: Change) -> None:
         s = None
         if ch.op == "put" and ch.value:
             with contextlib.suppress(msgspec.DecodeError, msgspec.ValidationError):
@@ -271,7 +303,9 @@ class Patterns:
             try:
                 async with await cs.sentinels.changes(">") as watch:
                     async for ch in watch:
-                        if not isinstance(ch, SnapshotEnd):
+                        if isinstance(ch, SnapshotEnd):  # what is stored now: arm or disarm
+                            await self._arm(cs)
+                        else:
                             self._apply(ch)
             except asyncio.CancelledError:
                 raise

@@ -8,7 +8,7 @@ from typing import Any
 
 import msgspec
 
-from engine import Context, FunctionError, Http, NoArgs, Tool, operation
+from engine import Context, FunctionError, NoArgs, Tool, operation
 from functions.coordination import (
     actions,
     checkpoints,
@@ -82,6 +82,7 @@ from functions.coordination.wire import (
     StateChange,
     SweepOut,
 )
+from functions.owned import routes
 
 P = "/agentmemory/"
 AGENT = {"x-agent-id": "agentId"}
@@ -90,8 +91,7 @@ REFUSED = {"False": 409}
 false, error, ...}` reply, with status 409."""
 
 
-def rest(method: str, path: str, **kw: Any) -> Http:
-    return Http(method, P + path, headers=AGENT, tags=["coordination"], **kw)
+rest = routes("coordination", headers=AGENT)
 
 
 class CoordinationService:

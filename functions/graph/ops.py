@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import msgspec
 
-from engine import FunctionError, Http, operation
+from engine import FunctionError, operation
 from functions.graph import reindex
 from functions.graph.extract import observation_entities
 from functions.graph.keys import CO_OCCURS, edge_id, edge_key, node_id, node_key
@@ -21,6 +21,7 @@ from functions.graph.mirror import PURGED, PurgeNote
 from functions.lifecycle import clock
 from functions.lifecycle.digest import cursor_key
 from functions.lifecycle.wire import DecayIn, DigestIn
+from functions.owned import routes
 from functions.records import GRAPH_BUCKET, LIFECYCLE_BUCKET, GraphEdge, GraphNode, Observation
 
 MAX_IMPORT = 50_000
@@ -79,8 +80,7 @@ class ImportOut(msgspec.Struct, rename="camel", kw_only=True):
     edges: int
 
 
-def rest(method: str, path: str, **kw: Any) -> Http:
-    return Http(method, "/agentmemory/" + path, tags=["graph"], **kw)
+rest = routes("graph")
 
 
 def _load_graphify(req: ImportIn) -> tuple[Path, Any]:

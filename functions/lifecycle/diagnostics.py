@@ -19,12 +19,13 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args
 
 import msgspec
 
-from engine import FunctionError, Http, Tool, operation
+from engine import FunctionError, Tool, operation
 from functions.lifecycle import clock
 from functions.lifecycle.service import when
 from functions.lifecycle.wire import AutoForgetIn, Clocked, DigestIn, SweepIn
-from functions.memory.store import MemoryStore, kv_key
+from functions.memory.store import kv_key
 from functions.names import choices_pattern, names
+from functions.owned import OwnedService, routes
 from functions.records import (
     FACETS_BUCKET,
     LESSONS_BUCKET,
@@ -45,6 +46,10 @@ from functions.records import (
     SummaryAdded,
 )
 
+if TYPE_CHECKING:
+    from functions.lifecycle.service import LifecycleService  # the owner, imported by it
+
+
 Category = Literal[
     "sessions", "memories", "summaries", "facets", "relations", "slots", "index", "profile",
     "lessons", "actions", "leases", "sentinels", "sketches", "signals", "crystals", "mesh",
@@ -59,9 +64,6 @@ STALE_SESSION = timedelta(hours=24)
 PROFILE_LAG = 1000
 """MEM_EVENTS a profile may trail before it counts as stale (the feed runs every minute)."""
 Status = Literal["pass", "warn", "fail"]
-
-if TYPE_CHECKING:
-    from functions.lifecycle.service import LifecycleService
 
 
 class DiagnoseIn(Clocked, kw_only=True):
@@ -123,17 +125,13 @@ class Finding:
     """An async callable that repairs it (None: report only)."""
 
 
-def rest(method: str, path: str, **kw: Any) -> Http:
-    return Http(method, "/agentmemory/" + path, tags=["diagnostics"], **kw)
+rest = routes("diagnostics")
 
 
-class DiagnosticsService:
-    def __init__(self, owner: LifecycleService) -> None:
-        self.owner = owner
+class DiagnosticsService(OwnedService["LifecycleService"]):
+    """Served beside the worker's main service, over its store."""
 
-    @property
-    def store(self) -> MemoryStore:
-        return self.owner.store
+    owner: LifecycleService
 
     async def _findings(self, cats: list[str], now: datetime) -> list[Finding]:
         want = set(cats or OURS)

@@ -100,7 +100,7 @@ class FlowService:
                 for aid in ids[:200]:
                     actions += _actions_of(await ctx.call("mem::action-get", {"actionId": aid}))
             elif req.action_ids:
-                for aid in req.action_ids[:200]:
+                for aid in [a for a in req.action_ids if a.strip()][:200]:  # blanks name none
                     actions += _actions_of(await ctx.call("mem::action-get", {"actionId": aid}))
             else:
                 listed = await ctx.call(

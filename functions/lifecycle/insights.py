@@ -14,15 +14,15 @@ import hashlib
 import re
 from collections import defaultdict
 from itertools import combinations
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import msgspec
 
-from engine import Http, Tool, operation
+from engine import Tool, operation
 from functions.lifecycle import clock
 from functions.lifecycle.decay import current_lesson_strength
 from functions.lifecycle.semantic import confidence
-from functions.memory.store import MemoryStore
+from functions.owned import OwnedService, routes
 from functions.records import (
     INSIGHTS_BUCKET,
     LESSONS_BUCKET,
@@ -37,13 +37,14 @@ from functions.records import (
 )
 from functions.views import as_view, view
 
+if TYPE_CHECKING:
+    from functions.lifecycle.service import LifecycleService  # the owner, imported by it
+
+
 InsightView = view(Insight)
 Unit = Annotated[float, msgspec.Meta(ge=0, le=1)]
 _TOKEN = re.compile(r"[a-z0-9_./-]{2,}")
 _EDITS = ("file_edit", "file_write")
-
-if TYPE_CHECKING:
-    from functions.lifecycle.service import LifecycleService
 
 
 class PatternsIn(msgspec.Struct, rename="camel", kw_only=True):
@@ -111,8 +112,7 @@ class InsightsOut(msgspec.Struct, kw_only=True):
     insights: list[ScoredInsight]  # type: ignore[valid-type]
 
 
-def rest(method: str, path: str, **kw: Any) -> Http:
-    return Http(method, "/agentmemory/" + path, tags=["insights"], **kw)
+rest = routes("insights")
 
 
 def insight_id(project: str, concepts: list[str]) -> str:
@@ -120,13 +120,10 @@ def insight_id(project: str, concepts: list[str]) -> str:
     return f"ins_{h}"
 
 
-class InsightService:
-    def __init__(self, owner: LifecycleService) -> None:
-        self.owner = owner
+class InsightService(OwnedService["LifecycleService"]):
+    """Served beside the worker's main service, over its store."""
 
-    @property
-    def store(self) -> MemoryStore:
-        return self.owner.store
+    owner: LifecycleService
 
     async def _observations(self, project: str) -> list[Observation]:
         return [

@@ -6,13 +6,13 @@ use. Upstream's routes and ours both answer: `lessons/search` is `lessons/recall
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from engine import Http, Tool, operation
+from engine import Tool, operation
 from functions.lifecycle import lessons
-from functions.lifecycle.service import LifecycleService, when
+from functions.lifecycle.service import when
 from functions.lifecycle.wire import (
     LessonIdRequest,
     LessonListIn,
@@ -23,13 +23,15 @@ from functions.lifecycle.wire import (
     LessonView,
     ScoredLesson,
 )
-from functions.memory.store import MemoryStore
+from functions.owned import OwnedService, routes
 from functions.records import Lesson
 from functions.views import as_view
 
+if TYPE_CHECKING:
+    from functions.lifecycle.service import LifecycleService  # the owner, imported by it
 
-def rest(method: str, path: str, **kw: Any) -> Http:
-    return Http(method, "/agentmemory/" + path, tags=["lessons"], **kw)
+
+rest = routes("lessons")
 
 
 def _scored(found: list[tuple[float, Lesson]], strength_is_score: bool = False) -> LessonsOut:
@@ -45,13 +47,10 @@ def _scored(found: list[tuple[float, Lesson]], strength_is_score: bool = False) 
     )
 
 
-class LessonService:
-    def __init__(self, owner: LifecycleService) -> None:
-        self.owner = owner
+class LessonService(OwnedService["LifecycleService"]):
+    """Served beside the worker's main service, over its store."""
 
-    @property
-    def store(self) -> MemoryStore:
-        return self.owner.store
+    owner: LifecycleService
 
     def _now(self, req: Any) -> datetime:
         return when(req)

@@ -10,7 +10,7 @@ from typing import Any
 
 import msgspec
 
-from engine import Client, FunctionError, Http, Tool, operation
+from engine import Client, FunctionError, Tool, operation
 from functions.graph.compact import CompactOut, compact
 from functions.graph.feed import GraphFeed
 from functions.graph.query import GraphQuery
@@ -54,6 +54,7 @@ from functions.lifecycle.wire import (
     SweepOut,
 )
 from functions.memory.store import MemoryStore
+from functions.owned import routes
 from functions.records import (
     GRAPH_BUCKET,
     LIFECYCLE_BUCKET,
@@ -68,8 +69,7 @@ LONG = 900.0
 """Seconds a sweep over a large store may take (consolidation of 100k observations)."""
 
 
-def rest(method: str, path: str, **kw: Any) -> Http:
-    return Http(method, "/agentmemory/" + path, tags=["lifecycle"], **kw)
+rest = routes("lifecycle")
 
 
 class GraphCompactOut(CompactOut, rename="camel", kw_only=True):

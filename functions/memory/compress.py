@@ -458,6 +458,8 @@ def compress(hook_type: str, data: dict[str, Any]) -> Compressed:
             obs_type = "other"
     if error and obs_type != "error":
         obs_type = "error"
+    elif obs_type == "conversation" and response:
+        obs_type = "response"  # an assistant's turn (imported transcripts carry its text)
 
     texts = [t for t in (prompt, input_text, output, error, response, message) if t]
     # Files, concepts and the lines shown come from what the payloads say, not from their

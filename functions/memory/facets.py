@@ -14,10 +14,11 @@ from typing import Annotated, Any, Literal, get_args
 
 import msgspec
 
-from engine import FunctionError, Http, State, Tool, operation
+from engine import FunctionError, Tool, operation
 from functions.memory.scrub import scrub
-from functions.memory.store import MemoryStore, StoreOwner, kv_key, new_id, now_iso
+from functions.memory.store import StoreOwner, kv_key, new_id, now_iso
 from functions.names import NONBLANK, at_least_one_of, names
+from functions.owned import OwnedService, routes
 from functions.records import (
     FACETS_BUCKET,
     LESSONS_BUCKET,
@@ -160,20 +161,11 @@ class FacetStatsOut(msgspec.Struct, rename="camel", kw_only=True):
     total_facets: int
 
 
-def rest(method: str, path: str, **kw: object) -> Http:
-    return Http(method, "/agentmemory/" + path, tags=["facets"], **kw)  # type: ignore[arg-type]
+rest = routes("facets")
 
 
-class FacetService:
-    def __init__(self, owner: StoreOwner) -> None:
-        self.owner = owner
-
-    @property
-    def store(self) -> MemoryStore:
-        return self.owner.store
-
-    async def state(self) -> State:
-        return await self.store.client.state(FACETS_BUCKET)
+class FacetService(OwnedService[StoreOwner]):
+    BUCKET = FACETS_BUCKET
 
     async def record(self, target_type: str, target_id: str) -> dict[str, Any] | None:
         """The tagged record as stored (camelCase view), for the types this service keeps."""

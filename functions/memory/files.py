@@ -1,6 +1,6 @@
 """Operations on files of the machine the service runs on: an Obsidian vault of memories,
-lessons and sessions; compressing a markdown file in place (a backup kept); importing
-Claude Code transcripts. Paths that look like secrets and symlinks are refused."""
+lessons and sessions; compressing a markdown file in place (a backup kept). Paths that look
+like secrets and symlinks are refused. (Transcript imports: functions/replay.)"""
 
 from __future__ import annotations
 
@@ -12,14 +12,12 @@ from typing import Annotated, Any, Literal, get_args
 
 import msgspec
 
-from engine import FunctionError, Http, Tool, operation
-from functions.memory import sessions as sessions_mod
-from functions.memory import transcripts
+from engine import FunctionError, Tool, operation
 from functions.memory.markdown import compress_markdown, problems
 from functions.memory.service import MemoryService
 from functions.memory.store import MemoryStore, now_iso
-from functions.memory.wire import ObserveIn, SessionEndIn
 from functions.names import choices_pattern, names
+from functions.owned import routes
 from functions.records import LESSONS_BUCKET, Lesson, Memory, Session
 
 SENSITIVE = ("secret", "credential", "private_key", ".env", "id_rsa", "token", ".ssh")
@@ -34,7 +32,7 @@ def export_root() -> Path:
     return Path(os.environ.get("AGENTMEMORY_EXPORT_ROOT") or Path.home() / ".agentmemory")
 
 
-def _checked(raw: str, field: str) -> Path:
+def checked_path(raw: str, field: str) -> Path:
     """The path, resolved; refused (403) if it looks like a secret or is a symlink, absent
     (404) if the OS cannot look it up."""
     path = Path(raw).expanduser()
@@ -95,24 +93,7 @@ class VaultOut(msgspec.Struct, rename="camel", kw_only=True):
     exported: VaultCounts
 
 
-class ImportJsonlIn(msgspec.Struct, rename="camel", kw_only=True):
-    path: str = ""
-    """A .jsonl file or a folder of them; default ~/.claude/projects."""
-    max_files: Annotated[int, msgspec.Meta(ge=1, le=1000)] = 200
-
-
-class ImportJsonlOut(msgspec.Struct, rename="camel", kw_only=True):
-    success: bool
-    files: int
-    sessions: int
-    events: int
-    stored: int
-    duplicates: int
-    truncated: bool
-
-
-def rest(method: str, path: str, **kw: object) -> Http:
-    return Http(method, "/agentmemory/" + path, tags=["files"], **kw)  # type: ignore[arg-type]
+rest = routes("files")
 
 
 def _front(meta: dict[str, Any]) -> str:
@@ -148,7 +129,7 @@ class FileService:
         tool=Tool("memory_compress_file", tier="basic"),
     )
     async def compress_file(self, req: CompressFileIn) -> CompressFileOut:
-        path = _checked(req.file_path, "filePath")
+        path = checked_path(req.file_path, "filePath")
         if not _is_file(path):
             raise FunctionError("NOT_FOUND", f"no file {path}", field="filePath")
         if path.stat().st_size > MAX_MD_BYTES:
@@ -200,7 +181,7 @@ class FileService:
     )
     async def obsidian_export(self, req: VaultIn) -> VaultOut:
         root = export_root().resolve()
-        vault = _checked(req.vault_dir, "vaultDir") if req.vault_dir else root / "vault"
+        vault = checked_path(req.vault_dir, "vaultDir") if req.vault_dir else root / "vault"
         if vault != root and not vault.is_relative_to(root):
             raise FunctionError("FORBIDDEN", f"vaultDir must be inside {root}", field="vaultDir")
         kinds = set(req.types or VAULT_TYPES)
@@ -290,65 +271,3 @@ class FileService:
         await asyncio.to_thread(write)
         await st.audit("obsidian_export", [], reason=str(vault))
         return VaultOut(success=True, vault_dir=str(vault), exported=counts)
-
-    @operation(
-        "mem::replay::import-jsonl",
-        description="Import Claude Code transcripts (.jsonl) from this machine; safe to run "
-        "again (events keep their ids)",
-        timeout=600,
-        http=rest("POST", "replay/import-jsonl", status=202),
-    )
-    async def import_jsonl(self, req: ImportJsonlIn) -> ImportJsonlOut:
-        root = _checked(req.path or str(Path.home() / ".claude" / "projects"), "path")
-        if not root.exists():
-            if not req.path:  # no transcripts on this machine: nothing to import
-                return ImportJsonlOut(
-                    success=True,
-                    files=0,
-                    sessions=0,
-                    events=0,
-                    stored=0,
-                    duplicates=0,
-                    truncated=False,
-                )
-            raise FunctionError("NOT_FOUND", f"no such path {root}", field="path")
-        if root.is_file() and root.suffix != ".jsonl":
-            raise FunctionError(
-                "NOT_FOUND", f"{root} is not a .jsonl file or a folder of them", field="path"
-            )
-        # bounded: a path like `/` must not walk the whole disk
-        found = await asyncio.to_thread(transcripts.find_transcripts, root, req.max_files, 50_000)
-        files = found[: req.max_files]
-        observer = self.owner.observer
-        sessions = events = stored = dups = 0
-        for f in files:
-            for s in await asyncio.to_thread(transcripts.parse, f):
-                project = transcripts.project_of_cwd(s.cwd) if s.cwd else "imported"
-                for ev in s.events:
-                    req_ev = msgspec.convert(
-                        {
-                            **ev,
-                            "project": project,
-                            "cwd": s.cwd or str(root),
-                            "timestamp": ev["timestamp"] or now_iso(),
-                            "agentId": "claude-code",
-                        },
-                        ObserveIn,
-                    )
-                    out = await observer.observe(req_ev)
-                    events += 1
-                    stored += out.status != "duplicate"
-                    dups += out.status == "duplicate"
-                await sessions_mod.end_session(
-                    self.store, SessionEndIn(session_id=s.session_id), observer.session_counts
-                )
-                sessions += 1
-        return ImportJsonlOut(
-            success=True,
-            files=len(files),
-            sessions=sessions,
-            events=events,
-            stored=stored,
-            duplicates=dups,
-            truncated=len(found) > len(files),
-        )

@@ -12,13 +12,14 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-from engine import FunctionError, Http, operation
+from engine import FunctionError, operation
 from functions.lifecycle import clock
 from functions.memory import forget as forget_mod
 from functions.memory import transfer
-from functions.memory.store import MemoryStore, StoreOwner, kv_key, now_iso
+from functions.memory.store import StoreOwner, kv_key, now_iso
 from functions.memory.wire import DateTime, ForgetIn, ImportCounts, ImportIn
 from functions.names import SOME_NAMES, Names, at_least_one_of, names
+from functions.owned import OwnedService, routes
 from functions.records import Memory, Session
 
 ALLOWED_DB_ROOT = Path.home() / ".agentmemory"
@@ -92,8 +93,7 @@ class MigrateOut(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=Tru
     dry_run: bool = False
 
 
-def rest(method: str, path: str, **kw: object) -> Http:
-    return Http(method, "/agentmemory/" + path, tags=["governance"], **kw)  # type: ignore[arg-type]
+rest = routes("governance")
 
 
 def _when(value: str, field: str) -> str:
@@ -108,13 +108,8 @@ def _when(value: str, field: str) -> str:
     return clock.iso(clock.parse(value))
 
 
-class GovernanceService:
-    def __init__(self, owner: StoreOwner) -> None:
-        self.owner = owner
-
-    @property
-    def store(self) -> MemoryStore:
-        return self.owner.store
+class GovernanceService(OwnedService[StoreOwner]):
+    """Served beside the worker's main service, over its store."""
 
     @operation(
         "mem::governance-bulk",

@@ -1,5 +1,5 @@
-"""Read-only views over stored records: the consolidated tiers (semantic facts, procedures),
-a session's replay, and sessions by git branch and worktree."""
+"""Read-only views over stored records: the consolidated tiers (semantic facts, procedures)
+and sessions by git branch and worktree. (A session's replay: functions/replay.)"""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ from typing import Annotated
 
 import msgspec
 
-from engine import FunctionError, Http, operation
-from functions.lifecycle import clock
-from functions.memory.store import MemoryStore, StoreOwner
-from functions.memory.wire import MemoryView, ObservationView, SessionView
-from functions.records import Memory, Observation, Session
+from engine import FunctionError, operation
+from functions.memory.store import StoreOwner
+from functions.memory.wire import MemoryView, SessionView
+from functions.owned import OwnedService, routes
+from functions.records import Memory, Session
 from functions.views import as_view
 
 Limit = Annotated[int, msgspec.Meta(ge=1, le=10_000)]
@@ -31,33 +31,6 @@ class SemanticOut(msgspec.Struct, kw_only=True):
 
 class ProceduralOut(msgspec.Struct, kw_only=True):
     procedural: list[MemoryView]
-
-
-class ReplayIn(msgspec.Struct, rename="camel", kw_only=True):
-    session_id: Annotated[str, msgspec.Meta(min_length=1, max_length=512)]
-
-
-class Step(msgspec.Struct, rename="camel", kw_only=True):
-    index: int
-    offset_ms: int
-    """Milliseconds since the session's first observation."""
-    observation: ObservationView
-
-
-class ReplayOut(msgspec.Struct, kw_only=True):
-    success: bool
-    session: SessionView | None
-    timeline: list[Step]
-
-
-class ReplaySessionsIn(msgspec.Struct, rename="camel", kw_only=True):
-    project: str = ""
-    limit: Limit = 500
-
-
-class ReplaySessionsOut(msgspec.Struct, kw_only=True):
-    success: bool
-    sessions: list[SessionView]
 
 
 class CwdIn(msgspec.Struct, rename="camel", kw_only=True):
@@ -96,8 +69,7 @@ class BranchSessionsOut(msgspec.Struct, rename="camel", kw_only=True):
     is_worktree: bool
 
 
-def rest(method: str, path: str, **kw: object) -> Http:
-    return Http(method, "/agentmemory/" + path, tags=["listings"], **kw)  # type: ignore[arg-type]
+rest = routes("listings")
 
 
 def _cwd(raw: str) -> Path:
@@ -158,13 +130,8 @@ async def worktree_info(cwd: Path) -> WorktreeInfo:
     )
 
 
-class ListingService:
-    def __init__(self, owner: StoreOwner) -> None:
-        self.owner = owner
-
-    @property
-    def store(self) -> MemoryStore:
-        return self.owner.store
+class ListingService(OwnedService[StoreOwner]):
+    """Served beside the worker's main service, over its store."""
 
     async def _tier(self, type_: str, req: TierIn) -> list[Memory]:
         ms = [
@@ -193,51 +160,6 @@ class ListingService:
     async def procedural(self, req: TierIn) -> ProceduralOut:
         got = await self._tier("procedural", req)
         return ProceduralOut(procedural=as_view(got, list[MemoryView]))
-
-    @operation(
-        "mem::replay::load",
-        description="A session's observations in order, with their offsets, for replay",
-        http=rest("GET", "replay/load"),
-    )
-    async def replay_load(self, req: ReplayIn) -> ReplayOut:
-        st = self.store
-        session = await st.get(st.sessions, req.session_id, Session)
-        obs = [
-            o
-            for o in await st.load_all(st.observations, Observation)
-            if o.session_id == req.session_id
-        ]
-        if session is None and not obs:
-            raise FunctionError("NOT_FOUND", f"no session {req.session_id}", field="sessionId")
-        obs.sort(key=lambda o: (o.timestamp, o.id))
-        t0 = clock.parse(obs[0].timestamp) if obs else None
-        steps = [
-            Step(
-                index=i,
-                offset_ms=int((clock.parse(o.timestamp) - t0).total_seconds() * 1000) if t0 else 0,
-                observation=as_view(o, ObservationView),
-            )
-            for i, o in enumerate(obs)
-        ]
-        return ReplayOut(
-            success=True,
-            session=as_view(session, SessionView) if session else None,
-            timeline=steps,
-        )
-
-    @operation(
-        "mem::replay::sessions",
-        description="Sessions that can be replayed, newest first",
-        http=rest("GET", "replay/sessions"),
-    )
-    async def replay_sessions(self, req: ReplaySessionsIn) -> ReplaySessionsOut:
-        ss = [
-            s
-            for s in await self.store.load_all(self.store.sessions, Session)
-            if not req.project or s.project == req.project
-        ]
-        ss.sort(key=lambda s: s.started_at, reverse=True)
-        return ReplaySessionsOut(success=True, sessions=as_view(ss[: req.limit], list[SessionView]))
 
     @operation(
         "mem::detect-worktree",

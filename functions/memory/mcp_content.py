@@ -11,8 +11,9 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-from engine import Context, FunctionError, Http, operation
-from functions.memory.store import MemoryStore, StoreOwner
+from engine import Context, FunctionError, operation
+from functions.memory.store import StoreOwner
+from functions.owned import OwnedService, routes
 from functions.records import Memory, Session, SessionSummary
 
 JSON = "application/json"
@@ -175,8 +176,7 @@ class PromptOut(msgspec.Struct, kw_only=True):
     messages: list[Message]
 
 
-def rest(method: str, path: str, **kw: object) -> Http:
-    return Http(method, "/agentmemory/mcp/" + path, tags=["mcp"], **kw)  # type: ignore[arg-type]
+rest = routes("mcp", prefix="/agentmemory/mcp/")
 
 
 async def _optional(ctx: Context, function_id: str, payload: dict[str, Any], empty: Any) -> Any:
@@ -189,13 +189,8 @@ async def _optional(ctx: Context, function_id: str, payload: dict[str, Any], emp
         raise
 
 
-class McpContentService:
-    def __init__(self, owner: StoreOwner) -> None:
-        self.owner = owner
-
-    @property
-    def store(self) -> MemoryStore:
-        return self.owner.store
+class McpContentService(OwnedService[StoreOwner]):
+    """Served beside the worker's main service, over its store."""
 
     @operation(
         "mcp::resources-list",

@@ -8,10 +8,11 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-from engine import FunctionError, Http, Tool, operation
+from engine import FunctionError, Tool, operation
 from functions.memory.scrub import scrub
-from functions.memory.store import MemoryStore, StoreOwner, kv_key, now_iso
+from functions.memory.store import StoreOwner, kv_key, now_iso
 from functions.memory.wire import SessionView
+from functions.owned import OwnedService, routes
 from functions.records import (
     COMMITS_BUCKET,
     LESSONS_BUCKET,
@@ -84,17 +85,11 @@ class ByCommitOut(msgspec.Struct, kw_only=True):
     sessions: list[SessionView]
 
 
-def rest(method: str, path: str, **kw: object) -> Http:
-    return Http(method, "/agentmemory/" + path, tags=["provenance"], **kw)  # type: ignore[arg-type]
+rest = routes("provenance")
 
 
-class ProvenanceService:
-    def __init__(self, owner: StoreOwner) -> None:
-        self.owner = owner
-
-    @property
-    def store(self) -> MemoryStore:
-        return self.owner.store
+class ProvenanceService(OwnedService[StoreOwner]):
+    """Served beside the worker's main service, over its store."""
 
     async def _cite(self, sid: str) -> Citation:
         st = self.store

@@ -1,8 +1,9 @@
 """The memory worker's operations: every method of `MemoryService` and of the services that
-share its store (slots, facets, relations, provenance, listings, governance, files, the
-service's own surface, MCP resources and prompts), each declared with `engine.operation`
-(bus function, REST route, MCP tool); and the HTML pages a browser gets at
-`GET /agentmemory/status` and `GET /agentmemory/viewer`."""
+share its store (slots, facets, relations, provenance, listings, governance, files, replay,
+the service's own surface, MCP resources and prompts), each declared with
+`engine.operation` (bus function, REST route, MCP tool); and the HTML page a browser gets
+at `GET /agentmemory/status`. (`GET /agentmemory/viewer` is the viewer worker's: a
+redirect to the viewer's port.)"""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from functions.memory.service import MemoryService
 from functions.memory.slots import SlotService
 from functions.memory.status import status, status_html
 from functions.memory.surface import SurfaceService
+from functions.replay.service import ReplayService
 
 
 def register(worker: Worker, service: MemoryService | None = None) -> MemoryService:
@@ -26,7 +28,6 @@ def register(worker: Worker, service: MemoryService | None = None) -> MemoryServ
     worker.on_stop(svc.stop)
     worker.serve(svc)
     slots = SlotService(svc)
-    surface = SurfaceService(svc)
     for part in (
         slots,
         FacetService(svc),
@@ -35,7 +36,8 @@ def register(worker: Worker, service: MemoryService | None = None) -> MemoryServ
         ListingService(svc),
         GovernanceService(svc),
         FileService(svc),
-        surface,
+        ReplayService(svc),
+        SurfaceService(svc),
         McpContentService(svc),
     ):
         worker.serve(part)
@@ -60,9 +62,4 @@ def register(worker: Worker, service: MemoryService | None = None) -> MemoryServ
         tags=["memory"],
     )
 
-    @worker.function("mem::viewer", description="Recent sessions and memories as an HTML page")
-    async def viewer(req: HttpRequest, ctx: Context) -> HttpResponse:
-        return await surface.viewer_page(req)
-
-    worker.trigger("http", "mem::viewer", method="GET", path="/agentmemory/viewer", tags=["memory"])
     return svc

@@ -14,12 +14,13 @@ from typing import Annotated, Literal
 
 import msgspec
 
-from engine import FunctionError, Http, State, Tool, operation
+from engine import FunctionError, Tool, operation
 from functions.graph.keys import MemoryIndex
 from functions.memory.scrub import scrub
-from functions.memory.store import MemoryStore, StoreOwner, kv_key, new_id, now_iso
+from functions.memory.store import StoreOwner, kv_key, new_id, now_iso
 from functions.memory.wire import MemoryView
 from functions.names import NONBLANK
+from functions.owned import OwnedService, routes
 from functions.records import (
     GRAPH_BUCKET,
     RELATIONS_BUCKET,
@@ -116,20 +117,11 @@ class CascadeOut(msgspec.Struct, rename="camel", kw_only=True):
     superseded_by: str | None
 
 
-def rest(method: str, path: str, **kw: object) -> Http:
-    return Http(method, "/agentmemory/" + path, tags=["relations"], **kw)  # type: ignore[arg-type]
+rest = routes("relations")
 
 
-class RelationService:
-    def __init__(self, owner: StoreOwner) -> None:
-        self.owner = owner
-
-    @property
-    def store(self) -> MemoryStore:
-        return self.owner.store
-
-    async def state(self) -> State:
-        return await self.store.client.state(RELATIONS_BUCKET)
+class RelationService(OwnedService[StoreOwner]):
+    BUCKET = RELATIONS_BUCKET
 
     async def _memory(self, mid: str, field: str) -> Memory:
         m = await self.store.get(self.store.memories, mid, Memory)

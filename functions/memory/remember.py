@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 
+from engine import FunctionError
 from functions.memory.scrub import scrub
 from functions.memory.store import MemoryStore, kv_key, new_id, now_iso
 from functions.memory.wire import MemoryView, RememberIn, RememberOut, Similar
@@ -50,23 +51,29 @@ async def remember(store: MemoryStore, req: RememberIn) -> RememberOut:
             )
         ),
     )
+    edited = await _edited(store, req, agent)
+    if edited is not None:
+        memory.project, memory.agent_id = edited.project, edited.agent_id
     mine = tokens(content)
     scored: list[tuple[float, Memory]] = []
     for m in await store.load_all(store.memories, Memory):
         if m.superseded_by or m.project != memory.project or m.agent_id != memory.agent_id:
+            continue
+        if edited is not None and m.id == edited.id:
             continue
         score = jaccard(mine, tokens(m.content))
         if score >= SIMILAR_AT:
             scored.append((score, m))
     scored.sort(key=lambda x: x[0], reverse=True)
 
-    superseded: Memory | None = None
-    if scored and scored[0][0] >= SUPERSEDE_AT:
+    superseded: Memory | None = edited
+    if superseded is None and scored and scored[0][0] >= SUPERSEDE_AT:
         superseded = scored[0][1]
+        scored = scored[1:]
+    if superseded is not None:
         memory.supersedes = superseded.id
         memory.version = superseded.version + 1
         memory.pinned = superseded.pinned
-        scored = scored[1:]
 
     await store.publish(MemoryAdded(memory=memory), msg_id=memory.id)
     await store.memories.put(kv_key(memory.id), memory)
@@ -84,7 +91,9 @@ async def remember(store: MemoryStore, req: RememberIn) -> RememberOut:
         await store.audit(
             "supersede",
             [old_id, memory.id],
-            reason=f"near duplicate of {old_id} (token Jaccard >= {SUPERSEDE_AT})",
+            reason="edited: a new version"
+            if edited is not None
+            else f"near duplicate of {old_id} (token Jaccard >= {SUPERSEDE_AT})",
             actor=memory.agent_id,
             project=memory.project,
         )
@@ -95,6 +104,22 @@ async def remember(store: MemoryStore, req: RememberIn) -> RememberOut:
         similar_to=[Similar(id=m.id, score=round(s, 3), title=m.title) for s, m in scored[:3]]
         or None,
     )
+
+
+async def _edited(store: MemoryStore, req: RememberIn, agent: str) -> Memory | None:
+    """The memory an edit supersedes: it must exist, be visible and still be current."""
+    if not req.supersedes:
+        return None
+    old = await store.get(store.memories, req.supersedes, Memory)
+    if old is None or not store.visible(old.agent_id, agent):
+        raise FunctionError("NOT_FOUND", f"no memory {req.supersedes}", field="supersedes")
+    if old.superseded_by:
+        raise FunctionError(
+            "CONFLICT",
+            f"{old.id} was already superseded by {old.superseded_by}: edit that version",
+            field="supersedes",
+        )
+    return old
 
 
 def _title(content: str) -> str:

@@ -8,7 +8,7 @@ import asyncio
 import contextlib
 import logging
 
-from engine import Client, FunctionError, Http, Tool, operation
+from engine import Client, FunctionError, Tool, operation
 from functions.memory import forget as forget_mod
 from functions.memory import remember as remember_mod
 from functions.memory import sessions, transfer
@@ -33,6 +33,7 @@ from functions.memory.wire import (
     ImportRequest,
     ListIn,
     Livez,
+    MemoriesIn,
     MemoriesOut,
     MemoryOut,
     MemoryView,
@@ -51,6 +52,7 @@ from functions.memory.wire import (
     StatusOut,
     Success,
 )
+from functions.owned import routes
 from functions.records import AuditEntry, Memory, Observation
 from functions.views import as_view
 
@@ -61,9 +63,8 @@ AGENT = {"x-agent-id": "agentId"}
 """A request's agent, from the header the hooks and clients send, unless the body names one."""
 
 
-def rest(method: str, path: str, **kw: object) -> Http:
-    """A route of the memory surface under /agentmemory/."""
-    return Http(method, P + path, headers=AGENT, tags=["memory"], **kw)  # type: ignore[arg-type]
+rest = routes("memory", headers=AGENT)
+"""A route of the memory surface under /agentmemory/."""
 
 
 class MemoryService:
@@ -212,16 +213,17 @@ class MemoryService:
 
     @operation(
         "mem::memories",
-        description="List current memories",
+        description="List current memories (?project=&agentId=&type=)",
         http=rest("GET", "memories"),
     )
-    async def memories(self, req: ListIn) -> MemoriesOut:
+    async def memories(self, req: MemoriesIn) -> MemoriesOut:
         ms = [
             m
             for m in await self.store.load_all(self.store.memories, Memory)
             if self.store.visible(m.agent_id, req.agent_id)
             and not m.superseded_by
             and (not req.project or m.project == req.project)
+            and (not req.type or m.type == req.type)
         ]
         ms.sort(key=lambda m: m.updated_at, reverse=True)
         return MemoriesOut(as_view(ms[req.offset : req.offset + req.limit], list[MemoryView]))

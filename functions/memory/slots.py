@@ -16,9 +16,10 @@ from typing import Annotated, Literal
 
 import msgspec
 
-from engine import FunctionError, Http, State, Tool, operation
+from engine import FunctionError, State, Tool, operation
 from functions.memory.scrub import scrub
-from functions.memory.store import MemoryStore, StoreOwner, now_iso
+from functions.memory.store import StoreOwner, now_iso
+from functions.owned import OwnedService, routes
 from functions.records import SLOTS_BUCKET, Observation, Slot
 from functions.views import as_view, view
 
@@ -187,22 +188,13 @@ class ReflectOut(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=Tru
     reason: str = ""
 
 
-def rest(method: str, path: str, **kw: object) -> Http:
-    return Http(method, "/agentmemory/" + path, tags=["slots"], **kw)  # type: ignore[arg-type]
+rest = routes("slots")
 
 
-class SlotService:
+class SlotService(OwnedService[StoreOwner]):
     """Served by the memory worker, over the store its `MemoryService` opened."""
 
-    def __init__(self, owner: StoreOwner) -> None:
-        self.owner = owner
-
-    @property
-    def store(self) -> MemoryStore:
-        return self.owner.store
-
-    async def state(self) -> State:
-        return await self.store.client.state(SLOTS_BUCKET)
+    BUCKET = SLOTS_BUCKET
 
     async def seed(self) -> None:
         """Create the default slots that are missing (atomic: replicas may race)."""

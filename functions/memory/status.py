@@ -3,12 +3,13 @@ browser)."""
 
 from __future__ import annotations
 
+import functools
 import html
 import os
 import time
 
 from engine import FunctionError
-from engine.paths import Instance
+from engine.paths import ENV_CONFIG, Instance
 from functions.memory.inbox import Inbox
 from functions.memory.store import STORE_ERRORS, MemoryStore
 from functions.memory.wire import Check, Health, Livez, StatusOut
@@ -18,12 +19,42 @@ SERVICE = "agentmemory"
 VERSION = "0.1.0"
 
 
+VIEWER_MODULE = "workers.viewer"
+
+
+@functools.cache
+def viewer_configured() -> bool:
+    """Whether this instance runs the viewer: `AGENTMEMORY_VIEWER` (on/off) when set, else
+    whether the engine config this worker was started from has the viewer worker."""
+    raw = os.environ.get("AGENTMEMORY_VIEWER", "").strip().lower()
+    if raw:
+        return raw in ("1", "true", "on", "yes")
+    path = os.environ.get(ENV_CONFIG)
+    if not path:
+        return False
+    from engine.config import ConfigError, load_config
+
+    try:
+        cfg = load_config(path)
+    except ConfigError:
+        return False
+    return any(
+        w.enabled
+        and (
+            w.module == VIEWER_MODULE
+            or VIEWER_MODULE in (w.modules or [])
+            or VIEWER_MODULE in (w.command or [])
+        )
+        for w in cfg.workers
+    )
+
+
 def livez(store: MemoryStore) -> Livez:
     # The supervisor passes the instance's real ports (they move with --port/--instance).
     ports = Instance.resolve().ports
     streams = int(os.environ.get("AGENTMEMORY_STREAMS_PORT", ports.streams))
     viewer = int(os.environ.get("AGENTMEMORY_VIEWER_PORT", ports.viewer))
-    on = os.environ.get("AGENTMEMORY_VIEWER", "").lower() in ("1", "true", "on")
+    on = viewer_configured()
     return Livez(
         status="ok",
         service=SERVICE,

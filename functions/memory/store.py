@@ -217,7 +217,8 @@ async def write_audit(
 
 
 class StoreOwner(Protocol):
-    """What the memory worker's services share: the process's one store (MemoryService)."""
+    """What a worker's family services share: the process's one store (the memory or the
+    lifecycle service opened it)."""
 
     @property
     def store(self) -> MemoryStore: ...

@@ -1,20 +1,19 @@
-"""What the service says about itself: its feature flags, a plain HTML viewer page, and
-image search, which needs an image-capable embedding provider and says so (501) rather
-than answering with anything made up."""
+"""What the service says about itself: its feature flags, and image search, which needs an
+image-capable embedding provider and says so (501) rather than answering with anything
+made up. (The viewer is its own worker: workers/viewer.)"""
 
 from __future__ import annotations
 
-import html
 import os
 from typing import Annotated
 
 import msgspec
 
-from engine import FunctionError, Http, HttpRequest, HttpResponse, Tool, operation
+from engine import FunctionError, Tool, operation
 from functions.lifecycle.config import LifecycleConfig
-from functions.memory.store import MemoryStore, StoreOwner
+from functions.memory.store import StoreOwner
 from functions.names import TEXT, at_least_one_of
-from functions.records import Memory, Session
+from functions.owned import OwnedService, routes
 
 VERSION = "0.9.29"
 """The upstream API version this surface answers as."""
@@ -150,17 +149,11 @@ def flags() -> list[Flag]:
     ]
 
 
-def rest(method: str, path: str, **kw: object) -> Http:
-    return Http(method, "/agentmemory/" + path, tags=["service"], **kw)  # type: ignore[arg-type]
+rest = routes("service")
 
 
-class SurfaceService:
-    def __init__(self, owner: StoreOwner) -> None:
-        self.owner = owner
-
-    @property
-    def store(self) -> MemoryStore:
-        return self.owner.store
+class SurfaceService(OwnedService[StoreOwner]):
+    """Served beside the worker's main service, over its store."""
 
     @operation(
         "mem::config-flags",
@@ -201,34 +194,3 @@ class SurfaceService:
     )
     async def vision_embed(self, req: VisionEmbedIn) -> VisionOut:
         raise no_image_provider()
-
-    async def viewer_page(self, req: HttpRequest) -> HttpResponse:
-        st = self.store
-        sessions = sorted(
-            await st.load_all(st.sessions, Session),
-            key=lambda s: s.last_seen or s.started_at,
-            reverse=True,
-        )[:50]
-        memories = [m for m in await st.load_all(st.memories, Memory) if not m.superseded_by]
-        memories.sort(key=lambda m: m.updated_at, reverse=True)
-        esc = html.escape
-        rows = "".join(
-            f"<tr><td>{esc(s.id)}</td><td>{esc(s.project)}</td><td>{esc(s.status)}</td>"
-            f"<td>{s.observation_count}</td><td>{esc(s.last_seen or s.started_at)}</td></tr>"
-            for s in sessions
-        )
-        mems = "".join(
-            f"<li><b>[{esc(m.type)}]</b> {esc(m.title or m.content[:80])}</li>"
-            for m in memories[:50]
-        )
-        page = (
-            "<!DOCTYPE html><html><head><meta charset='utf-8'><title>agentmemory</title>"
-            "<style>body{font:14px system-ui;margin:2em}td,th{padding:2px 8px;text-align:left}"
-            "</style></head><body><h1>agentmemory</h1>"
-            f"<p>{len(sessions)} recent sessions, {len(memories)} memories. The console "
-            "(workers, traces, KV) is on the console port.</p>"
-            "<h2>Sessions</h2><table><tr><th>session</th><th>project</th><th>status</th>"
-            f"<th>observations</th><th>last seen</th></tr>{rows}</table>"
-            f"<h2>Memories</h2><ul>{mems}</ul></body></html>"
-        )
-        return HttpResponse(body=page, content_type="text/html; charset=utf-8")

@@ -1,15 +1,16 @@
 """Claude Code transcripts (`~/.claude/projects/<cwd>/<session>.jsonl`) → observe calls.
 
-A user's text becomes `prompt_submit`; an assistant `tool_use` paired with its
-`tool_result` becomes `post_tool_use` (or `post_tool_failure` when `is_error`). Event ids
-are the record's `uuid` and the tool's `id`, so importing twice stores everything once.
+A user's text becomes `prompt_submit`; an assistant's text becomes `stop` with its
+`assistant_response`; an assistant `tool_use` paired with its `tool_result` becomes
+`post_tool_use` (or `post_tool_failure` when `is_error`). Event ids are the record's `uuid`
+and the tool's `id`, so importing twice stores everything once.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -61,13 +62,7 @@ def find_transcripts(root: Path, limit: int | None = None, visit: int | None = N
 
 def _records(path: Path) -> Iterator[dict[str, Any]]:
     with open(path, encoding="utf-8", errors="replace") as f:
-        for line in f:
-            try:
-                rec = json.loads(line)
-            except ValueError:
-                continue  # a torn last line of a live session
-            if isinstance(rec, dict):
-                yield rec
+        yield from _lines(f)
 
 
 def _blocks(rec: dict[str, Any]) -> list[Any]:
@@ -90,16 +85,45 @@ def _result_text(block: dict[str, Any]) -> str:
 
 def parse(path: Path) -> list[TranscriptSession]:
     """One file usually holds one session; resumed sessions may mix ids, so group by id."""
+    return parse_records(_records(path), path.stem)
+
+
+def parse_text(text: str, name: str) -> list[TranscriptSession]:
+    """The sessions of a transcript's text (an upload); `name` stands in for a missing
+    session id, as the file name does."""
+    return parse_records(_lines(text.splitlines()), name)
+
+
+def _lines(lines: Iterable[str]) -> Iterator[dict[str, Any]]:
+    for line in lines:
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            continue  # a torn last line of a live session
+        if isinstance(rec, dict):
+            yield rec
+
+
+def parse_records(records: Iterable[dict[str, Any]], name: str) -> list[TranscriptSession]:
     sessions: dict[str, TranscriptSession] = {}
     pending: dict[str, tuple[dict[str, Any], str]] = {}
-    for rec in _records(path):
-        sid = str(rec.get("sessionId") or path.stem)
+    for rec in records:
+        sid = str(rec.get("sessionId") or name)
         sess = sessions.setdefault(sid, TranscriptSession(sid))
         sess.cwd = sess.cwd or str(rec.get("cwd") or "")
         ts = str(rec.get("timestamp") or "")
         kind = rec.get("type")
         if kind not in ("user", "assistant") or rec.get("isMeta"):
             continue
+        said = [
+            str(b.get("text") or "").strip()
+            for b in _blocks(rec)
+            if kind == "assistant" and isinstance(b, dict) and b.get("type") == "text"
+        ]
+        if any(said):
+            response = "\n\n".join(t for t in said if t)
+            said_data = {"assistant_response": response[:OUTPUT_MAX]}
+            sess.events.append(_event(sid, "stop", ts, said_data, str(rec.get("uuid") or "")))
         for block in _blocks(rec):
             if not isinstance(block, dict):
                 continue

@@ -83,6 +83,9 @@ class RememberIn(msgspec.Struct, rename="camel", kw_only=True):
     agent_id: str = ""
     ttl_days: Annotated[float, msgspec.Meta(gt=0)] | None = None
     session_id: str = ""
+    supersedes: str = ""
+    """An edit: the id of the current memory this is the next version of (its project and
+    agent are kept); without it, a near duplicate in the project is superseded."""
     source_observation_ids: Names = msgspec.field(default_factory=list)
     """Observations the memory was drawn from: its provenance, checked by `verify`."""
 
@@ -125,6 +128,11 @@ class ListIn(msgspec.Struct, rename="camel", kw_only=True):
     session_id: str = ""
     project: str = ""
     agent_id: str = ""
+
+
+class MemoriesIn(ListIn, kw_only=True):
+    type: str = ""
+    """Only memories of this type (fact, decision, semantic, procedural…)."""
 
 
 class AuditIn(ListIn, kw_only=True):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import msgspec
 
 from engine import Context, Http, NoArgs, Tool, Worker
+from functions.owned import routes
 from functions.search.embed_queue import QUEUE, EmbedIn, EmbedOut, embed_call
 from functions.search.feeder import IndexHolder
 from functions.search.service import IndexAudit, SearchService, audit_index
@@ -28,8 +29,7 @@ from functions.search.wire import (
 AGENT = {"x-agent-id": "agentId"}
 
 
-def rest(method: str, path: str) -> Http:
-    return Http(method, "/agentmemory/" + path, headers=AGENT, tags=["search"])
+rest = routes("search", headers=AGENT)
 
 
 def register(worker: Worker, holder: IndexHolder | None = None) -> SearchService:

@@ -37,6 +37,7 @@ from functions.search.documents import (
 )
 from functions.search.fusion import RRF_K, FusionWeights, diversify, rrf
 from functions.search.graph import EntityGraph
+from functions.search.spans import found, stream_span
 from functions.search.streams import session_stream, time_stream, top
 from functions.search.temporal import day_number
 from functions.search.vectors import VectorIndex
@@ -311,30 +312,42 @@ class SearchIndex:
         streams: dict[str, list[int]] = {}
         ids, pos = scope.numbering()  # bm25 scores are over the scope's positions
         touched: np.ndarray | None = None
-        if clauses:
-            # all contributions are > 0, so on a small scope the positive scores, found by
-            # one scan, are the touched positions; a large one collects them as it scores
-            scores, touched = self.bm25.score(clauses, scope, len(ids) > SCAN_MAX)
-        else:
-            scores = np.zeros(0)
-        streams["bm25"] = ids[top(scores, depth, touched)].tolist()
+        with stream_span("bm25", **{"search.clauses": len(clauses)}) as sp:
+            if clauses:
+                # all contributions are > 0, so on a small scope the positive scores, found by
+                # one scan, are the touched positions; a large one collects them as it scores
+                scores, touched = self.bm25.score(clauses, scope, len(ids) > SCAN_MAX)
+            else:
+                scores = np.zeros(0)
+            streams["bm25"] = found(sp, ids[top(scores, depth, touched)].tolist())
         if clauses and self.config.fusion.session > 0:
-            streams["session"] = session_stream(
-                clauses, lambda t: self.bm25.matches(t, scope), self._sessions_at(scope),
-                scope, sscope, self._sess_len,
-                self.members, scores, pos, depth, self.config.session_depth, self.config.k1,
-                self.config.b,
-            )  # fmt: skip
+            with stream_span("session") as sp:
+                streams["session"] = found(sp, session_stream(
+                    clauses, lambda t: self.bm25.matches(t, scope), self._sessions_at(scope),
+                    scope, sscope, self._sess_len,
+                    self.members, scores, pos, depth, self.config.session_depth, self.config.k1,
+                    self.config.b,
+                ))  # fmt: skip
         if self.vectors is not None and query_vector is not None and self.vectors.enabled:
-            streams["vector"] = self.vectors.search(query_vector, scope.mask, depth)
+            with stream_span("vectors") as sp:
+                streams["vector"] = found(sp, self.vectors.search(query_vector, scope.mask, depth))
+        else:
+            # Shown in the trace all the same: a reader sees the stream is off, not missing.
+            with stream_span("vectors", **{"search.skipped": "no query vector (embeddings off)"}):
+                pass
         if self.config.fusion.time > 0:
-            day = np.frombuffer(self.day, dtype=np.int32)
-            streams["time"] = time_stream(query, day, scope, scores, pos, depth)
+            with stream_span("time") as sp:
+                day = np.frombuffer(self.day, dtype=np.int32)
+                streams["time"] = found(sp, time_stream(query, day, scope, scores, pos, depth))
         if self.config.fusion.graph > 0:
-            streams["graph"] = self.graph.search(
-                query, scope.mask, depth, scope.parts, scope.n, scope.entities, scope.numbering(),
-                scope.entity_links, scope.whole,
-            )  # fmt: skip
+            with stream_span("graph") as sp:
+                streams["graph"] = found(sp, self.graph.search(
+                    query, scope.mask, depth, scope.parts, scope.n, scope.entities,
+                    scope.numbering(), scope.entity_links, scope.whole,
+                ))  # fmt: skip
+        else:
+            with stream_span("graph", **{"search.skipped": "fusion weight 0"}):
+                pass
         return streams
 
     def fuse(
@@ -343,8 +356,12 @@ class SearchIndex:
         """Weighted RRF of the streams, then at most `per_session` of one session ahead;
         `config` (default: the index's) gives the weights, k and `per_session`."""
         c = config or self.config
-        fused = rrf(streams, c.fusion, c.rrf_k)
-        return diversify(fused, _SessionView(self.session), c.per_session, limit)
+        with stream_span("fusion", **{"search.streams": ",".join(streams)}) as sp:
+            fused = rrf(streams, c.fusion, c.rrf_k)
+            out = diversify(fused, _SessionView(self.session), c.per_session, limit)
+            if sp is not None:
+                sp.set_attribute("search.results", len(out))
+            return out
 
     def search(
         self,

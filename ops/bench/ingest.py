@@ -194,7 +194,14 @@ def main() -> None:
         from engine.config import load_config
 
         workers = load_config(ROOT / "config" / "engine.yaml").workers
-        args.replicas = next((w.replicas for w in workers if w.module == "workers.memory"), 1)
+        args.replicas = next(
+            (
+                w.replicas
+                for w in workers
+                if w.module == "workers.memory" or "workers.memory" in (w.modules or [])
+            ),
+            1,
+        )
 
     from engine.server import NatsServer
 

@@ -46,8 +46,9 @@ def test_transcript_parser_pairs_tool_use_with_its_result(tmp_path: Path) -> Non
     sid = "a1b2c3d4-0000-4000-8000-000000000002"
     (session,) = parse(next(root.rglob(f"{sid}.jsonl")))
     hooks = [e["hookType"] for e in session.events]
-    assert hooks == ["prompt_submit", "post_tool_failure"]
-    failure = session.events[1]
+    assert hooks == ["prompt_submit", "stop", "post_tool_failure"]
+    assert session.events[1]["data"] == {"assistant_response": "Let me look."}
+    failure = session.events[2]
     assert failure["eventId"] == "toolu_0002_1" and "already exists" in failure["data"]["error"]
     assert session.cwd == "/home/dev/orders-api"
 
@@ -56,14 +57,30 @@ def test_import_jsonl_is_idempotent_and_sessions_are_searchable(stack: Stack) ->
     stack.start()
     _write_projects(stack.home)
     first = stack.cli("import-jsonl")
-    assert "imported 3 session(s), 6 event(s)" in first.stdout
+    assert "imported 3 session(s), 9 event(s) from 3 file(s): 9 new" in first.stdout
     counts = {sid: len(stack.observations(sid)) for sid in TOPICS}
-    assert counts == dict.fromkeys(TOPICS, 2)
+    assert counts == dict.fromkeys(TOPICS, 3)  # a prompt, a response, a tool call
+    assert {o["origin"] for sid in TOPICS for o in stack.observations(sid)} == {"import"}
 
-    stack.cli("import-jsonl", str(stack.home / ".claude" / "projects"))
+    again = stack.cli("import-jsonl", str(stack.home / ".claude" / "projects"))
+    assert ": 0 new" in again.stdout
     assert {sid: len(stack.observations(sid)) for sid in TOPICS} == counts
     projects = {o["project"] for sid in TOPICS for o in stack.observations(sid)}
     assert projects == {"orders-api", "mobile-app"}
 
     found = json.loads(stack.cli("search", "camera permission denied crash", "--json").stdout)
     assert "a1b2c3d4-0000-4000-8000-000000000003" in json.dumps(found)
+
+
+def test_a_large_transcript_is_sent_in_pieces_that_keep_a_call_with_its_result(
+    tmp_path: Path,
+) -> None:
+    from workers.cli.transcripts import chunks
+
+    root = _write_projects(tmp_path)
+    path = next(root.rglob("*.jsonl"))
+    pieces = list(chunks(path, limit=1))  # cut wherever allowed
+    assert "".join(pieces) == path.read_text()
+    for piece in pieces:  # a tool_use never travels without its tool_result
+        assert ('"type": "tool_use"' in piece) == ('"type": "tool_result"' in piece), piece
+    assert len(pieces) >= 3

@@ -1,5 +1,6 @@
 """One real engine for the console tests: the example worker, the http/cron/queue trigger
-plug-ins and the console worker, with a known secret."""
+plug-ins, the memory worker (write path and search, for the traces of observe and search
+and the memory buckets of the KV browser) and the console worker, with a known secret."""
 
 from __future__ import annotations
 
@@ -23,6 +24,9 @@ workers:
   - name: triggers
     command: ["{{python}}", "-m", "workers.triggers", "http", "cron", "queue"]
     depends_on: [example]
+  - name: memory
+    module: workers.memory
+    depends_on: [triggers]
   - name: console
     module: workers.console
     depends_on: [triggers]
@@ -35,6 +39,16 @@ triggers:
     function_id: example::fail
     id: failing-queue
     config: {{queue: failing, max_attempts: 1, backoff: 0.1}}
+  - kind: http
+    function_id: example::echo
+    id: echo-documented
+    config:
+      method: POST
+      path: /example/echo-documented
+      mode: body
+      summary: Echo, with its schemas in the declaration
+      body_schema: {{type: object, properties: {{text: {{type: string}}}}, required: [text]}}
+      response_schema: {{type: object, properties: {{text: {{type: string}}}}}}
 """
 
 

@@ -211,7 +211,9 @@ def test_trace_search_filters_by_duration(console: Console) -> None:
 def test_triggers_list_and_cron_fire_now_runs_the_function(console: Console) -> None:
     with console.api() as c:
         kinds = {t["id"]: t["kind"] for t in c.get("/api/triggers").json()["triggers"]}
-        assert kinds == {"yearly-count": "cron", "example-echo": "http", "failing-queue": "queue"}
+        mine = {"yearly-count": "cron", "example-echo": "http", "failing-queue": "queue"}
+        assert {k: kinds.get(k) for k in mine} == mine
+        assert kinds["mem-observe"] == "http"  # and the memory worker's routes
         before = _invoke(c, "example::count", {"key": "cron-hits", "by": 0})["result"]["value"]
         fired = c.post("/api/triggers/cron/yearly-count/fire").json()
         assert fired["ok"], fired
@@ -374,3 +376,56 @@ def test_the_ready_line_counts_the_functions_the_console_lists(console: Console)
         listed = c.get("/api/functions").json()["functions"]
     assert int(m.group(1)) == len(listed)
     assert "engine::status" in {f["function_id"] for f in listed}
+
+
+# ---- the memory domain's records ---------------------------------------------------------
+def test_memory_records_are_read_only_in_the_kv_browser_and_forgotten_audited(
+    console: Console,
+) -> None:
+    with console.api() as c:
+        mem = _invoke(c, "mem::remember", {"content": "console read-only probe"})["result"]
+        mid = mem["memory"]["id"]
+        e = c.get(f"/api/kv/mem_memories/{mid}").json()
+        assert e["read_only"] and "mem::forget" in e["read_only"]
+        assert e["viewer_url"].endswith(f"/#memories/{mid}")
+        assert e["forget_field"] == "memoryIds"
+        put = c.put(f"/api/kv/mem_memories/{mid}", json={"value": "{}", "revision": e["revision"]})
+        assert put.status_code == 403 and put.json()["error"]["field"] == "bucket"
+        gone = c.delete(f"/api/kv/mem_memories/{mid}", params={"revision": e["revision"]})
+        assert gone.status_code == 403
+        assert c.get(f"/api/kv/mem_memories/{mid}").status_code == 200  # still there
+        # What the page's "Forget (audited)" does: mem::forget, which audits and reindexes.
+        out = _invoke(c, "mem::forget", {e["forget_field"]: [mid], "reason": "console test"})
+        assert out["result"]["deleted"] == 1
+        assert c.get(f"/api/kv/mem_memories/{mid}").status_code == 404
+        audit = _invoke(c, "mem::audit", {})["result"]["entries"]
+        assert any(a["action"] == "forget" and mid in a["targetIds"] for a in audit)
+        assert c.get("/api/kv/example/does-not-exist").status_code == 404  # others still open
+
+
+def test_kv_history_says_when_each_revision_was_stored(console: Console) -> None:
+    from datetime import UTC, datetime
+
+    with console.api() as c:
+        _invoke(c, "example::count", {"key": "when-probe"})
+        e = c.get("/api/kv/example/when-probe").json()
+    stored = e["history"][0]["created"]
+    assert stored.endswith("Z")
+    age = datetime.now(UTC) - datetime.fromisoformat(stored.replace("Z", "+00:00"))
+    assert 0 <= age.total_seconds() < 120
+
+
+def test_a_search_trace_shows_each_retrieval_stream_and_the_fusion(console: Console) -> None:
+    with console.api() as c:
+        _invoke(c, "mem::remember", {"content": "the rate limiter uses a token bucket per IP"})
+        out = _invoke(c, "mem::search", {"query": "token bucket rate limiter"})
+        assert out["ok"], out
+        spans = [v["span"] for v in _trace(c, out["trace_id"], 6)["spans"]]
+    by_name = {s["name"]: s for s in spans}
+    for stream in ("search.bm25", "search.graph", "search.vectors", "search.fusion"):
+        assert stream in by_name, sorted(by_name)
+    assert by_name["search.bm25"]["attributes"]["search.results"] >= 1
+    assert "embeddings off" in by_name["search.vectors"]["attributes"]["search.skipped"]
+    assert by_name["search.fusion"]["attributes"]["search.streams"].startswith("bm25")
+    root = by_name["mem::search"]
+    assert by_name["search.bm25"]["parent_id"] == root["span_id"]

@@ -1,8 +1,10 @@
 """The console pages in real headless Chromium (the Debian binary, driven by Playwright).
-One screenshot per page goes to artifacts/console/ (git-ignored)."""
+One screenshot per page goes to artifacts/console/ (git-ignored; with
+SCREENSHOTS=docs/screenshots they go there, named console-<page>.png)."""
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,7 +16,9 @@ from tests.conftest import ROOT
 from tests.console.conftest import Console
 
 CHROMIUM = Path("/usr/bin/chromium")
-ARTIFACTS = ROOT / "artifacts" / "console"
+SHOTS = os.environ.get("SCREENSHOTS")
+ARTIFACTS = ROOT / SHOTS if SHOTS else ROOT / "artifacts" / "console"
+PREFIX = "console-" if SHOTS else ""
 ARGS = [
     "--no-sandbox",
     "--disable-gpu",
@@ -53,7 +57,7 @@ def page(browser: object, console: Console) -> Iterator[object]:
 
 def shot(pg: object, name: str) -> None:
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    pg.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)  # type: ignore[attr-defined]
+    pg.screenshot(path=str(ARTIFACTS / f"{PREFIX}{name}.png"), full_page=not SHOTS)  # type: ignore[attr-defined]
 
 
 def test_workers_page_lists_the_running_workers(page: object, console: Console) -> None:
@@ -128,12 +132,30 @@ def test_kv_streams_queues_triggers_and_logs_pages_render(page: object, console:
     go(f"{console.url}/#/triggers")
     loc('tr[data-trigger="yearly-count"]').wait_for()
     assert loc('tr[data-trigger="example-echo"] td').first.text_content() == "http"
+    # One line per trigger says what fires it; declarations and schemas stay folded.
+    observe = loc("section[data-kind=http] tr", has_text="mem::observe").first
+    assert "POST /agentmemory/observe" in observe.locator(".fires").text_content()
+    assert '"mode"' not in observe.inner_text()
+    observe.locator("details.config > summary").click()
+    assert '"mode": "body"' in observe.inner_text()
+    documented = loc('tr[data-trigger="echo-documented"]')
+    assert "POST /example/echo-documented" in documented.locator(".fires").text_content()
+    documented.locator("details.config > summary").click()
+    assert "body schema" in documented.inner_text()
+    assert "properties" not in documented.inner_text()  # each schema folded again
+    documented.locator("details.schema > summary").first.click()
+    assert "properties" in documented.inner_text()
     shot(pg, "triggers")
+    loc("#trigger-filter").fill("yearly")
+    assert loc("#trigger-sections tr[data-trigger]").count() == 1
+    assert "null" not in loc("#trigger-sections").inner_text()
 
     go(f"{console.url}/#/kv/example/ui")
     loc("#kv-value").wait_for()
     assert loc("#kv-value").input_value().strip() == "1"
     assert re.match(r"revision \d+", loc("#kv-revision").text_content())
+    stored = loc("#kv-history .kv-created").first.text_content()
+    assert "Invalid" not in stored and re.search(r"\d{1,2}:\d{2}", stored), stored
     shot(pg, "kv")
 
     go(f"{console.url}/#/streams/KV_example")
@@ -166,3 +188,96 @@ def test_login_form_lets_the_secret_holder_in(browser: object, console: Console)
     assert cookies["am_console"]["httpOnly"] and cookies["am_console"]["sameSite"] == "Strict"
     ctx.close()
     assert httpx.get(f"{console.url}/healthz").status_code == 200
+
+
+def test_an_observe_trace_shows_the_kv_write_and_the_stream_publish(
+    page: object, console: Console
+) -> None:
+    """Durability made visible: the record's KV create and its MEM_EVENTS append are spans
+    of the observe call, under the REST request's trace."""
+    with console.api() as c:
+        r = c.post(
+            "/api/triggers/http-test",
+            json={
+                "method": "POST",
+                "path": "/agentmemory/observe",
+                "body": {
+                    "hookType": "post_tool_use",
+                    "sessionId": "console-trace",
+                    "timestamp": "2026-12-01T10:00:00.000Z",
+                    "data": {
+                        "tool_name": "Bash",
+                        "tool_input": {"command": "ls"},
+                        "tool_output": "a",
+                    },
+                },
+            },
+        )
+        assert r.json()["status"] == 201, r.text
+        trace_id = r.json()["trace_id"]
+    pg: object = page
+    pg.goto(f"{console.url}/#/traces/{trace_id}")  # type: ignore[attr-defined]
+    names = pg.locator("#waterfall .span-name")  # type: ignore[attr-defined]
+
+    def spans() -> list[str]:
+        return [n.strip() for n in names.all_text_contents()]
+
+    from tests.helpers import wait_until
+
+    wait_until(
+        lambda: any(n.startswith("publish MEM_EVENTS") for n in spans()),
+        timeout=15,
+        what="the publish span on the page",
+    )
+    got = spans()
+    assert any(n.startswith("POST /agentmemory/observe") for n in got)
+    assert any(n.startswith("mem::observe") for n in got)
+    assert any(n.startswith("kv.create mem_observations") for n in got), got
+    assert any(n.startswith("publish MEM_EVENTS") and "producer" in n for n in got), got
+    kv = pg.locator("#waterfall .span-row", has_text="kv.create mem_observations").first  # type: ignore[attr-defined]
+    kv.click()
+    assert '"db.collection.name": "mem_observations"' in pg.locator("#span-detail").text_content()  # type: ignore[attr-defined]
+    shot(pg, "trace-observe")
+
+
+def test_a_memory_record_in_the_kv_browser_links_to_the_viewer_and_forgets_audited(
+    page: object, console: Console
+) -> None:
+    with console.api() as c:
+        out = c.post(
+            "/api/invoke",
+            json={"function_id": "mem::remember", "payload": {"content": "kv page probe memory"}},
+        ).json()
+    mid = out["result"]["memory"]["id"]
+    pg: object = page
+    loc = pg.locator  # type: ignore[attr-defined]
+    pg.goto(f"{console.url}/#/kv/mem_memories/{mid}")  # type: ignore[attr-defined]
+    loc("#kv-readonly").wait_for()
+    assert loc("#kv-value").get_attribute("readonly") is not None
+    assert loc("#kv-save").count() == 0
+    assert loc("#kv-viewer-link").get_attribute("href").endswith(f"/#memories/{mid}")
+    assert loc("#viewer-link").get_attribute("href").startswith("http://127.0.0.1:")
+    shot(pg, "kv-memory")
+    pg.once("dialog", lambda d: d.accept("console page test"))  # type: ignore[attr-defined]
+    loc("#kv-forget").click()
+    loc("#waterfall .span-row").first.wait_for()
+    with console.api() as c:
+        assert c.get(f"/api/kv/mem_memories/{mid}").status_code == 404
+
+
+def test_a_search_trace_shows_its_streams_on_the_page(page: object, console: Console) -> None:
+    with console.api() as c:
+        c.post(
+            "/api/invoke",
+            json={"function_id": "mem::remember", "payload": {"content": "retries use backoff"}},
+        )
+        out = c.post(
+            "/api/invoke", json={"function_id": "mem::search", "payload": {"query": "backoff"}}
+        ).json()
+    pg: object = page
+    pg.goto(f"{console.url}/#/traces/{out['trace_id']}")  # type: ignore[attr-defined]
+    pg.locator("#waterfall .span-row", has_text="search.fusion").wait_for()  # type: ignore[attr-defined]
+    names = [n.strip() for n in pg.locator("#waterfall .span-name").all_text_contents()]  # type: ignore[attr-defined]
+    for stream in ("search.bm25", "search.vectors", "search.graph", "search.fusion"):
+        assert any(n.startswith(stream) for n in names), names
+    shot(pg, "trace-search")

@@ -114,10 +114,17 @@ async def test_a_timer_sentinel_fires_by_a_ttl_key_expiring(
     assert await status_of(rest, a["id"]) == "pending"
 
 
+async def _scan_armed(client: Client) -> bool:
+    store = await client.state("engine_triggers", history=5)
+    return await store.get("cron.sentinel-scan") is not None
+
+
 async def test_a_pattern_sentinel_fires_on_a_stored_observation(
-    rest: httpx.AsyncClient, spawn: Any
+    rest: httpx.AsyncClient, spawn: Any, client: Client
 ) -> None:
     spawn("workers.triggers", "cron")
+    # no pattern sentinel: no scan firing every two seconds (an idle install stays idle)
+    assert not await _scan_armed(client)
     a = await make(rest, "fix the webhook")
     r = await rest.post(
         A + "sentinels",
@@ -129,6 +136,7 @@ async def test_a_pattern_sentinel_fires_on_a_stored_observation(
         },
     )
     snl = r.json()["sentinel"]
+    await eventually(lambda: _scan_armed(client), what="the scan's cron trigger armed")
     obs = {
         "hookType": "post_tool_failure",
         "sessionId": "s1",
@@ -152,6 +160,11 @@ async def test_a_pattern_sentinel_fires_on_a_stored_observation(
     s = (await rest.get(A + "sentinels", params={"type": "pattern"})).json()["sentinels"][0]
     assert s["id"] == snl["id"] and s["result"]["reason"] == "pattern_matched"
     assert await status_of(rest, a["id"]) == "pending"
+
+    async def disarmed() -> bool:
+        return not await _scan_armed(client)
+
+    await eventually(disarmed, what="the scan's cron trigger removed once none watches")
 
 
 async def test_a_pattern_sentinel_matches_only_what_is_stored_after_it(

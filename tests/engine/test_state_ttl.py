@@ -10,8 +10,7 @@ import time
 import msgspec
 import pytest
 
-from engine import CasConflict, Client, SnapshotEnd
-from engine._state import ttl_header
+from engine import CasConflict, Client, SnapshotEnd, _state
 from tests.helpers import eventually
 
 
@@ -20,9 +19,9 @@ class Doc(msgspec.Struct):
 
 
 def test_ttl_header_rounds_up_to_whole_seconds() -> None:
-    assert [ttl_header(t) for t in (0.2, 1.0, 1.5, 600)] == ["1", "1", "2", "600"]
+    assert [_state.ttl_header(t) for t in (0.2, 1.0, 1.5, 600)] == ["1", "1", "2", "600"]
     with pytest.raises(ValueError):
-        ttl_header(0)
+        _state.ttl_header(0)
 
 
 async def test_a_key_created_with_a_ttl_is_removed_by_jetstream(client: Client) -> None:

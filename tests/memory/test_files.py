@@ -95,6 +95,10 @@ async def test_replay_import_jsonl_reads_transcripts_once(
     again = await rest.post("/agentmemory/replay/import-jsonl", json={"path": str(tmp_path)})
     assert again.json()["duplicates"] == 2 and again.json()["stored"] == 0
     replay = (await rest.get("/agentmemory/replay/load", params={"sessionId": "s-1"})).json()
-    assert [s["offsetMs"] for s in replay["timeline"]] == [0, 2000]
+    events = replay["timeline"]["events"]  # upstream's timeline: a prompt, a call, its result
+    assert [e["kind"] for e in events] == ["prompt", "tool_call", "tool_result"]
+    assert [e["offsetMs"] for e in events[:2]] == [0, 2000] and events[2]["offsetMs"] > 2000
     missing = await rest.post("/agentmemory/replay/import-jsonl", json={"path": "/nope/x"})
     assert missing.status_code == 404 and missing.json()["error"]["field"] == "path"
+    secret = await rest.post("/agentmemory/replay/import-jsonl", json={"path": "/x/.ssh/a.jsonl"})
+    assert secret.status_code == 403 and secret.json()["error"]["field"] == "path"

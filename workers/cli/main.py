@@ -224,6 +224,18 @@ def mcp() -> None:
 
 
 @app.command()
+def viewer(
+    ctx: typer.Context, data_dir: DataDir = None, port: Port = None, instance: InstanceOpt = None
+) -> None:
+    """Open the memory viewer in a browser (no login on this machine)."""
+    import webbrowser
+
+    url = f"http://127.0.0.1:{target_of(ctx, data_dir, port, instance, local=True).instance.ports.viewer}/"
+    out.print(f"viewer: {url}")
+    webbrowser.open(url)
+
+
+@app.command()
 def console(
     ctx: typer.Context, data_dir: DataDir = None, port: Port = None, instance: InstanceOpt = None
 ) -> None:

@@ -227,47 +227,44 @@ def import_jsonl(
     path: Annotated[
         Path | None, typer.Argument(help="File or folder (default ~/.claude/projects).")
     ] = None,
+    project: Annotated[str, typer.Option(help="Project of every session (default: by cwd).")] = "",
     data_dir: DataDir = None,
     port: Port = None,
     instance: InstanceOpt = None,
     url: UrlOpt = None,
 ) -> None:
-    """Import Claude Code transcripts; safe to run again (events keep their ids)."""
+    """Import Claude Code transcripts as sessions (marked imported, lessons learned); safe
+    to run again (events keep their ids)."""
     from workers.cli import transcripts as tr
-    from workers.hooks._hookcore import now_iso
 
     root = path or Path.home() / ".claude" / "projects"
     if not root.exists():
         raise fail(f"{root} does not exist", 2)
     files = tr.find_transcripts(root)
-    sessions = events = 0
+    sessions: set[str] = set()
+    events = stored = lessons = 0
     try:
         with (
-            target_of(ctx, data_dir, port, instance, url).client() as rest,
+            target_of(ctx, data_dir, port, instance, url).client(timeout=600) as rest,
             Progress(console=err) as bar,
         ):
             task = bar.add_task("importing transcripts", total=len(files))
             for f in files:
-                for s in tr.parse(f):
-                    project = tr.project_for(s.cwd)
-                    base = {
-                        "sessionId": s.session_id,
-                        "project": project,
-                        "cwd": s.cwd or str(root),
-                    }
-                    rest.call("POST", "/agentmemory/session/start", base)
-                    for ev in s.events:
-                        ev = {
-                            **base,
-                            **ev,
-                            "timestamp": ev["timestamp"] or now_iso(),
-                            "agentId": "claude-code",
-                        }
-                        rest.call("POST", "/agentmemory/observe", ev)
-                        events += 1
-                    rest.call("POST", "/agentmemory/session/end", {"sessionId": s.session_id})
-                    sessions += 1
+                for text in tr.chunks(f):
+                    body: dict[str, Any] = {"content": text, "name": f.name}
+                    # As the hooks name it: AGENTMEMORY_PROJECT_NAME wins over the cwd's.
+                    named = project or os.environ.get("AGENTMEMORY_PROJECT_NAME", "")
+                    if named:
+                        body["project"] = named
+                    got = rest.call("POST", "/agentmemory/replay/import-jsonl", body)
+                    sessions.update(got["sessionIds"])
+                    events += got["observations"]
+                    stored += got["stored"]
+                    lessons += got["lessons"]
                 bar.advance(task)
     except ServiceError as exc:
         raise fail(str(exc)) from None
-    out.print(f"imported {sessions} session(s), {events} event(s) from {len(files)} file(s)")
+    out.print(
+        f"imported {len(sessions)} session(s), {events} event(s) from {len(files)} file(s): "
+        f"{stored} new, {lessons} lesson(s)"
+    )

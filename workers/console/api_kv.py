@@ -1,8 +1,10 @@
 """KV browser: buckets, keys, one entry with its revision history, edit and delete with
-compare-and-set on the revision the operator was looking at."""
+compare-and-set on the revision the operator was looking at. The memory domain's buckets
+are read-only here (workers/console/records.py)."""
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
 import msgspec
@@ -13,10 +15,18 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from engine import FunctionError, State
+from workers.console import records
 from workers.console.hub import hub
 from workers.console.web import json_response, query_int, read_json
 
 VALUE_LIMIT = 256 * 1024
+
+
+def _created(when: Any) -> str:
+    # nats-py gives the stored time as a datetime (a watcher's entries) or nothing.
+    if isinstance(when, dt.datetime):
+        return when.astimezone(dt.UTC).isoformat().replace("+00:00", "Z")
+    return ""
 
 
 class BucketView(msgspec.Struct, kw_only=True):
@@ -29,7 +39,8 @@ class BucketView(msgspec.Struct, kw_only=True):
 class Revision(msgspec.Struct, kw_only=True):
     revision: int
     op: str
-    created: int | None = None
+    created: str = ""
+    """When it was stored, ISO-8601 UTC ("" when the server did not say)."""
 
 
 class EntryView(msgspec.Struct, kw_only=True):
@@ -39,6 +50,12 @@ class EntryView(msgspec.Struct, kw_only=True):
     value: str
     is_json: bool
     history: list[Revision]
+    read_only: str = ""
+    """Why the console does not write this bucket ("" when it does)."""
+    viewer_url: str = ""
+    """The record's page in the viewer, for the memory domain's records."""
+    forget_field: str = ""
+    """The `mem::forget` field that forgets this record (audited), when one does."""
 
 
 class PutIn(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -106,27 +123,44 @@ async def entry(request: Request) -> Response:
     data = e.value or b""
     text = data[:VALUE_LIMIT].decode("utf-8", "replace")
     is_json = True
+    parsed: Any = None
     try:
-        parsed: Any = msgspec.json.decode(data)
+        parsed = msgspec.json.decode(data)
         text = msgspec.json.format(msgspec.json.encode(parsed), indent=2).decode()[:VALUE_LIMIT]
     except msgspec.DecodeError:
         is_json = False
+    bucket = request.path_params["bucket"]
+    settings = hub(request).settings
+    guarded = records.guarded(bucket, settings.readonly_buckets)
+    path = records.viewer_path(bucket, key, parsed)
     return json_response(
         EntryView(
-            bucket=request.path_params["bucket"],
+            bucket=bucket,
             key=key,
             revision=e.revision or 0,
             value=text,
             is_json=is_json,
             history=[
-                Revision(revision=h.revision or 0, op=h.operation or "PUT", created=h.created)
+                Revision(
+                    revision=h.revision or 0, op=h.operation or "PUT", created=_created(h.created)
+                )
                 for h in reversed(hist)
             ],
+            read_only=records.refusal(bucket) if guarded else "",
+            viewer_url=f"http://127.0.0.1:{settings.viewer_port}/{path}" if path else "",
+            forget_field=records.FORGET_BY.get(bucket, "") if guarded else "",
         )
     )
 
 
+def _writable(request: Request) -> None:
+    bucket = request.path_params["bucket"]
+    if records.guarded(bucket, hub(request).settings.readonly_buckets):
+        raise FunctionError("FORBIDDEN", records.refusal(bucket), field="bucket")
+
+
 async def put(request: Request) -> Response:
+    _writable(request)
     kv = await _bucket(request)
     key = _key(request)
     body = await read_json(request, PutIn)
@@ -153,6 +187,7 @@ async def put(request: Request) -> Response:
 
 
 async def delete(request: Request) -> Response:
+    _writable(request)
     kv = await _bucket(request)
     key = _key(request)
     revision = query_int(request, "revision", 0, 0, 2**63 - 1)

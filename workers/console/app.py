@@ -27,6 +27,12 @@ async def healthz(request: Request) -> Response:
     return json_response({"ok": True})
 
 
+async def about(request: Request) -> Response:
+    """Where the console's neighbours are: the viewer shows and edits memory records."""
+    settings = request.app.state.hub.settings
+    return json_response({"viewer": f"http://127.0.0.1:{settings.viewer_port}/"})
+
+
 async def not_found(request: Request, exc: Exception) -> Response:
     return error_response(FunctionError("NOT_FOUND", f"no such console path {request.url.path}"))
 
@@ -45,6 +51,7 @@ def build_app(hub: Hub) -> ConsoleAuth:
         routes=[
             Route("/", index),
             Route("/healthz", healthz),
+            Route("/api/about", about),
             *api_engine.routes,
             *api_kv.routes,
             *api_streams.routes,

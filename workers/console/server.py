@@ -7,12 +7,11 @@ import contextlib
 import logging
 
 import httpx
-import uvicorn
 
 from engine import Client
 from engine.logs import LOGS_STREAM, LOGS_SUBJECT
 from engine.tracing import TRACES_STREAM, TRACES_SUBJECT
-from triggers.serving import QuietServer
+from triggers.serving import QuietServer, serve_app
 from workers.console.app import build_app
 from workers.console.follow import Follower
 from workers.console.hub import Hub
@@ -53,26 +52,9 @@ class ConsoleServer:
         ]
         for f in self._followers:
             f.start()
-        config = uvicorn.Config(
-            build_app(hub),
-            host=settings.host,
-            port=settings.port,
-            loop="none",
-            http="httptools",
-            lifespan="off",
-            access_log=False,
-            log_level="warning",
-            server_header=False,
-            date_header=False,
-            timeout_graceful_shutdown=2,
+        self._server, self._task = await serve_app(
+            build_app(hub), settings.host, settings.port, ws="auto", what="console"
         )
-        self._server = QuietServer(config)
-        self._task = asyncio.create_task(self._server.serve())
-        while not self._server.started:
-            if self._task.done():
-                self._task.result()
-                raise RuntimeError(f"console could not listen on {settings.host}:{settings.port}")
-            await asyncio.sleep(0.01)
         log.info("console on http://%s:%d", settings.host, settings.port)
 
     async def stop(self) -> None:

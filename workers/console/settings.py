@@ -15,6 +15,11 @@ class ConsoleSettings:
     """`AGENTMEMORY_CONSOLE_PORT`, else the instance's console port."""
     rest_port: int = 3111
     """`AGENTMEMORY_REST_PORT`: where "send a test HTTP request" is proxied."""
+    viewer_port: int = 3113
+    """`AGENTMEMORY_VIEWER_PORT`: the viewer, where memory records are read and edited."""
+    readonly_buckets: tuple[str, ...] = ("mem_",)
+    """`CONSOLE_READONLY_BUCKETS` (comma-separated prefixes): buckets the KV browser shows
+    but does not write (the memory domain's records; see workers/console/records.py)."""
     secret: str = ""
     """The REST bearer secret (`AGENTMEMORY_SECRET`, else `~/.agentmemory/secret`)."""
     max_spans: int = 20000
@@ -31,6 +36,12 @@ class ConsoleSettings:
         return cls(
             port=int(env.get("AGENTMEMORY_CONSOLE_PORT") or ports.console),
             rest_port=int(env.get("AGENTMEMORY_REST_PORT") or ports.rest),
+            viewer_port=int(env.get("AGENTMEMORY_VIEWER_PORT") or ports.viewer),
+            readonly_buckets=tuple(
+                p.strip()
+                for p in env.get("CONSOLE_READONLY_BUCKETS", "mem_").split(",")
+                if p.strip()
+            ),
             secret=load_secret(),
             max_spans=int(env.get("CONSOLE_MAX_SPANS") or 20000),
             max_logs=int(env.get("CONSOLE_MAX_LOGS") or 5000),

@@ -140,27 +140,70 @@ function functionDetail(fn) {
 }
 
 // ---- Triggers -----------------------------------------------------------------------
-async function triggersPage() {
+// One section per kind; each row says what fires it in one line (route, schedule, queue…);
+// the full declaration, schemas included, stays folded until asked for.
+const SCHEMA_KEYS = ["body_schema", "response_schema"];
+
+function firesOn(t) {
+  const c = t.config || {};
+  if (t.kind === "http") {
+    return [`${c.method || "GET"} ${c.path || ""}`, c.auth === "none" ? "public" : "", c.accept ? `answers ${c.accept}` : "",
+      c.summary || ""].filter(Boolean).join(" · ");
+  }
+  if (t.kind === "cron") return [`schedule ${c.schedule}`, c.timeout ? `timeout ${c.timeout} s` : ""].filter(Boolean).join(" · ");
+  if (t.kind === "queue") return [`queue ${c.queue}`, c.max_attempts ? `${c.max_attempts} attempts` : "",
+    c.concurrency ? `concurrency ${c.concurrency}` : ""].filter(Boolean).join(" · ");
+  if (t.kind === "stream") return `stream ${c.stream || ""}${c.subject ? ` (${c.subject})` : ""}`;
+  if (t.kind === "state") return `bucket ${c.bucket || ""}${c.key ? ` key ${c.key}` : ""}`;
+  if (t.kind === "subscribe") return `subject ${c.subject || ""}`;
+  return "";
+}
+
+function foldedConfig(t) {
+  const plain = Object.fromEntries(Object.entries(t.config || {}).filter(([k]) => !SCHEMA_KEYS.includes(k)));
+  const schemas = SCHEMA_KEYS.filter((k) => t.config && t.config[k]);
+  return h("details", { class: "config" }, h("summary", { text: "declaration" }),
+    h("pre", { text: pretty(plain) }),
+    schemas.map((k) => h("details", { class: "schema" }, h("summary", { text: k.replace("_", " ") }),
+      h("pre", { text: pretty(t.config[k]) }))));
+}
+
+async function triggersPage(params) {
   const { triggers } = await api("/api/triggers");
   const result = h("pre", { id: "trigger-result", hidden: true });
   const show = (r) => { result.hidden = false; result.textContent = pretty(r); };
-  const rows = triggers.map((t) => {
-    let action = null;
-    if (t.kind === "cron") {
-      action = h("button", { class: "secondary", text: "Fire now", onclick: async () => {
-        try { show(await api(`/api/triggers/cron/${t.id}/fire`, { method: "POST" })); }
-        catch (e) { toast(e.message, "err"); } } });
-    } else if (t.kind === "http") {
-      action = h("button", { class: "secondary", text: "Test request", onclick: () =>
-        httpForm(t, show) });
-    }
-    return h("tr", { "data-trigger": t.id }, h("td", { text: t.kind }),
-      h("td", {}, h("a", { href: `#/functions/${t.function_id}`, text: t.function_id })),
-      h("td", {}, h("code", { text: JSON.stringify(t.config) })), h("td", { text: t.worker }),
-      h("td", {}, action));
-  });
-  page("Triggers", table(["kind", "function", "config", "declared by", ""], rows,
-    { id: "triggers-table" }), h("div", { id: "http-form" }), result);
+  const filter = h("input", { id: "trigger-filter", type: "search", placeholder: "filter: function, path, schedule…",
+    value: params.get("q") || "", size: 40 });
+  const sections = h("div", { id: "trigger-sections" });
+  const kinds = [...new Set(triggers.map((t) => t.kind))].sort();
+  const draw = () => {
+    const q = filter.value.trim().toLowerCase();
+    const match = (t) => !q || `${t.id} ${t.function_id} ${firesOn(t)} ${t.worker}`.toLowerCase().includes(q);
+    sections.replaceChildren(...kinds.map((kind) => {
+      const mine = triggers.filter((t) => t.kind === kind && match(t));
+      if (!mine.length) return null;
+      const rows = mine.map((t) => {
+        let action = null;
+        if (t.kind === "cron") {
+          action = h("button", { class: "secondary", text: "Fire now", onclick: async () => {
+            try { show(await api(`/api/triggers/cron/${t.id}/fire`, { method: "POST" })); }
+            catch (e) { toast(e.message, "err"); } } });
+        } else if (t.kind === "http") {
+          action = h("button", { class: "secondary", text: "Test request", onclick: () => httpForm(t, show) });
+        }
+        return h("tr", { "data-trigger": t.id }, h("td", { text: t.kind }),
+          h("td", {}, h("a", { href: `#/functions/${t.function_id}`, text: t.function_id })),
+          h("td", {}, h("div", { class: "fires", text: firesOn(t) }), foldedConfig(t)),
+          h("td", { text: t.worker }), h("td", {}, action));
+      });
+      return h("section", { "data-kind": kind }, h("h3", { text: `${kind} (${mine.length})` }),
+        table(["kind", "function", "fires on", "declared by", ""], rows, { id: `triggers-${kind}` }));
+    }).filter(Boolean));
+  };
+  filter.addEventListener("input", draw);
+  page("Triggers", h("p", { class: "muted", text: `${triggers.length} triggers declared; open a row's declaration for its full config and schemas.` }),
+    h("div", { class: "row" }, filter), h("div", { id: "http-form" }), result, sections);
+  draw();
 }
 
 function httpForm(t, show) {
@@ -212,7 +255,7 @@ async function kvEntry(bucket, key, box) {
   const path = `/api/kv/${encodeURIComponent(bucket)}/${key}`;
   let e;
   try { e = await api(path); } catch (err) { box.replaceChildren(h("p", { class: "err", text: err.message })); return; }
-  const value = h("textarea", { id: "kv-value", rows: 16 });
+  const value = h("textarea", { id: "kv-value", rows: 16, readonly: e.read_only ? true : null });
   value.value = e.value;
   const save = async () => {
     try {
@@ -225,14 +268,33 @@ async function kvEntry(bucket, key, box) {
     try { await api(`${path}?revision=${e.revision}`, { method: "DELETE" }); toast("deleted", "ok");
       location.hash = `#/kv/${bucket}`; } catch (err) { toast(err.message, "err"); }
   };
+  // A memory record: forgotten through mem::forget, which updates every index and audits.
+  const forget = async () => {
+    const reason = prompt(`Forget ${key}? It is deleted from memory and every index; the audit log keeps that it was. Reason:`);
+    if (reason === null) return;
+    try {
+      const r = await api("/api/invoke", { json: { function_id: "mem::forget",
+        payload: { [e.forget_field]: [key], reason: reason || "forgotten from the console" } } });
+      if (!r.ok) throw new Error(`${r.error.code}: ${r.error.message}`);
+      toast(`forgotten (${r.result.deleted}); see the trace`, "ok");
+      location.hash = r.trace_id ? `#/traces/${r.trace_id}` : `#/kv/${bucket}`;
+    } catch (err) { toast(err.message, "err"); }
+  };
+  const actions = e.read_only
+    ? h("div", { id: "kv-readonly" },
+      h("p", { class: "warn", text: `Read-only: ${e.read_only}.` }),
+      h("div", { class: "row" },
+        e.viewer_url ? h("a", { id: "kv-viewer-link", href: e.viewer_url, target: "_blank", rel: "noopener", text: "Open in the viewer ↗" }) : null,
+        e.forget_field ? h("button", { id: "kv-forget", class: "danger", onclick: forget, text: "Forget (audited)…" }) : null))
+    : h("div", { class: "row" }, h("button", { id: "kv-save", onclick: save, text: "Save (CAS)" }),
+      h("button", { class: "danger", onclick: del, text: "Delete" }));
   box.replaceChildren(h("h3", { text: key }),
-    h("p", { class: "muted", id: "kv-revision", text: `revision ${e.revision}` }), value,
-    h("div", { class: "row" }, h("button", { id: "kv-save", onclick: save, text: "Save (CAS)" }),
-      h("button", { class: "danger", onclick: del, text: "Delete" })),
+    h("p", { class: "muted", id: "kv-revision", text: `revision ${e.revision}` }), value, actions,
     h("h3", { text: "history" }),
-    table(["revision", "op", "created"], e.history.map((r) => h("tr", {},
+    table(["revision", "op", "stored at"], e.history.map((r) => h("tr", {},
       h("td", { text: r.revision }), h("td", { text: r.op }),
-      h("td", { text: r.created ? new Date(r.created / 1e6).toLocaleString() : "" })))));
+      h("td", { class: "kv-created", text: r.created ? new Date(r.created).toLocaleString() : "—" }))),
+      { id: "kv-history" }));
 }
 
 // ---- Streams ------------------------------------------------------------------------
@@ -409,7 +471,7 @@ async function route() {
   try {
     if (name === "workers") workersPage();
     else if (name === "functions") await functionsPage(decodeURIComponent(parts[1] || ""));
-    else if (name === "triggers") await triggersPage();
+    else if (name === "triggers") await triggersPage(params);
     else if (name === "kv") await kvPage(parts[1], parts.slice(2).join("/"));
     else if (name === "streams") await streamsPage(parts[1]);
     else if (name === "queues") await queuesPage();
@@ -424,3 +486,8 @@ async function route() {
 
 window.addEventListener("hashchange", route);
 route();
+api("/api/about").then((a) => {
+  const link = document.getElementById("viewer-link");
+  link.href = a.viewer;
+  link.hidden = false;
+}).catch(() => {});

@@ -1,0 +1,1 @@
+"""Replay: sessions as timelines of discrete events, and transcript imports."""

@@ -1,0 +1,106 @@
+"""One product stack for the viewer tests (config/engine.yaml as `make run` starts it, on its
+own port block, HOME and secret), shared by every module of this folder."""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import yaml
+
+from tests.conftest import ROOT, EngineProcess
+
+SECRET = "viewer-test-" + secrets.token_hex(8)
+
+
+@dataclass
+class Stack:
+    engine: EngineProcess
+    home: Path
+
+    @property
+    def viewer(self) -> str:
+        return f"http://127.0.0.1:{self.engine.ports['viewer']}"
+
+    @property
+    def rest_url(self) -> str:
+        return f"http://127.0.0.1:{self.engine.ports['rest']}"
+
+    def rest(self) -> httpx.Client:
+        return httpx.Client(
+            base_url=self.rest_url, headers={"authorization": f"Bearer {SECRET}"}, timeout=30
+        )
+
+    def observe(self, session: str, n: int, project: str = "viewer-demo", start: int = 0) -> None:
+        """`n` tool observations in `session` (each a call and its result on replay)."""
+        with self.rest() as c:
+            for i in range(start, start + n):
+                r = c.post(
+                    "/agentmemory/observe",
+                    json={
+                        "hookType": "post_tool_use",
+                        "sessionId": session,
+                        "project": project,
+                        "timestamp": f"2026-11-20T10:{i // 60:02d}:{i % 60:02d}.000Z",
+                        "data": {
+                            "tool_name": "Bash",
+                            "tool_input": {"command": f"pytest tests/test_step_{i}.py -q"},
+                            "tool_output": f"{i + 1} passed",
+                        },
+                        "eventId": f"{session}-{i}",
+                    },
+                )
+                assert r.status_code in (200, 201), r.text
+
+
+def transcript(sid: str, cwd: str, turns: int = 3) -> str:
+    """A Claude Code transcript: a prompt, then per turn an assistant text with a tool use
+    and its result; the texts state rules (lessons) a session import should learn."""
+    base = {"sessionId": sid, "cwd": cwd, "version": "2.0.14", "gitBranch": "main"}
+    recs: list[dict[str, Any]] = [
+        {**base, "type": "summary", "summary": "export fix"},
+        {**base, "type": "user", "uuid": f"{sid}-u0", "timestamp": "2026-11-20T09:00:00.000Z",
+         "message": {"role": "user", "content": "The orders CSV export is missing the VAT column. "
+                     "Always keep the column order stable for the accounting import."}},
+    ]  # fmt: skip
+    for i in range(turns):
+        tid = f"toolu_{sid[-4:]}_{i}"
+        recs.append(
+            {**base, "type": "assistant", "uuid": f"{sid}-a{i}",
+             "timestamp": f"2026-11-20T09:0{i + 1}:00.000Z",
+             "message": {"role": "assistant", "content": [
+                 {"type": "text", "text": f"Step {i}: checking the exporter. Never reorder the "
+                  "existing columns, the accounting import reads them by position."},
+                 {"type": "tool_use", "id": tid, "name": "Bash",
+                  "input": {"command": f"pytest tests/export -k step{i}"}}]}}
+        )  # fmt: skip
+        recs.append(
+            {**base, "type": "user", "uuid": f"{sid}-r{i}",
+             "timestamp": f"2026-11-20T09:0{i + 1}:30.000Z",
+             "message": {"role": "user", "content": [
+                 {"type": "tool_result", "tool_use_id": tid, "content": f"{i + 2} passed",
+                  "is_error": False}]}}
+        )  # fmt: skip
+    return "\n".join(json.dumps(r) for r in recs) + "\n{torn"
+
+
+@pytest.fixture(scope="package")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    tmp = tmp_path_factory.mktemp("viewer")
+    home = tmp / "home"
+    home.mkdir()
+    cfg = yaml.safe_load((ROOT / "config" / "engine.yaml").read_text())
+    cfg.setdefault("env", {}).update({"AGENTMEMORY_SECRET": SECRET, "HOME": str(home)})
+    engine = EngineProcess(tmp, yaml.safe_dump(cfg))
+    try:
+        engine.start(timeout=120)
+        yield Stack(engine, home)
+    finally:
+        engine.stop(30)
+        engine.kill_all()

@@ -1,0 +1,2 @@
+"""The viewer worker (`python -m workers.viewer`): what a person opens to see what their
+agents remembered, on the instance's viewer port (3113), loopback only, no login."""

@@ -1,0 +1,51 @@
+"""The viewer's lifetime inside its worker process: the shared live hub, the REST
+forwarder and uvicorn on the viewer port."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+
+from engine import Client
+from triggers.serving import QuietServer, serve_app
+from workers.viewer.app import build_app
+from workers.viewer.live import Hub
+from workers.viewer.proxy import RestProxy
+from workers.viewer.settings import ViewerSettings
+
+log = logging.getLogger("viewer")
+
+
+class ViewerServer:
+    def __init__(self, settings: ViewerSettings) -> None:
+        self.settings = settings
+        self.hub: Hub | None = None
+        self.proxy: RestProxy | None = None
+        self._server: QuietServer | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self, client: Client) -> None:
+        logging.getLogger("httpx").setLevel(logging.WARNING)
+        s = self.settings
+        self.hub = Hub(client, s.health_every)
+        await self.hub.start()
+        self.proxy = RestProxy(s.rest_port, s.secret)
+        self._server, self._task = await serve_app(
+            build_app(s, self.hub, self.proxy),
+            s.host,
+            s.port,
+            ws="websockets-sansio",
+            what="the viewer",
+        )
+        log.info("viewer on http://%s:%d", s.host, s.port)
+
+    async def stop(self) -> None:
+        if self._server is not None and self._task is not None:
+            self._server.request_exit()
+            with contextlib.suppress(Exception):
+                await self._task
+        if self.hub is not None:
+            await self.hub.stop()
+        if self.proxy is not None:
+            await self.proxy.close()
