@@ -21,7 +21,9 @@ Then the load stops, the hosts' capture inboxes drain, and every acknowledged
 observation is looked up: `acked_lost` (acknowledged, not stored), `duplicates` (an event
 stored or published twice).
 
-The peer, in the same run: the warm-up phase before any fault (`steady_*` figures).
+The peer, in the same run: the warm-up phase before any fault (`steady_*` figures);
+`throughput_ratio` is the whole run's throughput over the warm-up's, `p99_ratio` the whole
+run's p99 over the warm-up's.
 
     python ops/bench/cluster.py [--quick] [--rate R] [--seconds S]
 
@@ -134,6 +136,8 @@ class Sample:
     done: float
     ok: bool
     attempts: int
+    host: int = -1
+    """The host that answered (-1: none did)."""
 
 
 @dataclass
@@ -171,9 +175,10 @@ class Load:
     async def _call(
         self, home: int, path: str, body: Any, deadline: float, attempt_s: float,
         ok: tuple[int, ...],
-    ) -> tuple[int, bytes, int] | None:  # fmt: skip
+    ) -> tuple[int, bytes, int, int] | None:  # fmt: skip
         """Try `home`, then the other hosts in turn, until a status in `ok` or the
-        deadline. None when the deadline passed."""
+        deadline: (status, body, attempts, host that answered). None when the deadline
+        passed."""
         attempt = 0
         while time.monotonic() < deadline:
             host = self.hosts[(home + attempt) % len(self.hosts)]
@@ -186,7 +191,7 @@ class Load:
                 await asyncio.sleep(min(0.05 * attempt, 0.5))
                 continue
             if status in ok:
-                return status, data, attempt
+                return status, data, attempt, host.index
             self.stats[f"{path.rsplit('/', 1)[1]}_{status}"] += 1
             if 400 <= status < 500 and status not in (408, 429):
                 raise RuntimeError(f"{path} refused with {status}: {data[:300]!r}")
@@ -204,13 +209,13 @@ class Load:
             self.stats["observe_gave_up"] += 1
             self.samples.append(Sample("observe", t0, done, False, 0))
             return
-        status, data, attempts = got
+        status, data, attempts, host = got
         reply = msgspec.json.decode(data)
         self.acked[i] = reply["observationId"]
         self.stats[f"observe_{reply['status']}"] += 1
         if status in (200, 201):
             self.searchable.append(i)
-        self.samples.append(Sample("observe", t0, done, True, attempts))
+        self.samples.append(Sample("observe", t0, done, True, attempts, host))
 
     async def search(self, k: int) -> None:
         t0 = time.monotonic()
@@ -221,7 +226,10 @@ class Load:
                                t0 + self.profile.search_deadline, self.profile.search_attempt,
                                (200,))  # fmt: skip
         done = time.monotonic()
-        self.samples.append(Sample("search", t0, done, got is not None, got[2] if got else 0))
+        self.samples.append(
+            Sample("search", t0, done, got is not None, got[2] if got else 0,
+                   got[3] if got else -1)
+        )  # fmt: skip
         if got is None:
             self.stats["search_failed"] += 1
             return
@@ -368,7 +376,7 @@ async def verify(cluster: Cluster, client: Client, load: Load) -> dict[str, Any]
     }
 
 
-async def run(profile: Profile, keep: bool) -> dict[str, Any]:
+async def run(profile: Profile, keep: bool, samples_to: Path | None = None) -> dict[str, Any]:
     tmp = Path(tempfile.mkdtemp(prefix="cluster-bench-"))
     env = {
         "HOME": str(tmp / "home"),
@@ -402,10 +410,14 @@ async def run(profile: Profile, keep: bool) -> dict[str, Any]:
         if not keep:
             shutil.rmtree(tmp, ignore_errors=True)
     s = load.samples
+    if samples_to is not None:
+        write_samples(samples_to, s, log, t_load)
     obs = [x for x in s if x.kind == "observe"]
     srch = [x for x in s if x.kind == "search"]
     lat = [1000 * (x.done - x.started) for x in s if x.ok]
     steady = [x for x in s if x.ok and x.started < t_load + profile.warm]
+    steady_tp = sum(1 for x in steady if x.done <= t_load + profile.warm) / profile.warm
+    steady_p99 = pct([1000 * (x.done - x.started) for x in steady], 99)
     for f in log:
         end = f["at"] + f["recovery_s"] + profile.settle
         f["outage_observe_s"] = round(longest_gap(s, "observe", f["at"], end), 2)
@@ -441,7 +453,10 @@ async def run(profile: Profile, keep: bool) -> dict[str, Any]:
         "p99_ms": round(pct(lat, 99), 1),
         "observe_p99_ms": round(pct([1000 * (x.done - x.started) for x in obs if x.ok], 99), 1),
         "search_p99_ms": round(pct([1000 * (x.done - x.started) for x in srch if x.ok], 99), 1),
-        "steady_p99_ms": round(pct([1000 * (x.done - x.started) for x in steady], 99), 1),
+        "steady_throughput_ops_s": round(steady_tp, 1),
+        "throughput_ratio": round(len(lat) / load_s / steady_tp, 3) if steady_tp else None,
+        "steady_p99_ms": round(steady_p99, 1),
+        "p99_ratio": round(pct(lat, 99) / steady_p99, 1) if steady_p99 else None,
         "steady_p50_ms": round(pct([1000 * (x.done - x.started) for x in steady], 50), 1),
         "observe_retried": sum(1 for x in obs if x.attempts > 1),
         "observe_gave_up": load.stats["observe_gave_up"],
@@ -459,12 +474,28 @@ async def run(profile: Profile, keep: bool) -> dict[str, Any]:
     }
 
 
+def write_samples(path: Path, samples: list[Sample], log: list[dict[str, Any]], t0: float) -> None:
+    """Every operation and fault as JSON lines, times in seconds from the load's start."""
+    import json
+
+    with path.open("w") as f:
+        for fault in log:
+            f.write(json.dumps({"fault": fault["fault"], "target": fault["target"],
+                                "at": round(fault["at"] - t0, 3),
+                                "recovery_s": fault["recovery_s"]}) + "\n")  # fmt: skip
+        for x in samples:
+            f.write(json.dumps({"kind": x.kind, "at": round(x.started - t0, 3),
+                                "ms": round(1000 * (x.done - x.started), 1), "ok": x.ok,
+                                "attempts": x.attempts, "host": x.host}) + "\n")  # fmt: skip
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="about two minutes")
     ap.add_argument("--test", action="store_true", help="the smaller run the test suite makes")
     ap.add_argument("--rate", type=float, default=0, help="operations per second")
     ap.add_argument("--keep", action="store_true", help="keep the data dirs and logs")
+    ap.add_argument("--samples", type=Path, help="write every operation and fault (JSON lines)")
     args = ap.parse_args()
     profile = PROFILES["test" if args.test else "quick" if args.quick else "full"]
     if args.rate:
@@ -475,7 +506,7 @@ def main() -> None:
         uvloop.install()
     except ImportError:
         pass
-    out = asyncio.run(run(profile, args.keep))
+    out = asyncio.run(run(profile, args.keep, args.samples))
     emit(out)
     ok = (
         out["acked_lost"] == 0

@@ -64,6 +64,8 @@ def test_each_host_runs_memory_and_search_and_serves_rest(cluster: Cluster) -> N
         assert h.worker_pids("workers.lifecycle"), h.name
         r = httpx.get(f"{h.rest_url}/agentmemory/livez", timeout=5)
         assert r.status_code == 200, h.name
+        viewer = httpx.get(f"http://127.0.0.1:{h.port(2)}/healthz", timeout=5)
+        assert viewer.status_code == 200, h.name
 
 
 async def test_a_write_on_one_host_is_found_at_once_from_the_others(cluster: Cluster) -> None:
