@@ -58,7 +58,7 @@ sys.path.insert(0, str(ROOT))
 
 import msgspec
 
-from engine import Client, connect
+from engine import Client, Context, Worker, connect
 from functions.records import EVENTS_STREAM, OBSERVATIONS_BUCKET, Observation
 from ops.bench._common import emit, pct
 from ops.bench._rest import Connection, HttpFailure
@@ -272,6 +272,42 @@ class Load:
                 c.close()
 
 
+@dataclass
+class Ticks:
+    """Calls of a cron trigger firing every second, by tick (its Idempotency-Key): cron
+    fires once per tick across the hosts, through the faults."""
+
+    calls: Counter[str] = field(default_factory=Counter)
+    times: list[float] = field(default_factory=list)
+
+    async def start(self, client: Client) -> Worker:
+        worker = Worker("clusterbench-ticks")
+
+        @worker.function("clusterbench::tick")
+        async def tick(req: Any, ctx: Context) -> None:
+            self.calls[ctx.headers.get("Idempotency-Key", "?")] += 1
+            self.times.append(time.monotonic())
+
+        worker.trigger("cron", "clusterbench::tick", schedule="@every 1s")
+        await worker.start(client.nc, client)
+        return worker
+
+    def figures(self, start: float, end: float, healed: float) -> dict[str, Any]:
+        """`healed`: when the last fault had recovered."""
+        inside = sorted(t for t in self.times if start <= t <= end)
+        return {
+            "cron_ticks": len(self.calls),
+            "cron_ticks_after_faults": sum(1 for t in inside if t >= healed),
+            "cron_after_faults_s": round(end - healed, 1),
+            # A tick whose call ran but whose acknowledgement died with its host comes again
+            # with the same Idempotency-Key (at least once): the function can tell.
+            "cron_duplicates": sum(n - 1 for n in self.calls.values()),
+            "cron_longest_gap_s": round(
+                max((b - a for a, b in itertools.pairwise([start, *inside, end])), default=0), 2
+            ),
+        }
+
+
 def longest_gap(samples: list[Sample], kind: str, start: float, end: float) -> float:
     """Longest time in [start, end] with no successful completion of `kind`."""
     times = sorted(s.done for s in samples if s.kind == kind and s.ok and start <= s.done <= end)
@@ -395,6 +431,8 @@ async def run(profile: Profile, keep: bool, samples_to: Path | None = None) -> d
         load = Load(cluster.hosts, profile, run=f"r{int(time.time())}")
         stop = asyncio.Event()
         log: list[dict[str, Any]] = []
+        ticks = Ticks()
+        ticker = await ticks.start(client)
         t_load = time.monotonic()
         driver = asyncio.create_task(load.drive(stop))
         try:
@@ -403,7 +441,10 @@ async def run(profile: Profile, keep: bool, samples_to: Path | None = None) -> d
             stop.set()
             await driver
         t_end = time.monotonic()
+        await ticker.drain()
         result = await verify(cluster, client, load)
+        healed = max((f["at"] + f["recovery_s"] for f in log), default=t_load)
+        result.update(ticks.figures(t_load, t_end, healed))
         await client.nc.close()
     finally:
         await asyncio.to_thread(cluster.kill)
@@ -411,7 +452,7 @@ async def run(profile: Profile, keep: bool, samples_to: Path | None = None) -> d
             shutil.rmtree(tmp, ignore_errors=True)
     s = load.samples
     if samples_to is not None:
-        write_samples(samples_to, s, log, t_load)
+        write_samples(samples_to, s, log, t_load, ticks.times)
     obs = [x for x in s if x.kind == "observe"]
     srch = [x for x in s if x.kind == "search"]
     lat = [1000 * (x.done - x.started) for x in s if x.ok]
@@ -474,11 +515,16 @@ async def run(profile: Profile, keep: bool, samples_to: Path | None = None) -> d
     }
 
 
-def write_samples(path: Path, samples: list[Sample], log: list[dict[str, Any]], t0: float) -> None:
-    """Every operation and fault as JSON lines, times in seconds from the load's start."""
+def write_samples(
+    path: Path, samples: list[Sample], log: list[dict[str, Any]], t0: float, ticks: list[float]
+) -> None:
+    """Every operation, fault and cron call as JSON lines, times in seconds from the load's
+    start."""
     import json
 
     with path.open("w") as f:
+        for t in ticks:
+            f.write(json.dumps({"tick": round(t - t0, 3)}) + "\n")
         for fault in log:
             f.write(json.dumps({"fault": fault["fault"], "target": fault["target"],
                                 "at": round(fault["at"] - t0, 3),
