@@ -24,7 +24,8 @@ from ops.cluster.hosts import Host
 from ops.cluster.nodes import NatsCluster, NodePorts
 
 ROOT = Path(__file__).resolve().parents[2]
-HOST_CONFIG = Path(__file__).with_name("host.yaml")
+HOST_CONFIG = ROOT / "ops" / "deploy" / "engine.yaml"
+"""The config of one cluster host; `nats.url` and `nats.credentials` are filled in per cluster."""
 HOSTS = 3
 BLOCK = 7
 """Ports of one host: the layout's six and the NATS route port."""
