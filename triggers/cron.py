@@ -128,7 +128,7 @@ class CronTrigger:
         self._watcher = SpecWatcher(client, self)
         await self._watcher.start()
         await self._purge_orphans(js)
-        self._loop = ConsumerLoop(js, STREAM, DURABLE, self._handle, concurrency=8)
+        self._loop = ConsumerLoop(client.nc, STREAM, DURABLE, self._handle, concurrency=8)
         self._loop.start()
 
     async def apply(self, spec: TriggerSpec) -> None:

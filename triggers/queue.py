@@ -146,7 +146,7 @@ class QueueTrigger:
         stream = await ensure_queue_stream(self._client, cfg.queue)
         await ensure_consumer(js, stream, DURABLE, max_ack_pending=cfg.concurrency)
         loop = ConsumerLoop(
-            js,
+            self._client.nc,
             stream,
             DURABLE,
             self._handler(cfg, spec.function_id),

@@ -19,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from engine._nats_server import ensure_credentials
+from engine.server import ensure_credentials
 from ops.cluster.hosts import Host
 from ops.cluster.nodes import NatsCluster, NodePorts
 

@@ -9,11 +9,13 @@ from pathlib import Path
 import pytest
 
 from engine import Client, connect
-from engine._connect import ENV_REPLICAS, default_replicas
 from ops.cluster.nodes import NatsCluster
 from triggers.cron import STREAM as CRON_STREAM
 from triggers.cron import ensure_cron_stream
 from triggers.queue import ensure_queue_stream
+
+ENV_REPLICAS = "ENGINE_REPLICAS"
+"""What the supervisor sets for its workers from the config's `nats.replicas`."""
 
 
 async def _replicas(client: Client, stream: str) -> tuple[int, int]:
@@ -69,15 +71,6 @@ async def test_a_replicated_bucket_stream_or_object_store_takes_writes_once_open
         await asyncio.gather(*(f(i) for i in range(20) for f in (bucket, stream, objects)))
     finally:
         await nc.close()
-
-
-def test_the_replica_setting_is_checked(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(ENV_REPLICAS, raising=False)
-    assert default_replicas() == 1
-    for bad in ("three", "0", "7"):
-        monkeypatch.setenv(ENV_REPLICAS, bad)
-        with pytest.raises(ValueError, match=ENV_REPLICAS):
-            default_replicas()
 
 
 def test_a_replica_count_jetstream_cannot_have_is_a_config_error(tmp_path: Path) -> None:

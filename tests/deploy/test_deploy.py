@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 import yaml
 
-from engine._config import load_config
+from engine.config import load_config
 from engine.server import server_binary
 from ops.deploy import render
 from tests.conftest import ROOT
