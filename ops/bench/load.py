@@ -455,8 +455,9 @@ def soak_summary(points: list[dict[str, Any]], clients: Clients, elapsed: float,
                  startup: float, args: argparse.Namespace) -> dict[str, Any]:  # fmt: skip
     end: dict[str, Any] = points[-1] if points else {"observations": clients.observed}
     per_100k = rss_per_100k(points)
+    # The write path: the memory processes (REST, observe), without the bus and the index.
     write_path = [
-        sum(v for k, v in p["rss_by_process"].items() if "search" not in k) for p in points
+        sum(v for k, v in p["rss_by_process"].items() if k.startswith("memory")) for p in points
     ]
     return {
         "bench": "soak",
