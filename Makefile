@@ -7,7 +7,7 @@ RUN_STAMP := $(VENV)/.run-installed
 TEST_STAMP := $(VENV)/.test-installed
 SYSTEM_STAMP := $(VENV)/.system-installed
 
-.PHONY: run test lint typecheck unit install install-test system-deps eval bench clean
+.PHONY: run test lint typecheck unit install install-test system-deps eval bench cluster clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -48,6 +48,11 @@ install-test: $(TEST_STAMP) $(SYSTEM_STAMP) $(NODE_STAMP) $(UPSTREAM_STAMP)
 
 run: install
 	$(PY) -m engine run --config config/engine.yaml
+
+# Three NATS nodes (JetStream R3) and the product on three simulated hosts, on loopback:
+# REST on :3111, :3211, :3311 (ops/cluster, docs/DEPLOY.md). Ctrl-C stops it in order.
+cluster: install
+	$(PY) -m ops.cluster
 
 lint: install-test
 	$(VENV)/bin/ruff check .

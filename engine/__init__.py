@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from engine import tracing
     from engine._bus import BUS_ERRORS, BusError, WrongLastSequence
     from engine._client import Client
-    from engine._connect import connect
+    from engine._connect import connect, reconnected_event
     from engine._context import Context
     from engine._discovery import FunctionInfo, discover
     from engine._errors import FunctionError, invalid_request
@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 _WHERE = {
     "Client": "engine._client",
     "connect": "engine._connect",
+    "reconnected_event": "engine._connect",
     "Context": "engine._context",
     "FunctionInfo": "engine._discovery",
     "discover": "engine._discovery",
@@ -127,6 +128,7 @@ __all__ = [
     "discover",
     "invalid_request",
     "operation",
+    "reconnected_event",
     "subject_for",
     "tracing",
 ]

@@ -12,6 +12,7 @@ from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 
 from engine import _codec, _tracing
+from engine._connect import default_replicas
 from engine._errors import FunctionError
 from engine._objects import Objects
 from engine._requests import Requester
@@ -46,8 +47,11 @@ def _subject(function_id: str) -> str:
 class Client:
     """What any process on the bus uses to reach functions and state."""
 
-    def __init__(self, nc: NATS) -> None:
+    def __init__(self, nc: NATS, *, replicas: int | None = None) -> None:
         self.nc = nc
+        self.replicas = default_replicas() if replicas is None else replicas
+        """JetStream replicas of the buckets, streams and object stores this client creates
+        when their caller names none: the instance's `nats.replicas` (ENGINE_REPLICAS)."""
         self._requester = Requester(nc)
         self._js = nc.jetstream()
         self._states: dict[str, State] = {}
@@ -216,7 +220,8 @@ class Client:
         )
 
     async def state(self, bucket: str, **config: Any) -> State:
-        """A KV bucket, created on first use with `config` (history, ttl, replicas...)."""
+        """A KV bucket, created on first use with `config` (history, ttl, replicas...);
+        `replicas` defaults to the client's."""
         st = self._states.get(bucket)
         if st is None:
             st = await State.open(self._js, bucket, client=self, **config)
@@ -225,11 +230,13 @@ class Client:
 
     def stream(self, name: str, subjects: list[str] | None = None, **config: Any) -> Stream:
         """A JetStream stream: `await .ensure()` creates it with `subjects` and `config`
-        (nats-py StreamConfig fields: duplicate_window, max_age, storage...) if missing."""
+        (nats-py StreamConfig fields: duplicate_window, max_age, storage...) if missing;
+        `num_replicas` defaults to the client's."""
         return Stream(self, name, subjects, config)
 
     async def objects(self, bucket: str, **config: Any) -> Objects:
-        """An object store bucket, created on first use with `config`."""
+        """An object store bucket, created on first use with `config` (nats-py's
+        create_object_store arguments); `replicas` defaults to the client's."""
         got = self._objects.get(bucket)
         if got is None:
             got = await Objects.open(self, bucket, **config)

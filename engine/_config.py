@@ -177,6 +177,10 @@ _DOMAIN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 
 def check(cfg: EngineConfig) -> None:
+    if not 1 <= cfg.nats.replicas <= 5:
+        raise ConfigError(
+            f"nats.replicas must be from 1 to 5 (JetStream's range), got {cfg.nats.replicas}"
+        )
     nats = cfg.nats
     if nats.domain is not None and not _DOMAIN.match(nats.domain):
         raise ConfigError(

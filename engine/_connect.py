@@ -19,7 +19,11 @@ log = logging.getLogger("engine.connect")
 
 ENV_URL = "ENGINE_NATS_URL"
 ENV_CREDENTIALS = "ENGINE_NATS_CREDENTIALS"
+ENV_REPLICAS = "ENGINE_REPLICAS"
+"""JetStream replicas of the buckets and streams a process creates (`nats.replicas` of the
+instance's config, set by the supervisor for its workers): 3 on a three-node cluster."""
 _CLOSED: weakref.WeakKeyDictionary[NATS, asyncio.Event] = weakref.WeakKeyDictionary()
+_RECONNECTED: weakref.WeakKeyDictionary[NATS, asyncio.Event] = weakref.WeakKeyDictionary()
 
 
 def default_url() -> str:
@@ -30,10 +34,34 @@ def default_url() -> str:
     return f"nats://127.0.0.1:{lay.ports_for(lay.default_instance()).nats}"
 
 
+def default_replicas() -> int:
+    """The instance's JetStream replica count (ENGINE_REPLICAS), 1 when unset."""
+    raw = os.environ.get(ENV_REPLICAS, "").strip()
+    if not raw:
+        return 1
+    try:
+        n = int(raw)
+    except ValueError:
+        raise ValueError(
+            f"{ENV_REPLICAS} must be a whole number from 1 to 5, got {raw!r}"
+        ) from None
+    if not 1 <= n <= 5:
+        raise ValueError(f"{ENV_REPLICAS} must be from 1 to 5 (JetStream's range), got {n}")
+    return n
+
+
 def closed_event(nc: NATS) -> asyncio.Event | None:
     """Set once `nc` (a connection made by `connect`) is closed for good: waiters learn it
     without polling. None for a connection made elsewhere."""
     return _CLOSED.get(nc)
+
+
+def reconnected_event(nc: NATS) -> asyncio.Event | None:
+    """Set at the next reconnect of `nc` (a connection made by `connect`), so a waiter can
+    ask the bus again for what the lost server held (a pull request lives on the server that
+    took it). Take it before waiting: each reconnect sets the event and puts a fresh one in
+    its place. None for a connection made elsewhere."""
+    return _RECONNECTED.get(nc)
 
 
 def connect_options(
@@ -84,9 +112,21 @@ async def connect(
         if user_closed is not None:
             await user_closed()
 
+    user_reconnected = extra.pop("reconnected_cb", None)
+
+    async def _reconnected() -> None:
+        old = _RECONNECTED.get(nc)
+        _RECONNECTED[nc] = asyncio.Event()
+        if old is not None:
+            old.set()
+        if user_reconnected is not None:
+            await user_reconnected()
+
     opts["closed_cb"] = _closed
+    opts["reconnected_cb"] = _reconnected
     opts.update(extra)
     nc = await nats.connect(**opts)
     _CLOSED[nc] = closed
+    _RECONNECTED[nc] = asyncio.Event()
     _natspy.install(nc)  # nats-py's header code, faster: every call carries headers
     return nc

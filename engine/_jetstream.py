@@ -1,5 +1,6 @@
 """JetStream requests on a connection's shared reply inbox, their replies decoded by msgspec:
-publish-and-ack, stream info (with its subject listing paged) and subject purges.
+publish-and-ack, stream info (with its subject listing paged), one message by sequence and
+subject purges.
 
 Why not nats-py's JetStream wrappers here: they decode every reply with `json` into
 dataclasses and wait through `asyncio.wait_for`. The observe hot path acknowledges two
@@ -11,6 +12,9 @@ depends on nats-py's internals.
 
 from __future__ import annotations
 
+import asyncio
+import base64
+import time
 from typing import TYPE_CHECKING, TypeVar
 
 import msgspec
@@ -25,6 +29,7 @@ T = TypeVar("T")
 API = "$JS.API"
 API_TIMEOUT = 5.0
 STREAM_NOT_FOUND = 10059
+NO_MESSAGE_FOUND = 10037
 _NO_BODY = b""
 
 
@@ -78,10 +83,15 @@ class _State(msgspec.Struct):
     subjects: dict[str, int] | None = None
 
 
+class _Cluster(msgspec.Struct):
+    leader: str = ""
+
+
 class _Info(msgspec.Struct):
     error: _ApiError | None = None
     config: _Config | None = None
     state: _State | None = None
+    cluster: _Cluster | None = None
     total: int = 0
     offset: int = 0
 
@@ -97,6 +107,22 @@ class _Purge(msgspec.Struct):
     purged: int = 0
 
 
+class _StoredMsg(msgspec.Struct):
+    subject: str = ""
+    seq: int = 0
+    data: str = ""
+    """Base64, as the API sends it."""
+
+
+class _MsgGet(msgspec.Struct):
+    error: _ApiError | None = None
+    message: _StoredMsg | None = None
+
+
+class _MsgGetRequest(msgspec.Struct):
+    seq: int
+
+
 class _PurgeRequest(msgspec.Struct, omit_defaults=True):
     filter: str = ""
 
@@ -104,6 +130,7 @@ class _PurgeRequest(msgspec.Struct, omit_defaults=True):
 _ack = msgspec.json.Decoder(_Ack)
 _info = msgspec.json.Decoder(_Info)
 _purge = msgspec.json.Decoder(_Purge)
+_msg_get = msgspec.json.Decoder(_MsgGet)
 _encode = msgspec.json.Encoder().encode
 
 
@@ -171,6 +198,25 @@ async def stream_info(client: Client, name: str, timeout: float = API_TIMEOUT) -
     )
 
 
+async def wait_for_leader(client: Client, name: str, timeout: float = API_TIMEOUT) -> None:
+    """Return once stream `name` has a leader. On a cluster a stream just created with
+    replicas elects one first, and a write sent before that finds no responder; a single
+    server answers at once. Raises BusError (DEADLINE_EXCEEDED) after `timeout`."""
+    deadline = time.monotonic() + timeout
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise BusError(
+                f"stream {name} has no leader after {timeout:.0f}s", code="DEADLINE_EXCEEDED"
+            )
+        got = await _api(client, f"STREAM.INFO.{name}", _NO_BODY, _info, left)
+        if got.error is not None:
+            raise _refused(f"stream {name}", got.error)
+        if got.cluster is None or got.cluster.leader:
+            return
+        await asyncio.sleep(0.02)
+
+
 async def stream_subjects(
     client: Client, name: str, pattern: str, timeout: float = API_TIMEOUT
 ) -> dict[str, int]:
@@ -186,6 +232,23 @@ async def stream_subjects(
         out.update(page)
         if not page or len(out) >= got.total:
             return out
+
+
+async def message(
+    client: Client, name: str, seq: int, timeout: float = API_TIMEOUT
+) -> tuple[str, bytes] | None:
+    """(subject, data) of the message at `seq`, None when there is none (deleted, or past
+    the end). Answered by the stream's leader: no consumer, so it works while a cluster's
+    meta leader is being elected."""
+    body = _encode(_MsgGetRequest(seq))
+    got = await _api(client, f"STREAM.MSG.GET.{name}", body, _msg_get, timeout)
+    if got.error is not None:
+        if got.error.err_code == NO_MESSAGE_FOUND:
+            return None
+        raise _refused(f"stream {name}", got.error)
+    if got.message is None:
+        return None
+    return got.message.subject, base64.b64decode(got.message.data)
 
 
 async def purge(client: Client, name: str, subject: str = "", timeout: float = API_TIMEOUT) -> int:

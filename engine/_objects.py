@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import nats.js.errors
 
+from engine import _jetstream
 from engine._bus import translate
 
 if TYPE_CHECKING:
@@ -27,10 +28,13 @@ class Objects:
             try:
                 store = await js.object_store(bucket)
             except nats.js.errors.BucketNotFoundError:
+                config = {"replicas": client.replicas, **config}
                 try:
                     store = await js.create_object_store(bucket, **config)
                 except nats.js.errors.BadRequestError:
                     store = await js.object_store(bucket)  # a racing peer created it
+                if config["replicas"] > 1:
+                    await _jetstream.wait_for_leader(client, f"OBJ_{bucket}")
         except Exception as exc:
             raise translate(exc, f"opening object store {bucket}") from None
         return cls(store, bucket)

@@ -17,6 +17,7 @@ from nats.js.kv import KeyValue
 
 from engine import _codec, _jetstream, _scan, _tracing
 from engine._bus import WrongLastSequence
+from engine._connect import default_replicas
 from engine._errors import FunctionError
 from engine._jetstream import StreamInfo
 from engine._watch import Change, Op, SnapshotEnd, Watch
@@ -124,7 +125,7 @@ class State:
         client: Client | None = None,
         history: int = 1,
         ttl: float | None = None,
-        replicas: int = 1,
+        replicas: int | None = None,
         max_bytes: int | None = None,
         storage: Literal["file", "memory"] = "file",
         marker_ttl: float | None = None,
@@ -132,7 +133,10 @@ class State:
         """`ttl`: the bucket's maximum age. `marker_ttl`: when a key's own TTL (`ttl=` on
         create, put, compare_and_set) runs out, the server leaves a deletion marker that
         watchers and state triggers see, kept `marker_ttl` seconds; without it an expired
-        key vanishes silently."""
+        key vanishes silently. `replicas`: JetStream replicas of a bucket this call creates,
+        by default the client's (the instance's `nats.replicas`)."""
+        if replicas is None:
+            replicas = client.replicas if client is not None else default_replicas()
         try:
             kv = await js.key_value(bucket)
         except nats.js.errors.BucketNotFoundError:
@@ -149,6 +153,8 @@ class State:
                 kv = await js.create_key_value(cfg)
             except nats.js.errors.BadRequestError:
                 kv = await js.key_value(bucket)  # a racing replica created it first
+            if replicas > 1 and client is not None:
+                await _jetstream.wait_for_leader(client, f"KV_{bucket}", CREATE_TIMEOUT)
         return cls(kv, bucket, client)
 
     async def entry(self, key: str, type: type[T] | Any = Any) -> Entry[T] | None:

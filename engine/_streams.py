@@ -116,7 +116,7 @@ class Stream:
             return self
         except _jetstream.NotFound:
             pass
-        config = dict(self.config)
+        config = {"num_replicas": self.client.replicas, **self.config}
         if "sources" in config:
             config["sources"] = [
                 s.nats() if isinstance(s, Source) else s for s in config["sources"]
@@ -130,6 +130,8 @@ class Stream:
                 await _jetstream.stream_info(self.client, self.name)  # created by a peer
             except FunctionError:
                 raise translate(exc, f"creating stream {self.name}") from None
+        if (cfg.num_replicas or 1) > 1:
+            await _jetstream.wait_for_leader(self.client, self.name)
         return self
 
     async def publish(
@@ -177,9 +179,21 @@ class Stream:
         finally:
             span.end()
 
-    async def info(self) -> StreamInfo:
-        """Messages, bytes, sequences and subject count now; NOT_FOUND if it does not exist."""
-        return await _jetstream.stream_info(self.client, self.name)
+    async def info(self, timeout: float | None = None) -> StreamInfo:
+        """Messages, bytes, sequences and subject count now; NOT_FOUND if it does not exist.
+        Waits at most `timeout` seconds (default the JetStream API's), then raises BusError
+        (DEADLINE_EXCEEDED): on a cluster a stream electing its leader answers nothing."""
+        if timeout is None:
+            return await _jetstream.stream_info(self.client, self.name)
+        return await _jetstream.stream_info(self.client, self.name, timeout)
+
+    async def get(self, seq: int, *, timeout: float | None = None) -> StreamMessage | None:
+        """The message at `seq`, None when there is none (deleted, or not written yet).
+        Raises BusError when no answer came within `timeout` (default the API's)."""
+        got = await _jetstream.message(
+            self.client, self.name, seq, _jetstream.API_TIMEOUT if timeout is None else timeout
+        )
+        return StreamMessage(seq, got[0], got[1]) if got is not None else None
 
     def read(
         self,
@@ -201,17 +215,21 @@ class Stream:
         start_seq: int = 1,
         subject: str = "",
         heartbeat: float = HEARTBEAT,
+        timeout: float | None = None,
     ) -> Follower:
         """Run `handler` on every message from `start_seq` on, then on each new one, in
         order (an ordered consumer: nothing kept on the server). Across reconnects and
         server restarts it resumes after the last message handled (found within two
-        `heartbeat`s). A handler that raises is logged and the next message follows."""
+        `heartbeat`s). A handler that raises is logged and the next message follows.
+        `timeout`: how long creating its consumer may take (default the API's); on a
+        cluster, creating one waits for a meta leader."""
         follower = Follower(self.name, handler)
         config = ConsumerConfig(
             deliver_policy=DeliverPolicy.BY_START_SEQUENCE, opt_start_seq=max(start_seq, 1)
         )
+        js = self.client._js if timeout is None else self.client.nc.jetstream(timeout=timeout)
         try:
-            follower._sub = await self.client._js.subscribe(
+            follower._sub = await js.subscribe(
                 subject,
                 stream=self.name,
                 cb=follower._on_msg,

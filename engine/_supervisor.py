@@ -20,7 +20,7 @@ from nats.js.api import DiscardPolicy, RetentionPolicy, StreamConfig
 
 from engine._client import Client
 from engine._config import EngineConfig, WorkerConfig, start_order
-from engine._connect import ENV_CREDENTIALS, ENV_URL, connect
+from engine._connect import ENV_CREDENTIALS, ENV_REPLICAS, ENV_URL, connect
 from engine._context import Context
 from engine._instance import Instance, InstanceLock
 from engine._logs import LOGS_STREAM, LOGS_SUBJECT
@@ -421,9 +421,9 @@ class Supervisor:
 
     async def _provision(self) -> None:
         assert self.nc is not None
-        client = Client(self.nc)
-        js = self.nc.jetstream()
         reps = self.cfg.nats.replicas
+        client = Client(self.nc, replicas=reps)
+        js = self.nc.jetstream()
         for b in self.cfg.buckets:
             await client.state(
                 b.name, history=b.history, ttl=b.ttl, replicas=reps, max_bytes=b.max_bytes
@@ -486,7 +486,10 @@ class Supervisor:
             sup.stop_requested.set()
             return {"stopping": True}
 
-        await self._api.start(self.nc)
+        # Its own Client at the instance's replicas: the supervisor's environment has no
+        # ENGINE_REPLICAS (it sets it for workers), and the api worker opens the triggers
+        # bucket first on a fresh cluster.
+        await self._api.start(self.nc, Client(self.nc, replicas=self.cfg.nats.replicas))
 
     def _worker_env(self, w: WorkerConfig, replica: int) -> dict[str, str]:
         lay = self.inst.layout
@@ -495,6 +498,9 @@ class Supervisor:
         env.update(
             {
                 ENV_URL: self.url,
+                # Every bucket, stream and object store a worker creates gets the instance's
+                # replicas: on a cluster (replicas 3) nothing lives on one node only.
+                ENV_REPLICAS: str(self.cfg.nats.replicas),
                 "ENGINE_WORKER_NAME": w.name,
                 "ENGINE_WORKER_REPLICA": str(replica),
                 "ENGINE_INSTANCE": str(self.inst.number),

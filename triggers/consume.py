@@ -4,6 +4,11 @@ Shared by the queue, stream, cron and state plug-ins. The consumer is durable an
 every replica of a trigger worker binds the same one, so each message goes to one replica,
 and after a restart delivery resumes at the first unacknowledged message. The handler owns
 the acknowledgement (ack, nak with delay, term).
+
+A loop waits for messages with a long poll: a pull request held by the consumer's leader.
+On a cluster that request dies with the leader's node (or with the node the loop's
+connection is on), and nothing answers it: the loop asks again as soon as JetStream says
+the consumer has a new leader, or its connection is back, instead of when the poll expires.
 """
 
 from __future__ import annotations
@@ -11,14 +16,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Awaitable, Callable
 
 import nats.errors
 import nats.js.errors
+from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 from nats.js.client import JetStreamContext
 
+from engine import reconnected_event
 from triggers.plugin import SpecWatcher
 
 log = logging.getLogger("triggers.consume")
@@ -27,6 +35,13 @@ MsgHandler = Callable[[Msg], Awaitable[None]]
 ACK_WAIT = 6.0
 IDLE_FETCH = 30.0
 """Seconds one pull request waits for messages (a long poll)."""
+LEADER_ELECTED = "$JS.EVENT.ADVISORY.CONSUMER.LEADER_ELECTED.{stream}.{durable}"
+"""JetStream's advisory that a consumer has a new leader (its pull requests did not move)."""
+SETTLE_FETCH = 1.0
+SETTLE_FOR = 15.0
+"""After a new leader or a reconnect, polls last SETTLE_FETCH seconds for SETTLE_FOR
+seconds: a request sent before the cluster has learnt where the new leader listens is
+dropped unanswered, and a long poll would wait it out."""
 
 
 async def ensure_consumer(
@@ -62,7 +77,7 @@ class ConsumerLoop:
 
     def __init__(
         self,
-        js: JetStreamContext,
+        nc: NATS,
         stream: str,
         durable: str,
         handler: MsgHandler,
@@ -71,7 +86,8 @@ class ConsumerLoop:
         ack_wait: float = ACK_WAIT,
     ) -> None:
         self.ack_wait = ack_wait
-        self.js = js
+        self.nc = nc
+        self.js = nc.jetstream()
         self.stream = stream
         self.durable = durable
         self.handler = handler
@@ -81,12 +97,22 @@ class ConsumerLoop:
         self._slot = asyncio.Condition()
         self._stopping = False
         self._fetching = False
+        self._settle_until = 0.0
+        self._back = reconnected_event(nc)
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name=f"consume {self.stream}/{self.durable}")
 
     async def _run(self) -> None:
         psub = await self.js.pull_subscribe_bind(self.durable, stream=self.stream)
+        moved = asyncio.Event()
+
+        async def leader_elected(_: Msg) -> None:
+            moved.set()
+
+        advisory = await self.nc.subscribe(
+            LEADER_ELECTED.format(stream=self.stream, durable=self.durable), cb=leader_elected
+        )
         try:
             while not self._stopping:
                 async with self._slot:
@@ -96,7 +122,7 @@ class ConsumerLoop:
                     # A long poll: the server answers as soon as a message is there, and an
                     # idle consumer asks once per IDLE_FETCH seconds, not once a second.
                     self._fetching = True
-                    msgs = await psub.fetch(free, timeout=IDLE_FETCH)
+                    msgs = await self._fetch(psub, free, moved)
                 except (TimeoutError, nats.errors.TimeoutError):
                     continue
                 except nats.js.errors.NotFoundError:
@@ -116,7 +142,43 @@ class ConsumerLoop:
                         t.add_done_callback(self._done)
         finally:
             with contextlib.suppress(Exception):
+                await advisory.unsubscribe()
+            with contextlib.suppress(Exception):
                 await psub.unsubscribe()
+
+    async def _fetch(
+        self, psub: JetStreamContext.PullSubscription, batch: int, moved: asyncio.Event
+    ) -> list[Msg]:
+        """One long poll, given up (no messages) when the consumer's leader changes or the
+        connection reconnects: the pull request is gone with the node that held it. Either
+        also makes the polls short for a while (SETTLE_FOR), also when it came between two
+        polls."""
+        now = time.monotonic()
+        if self._back is not None and self._back.is_set():
+            self._back = reconnected_event(self.nc)
+            self._settle_until = now + SETTLE_FOR
+        if moved.is_set():
+            moved.clear()
+            self._settle_until = now + SETTLE_FOR
+        poll = SETTLE_FETCH if now < self._settle_until else IDLE_FETCH
+        fetch = asyncio.ensure_future(psub.fetch(batch, timeout=poll))
+        wakers = [asyncio.ensure_future(moved.wait())]
+        if self._back is not None:
+            wakers.append(asyncio.ensure_future(self._back.wait()))
+        try:
+            await asyncio.wait({fetch, *wakers}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for w in wakers:
+                w.cancel()
+            if not fetch.done():
+                fetch.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await fetch
+        if fetch.cancelled():
+            log.info("consumer %s/%s: its leader or our server changed; polling again",
+                     self.stream, self.durable)  # fmt: skip
+            return []
+        return fetch.result()
 
     def _done(self, task: asyncio.Task[None]) -> None:
         self._inflight.discard(task)

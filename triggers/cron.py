@@ -35,7 +35,7 @@ from typing import Any, Literal
 import msgspec
 import nats.js.errors
 from nats.aio.msg import Msg
-from nats.js.api import StorageType, StreamConfig
+from nats.js.api import StorageType
 from nats.js.client import JetStreamContext
 
 from engine import TRIGGERS_BUCKET, Client, Context, FunctionError, TriggerSpec, Worker
@@ -95,19 +95,15 @@ def server_schedule(expr: str) -> str:
     raise ValueError(f"cron schedule {expr!r} must have 5 or 6 fields, or be an @ form")
 
 
-async def ensure_cron_stream(js: JetStreamContext) -> None:
-    try:
-        await js.add_stream(
-            StreamConfig(
-                name=STREAM,
-                subjects=["cron.>"],
-                allow_msg_schedules=True,
-                max_msgs_per_subject=1,
-                storage=StorageType.FILE,
-            )
-        )
-    except nats.js.errors.BadRequestError:
-        pass
+async def ensure_cron_stream(client: Client) -> None:
+    """The CRON stream, at the instance's replica count (the client's `replicas`)."""
+    await client.stream(
+        STREAM,
+        subjects=["cron.>"],
+        allow_msg_schedules=True,
+        max_msgs_per_subject=1,
+        storage=StorageType.FILE,
+    ).ensure()
 
 
 class CronTrigger:
@@ -127,12 +123,12 @@ class CronTrigger:
     async def start(self, client: Client) -> None:
         self._client = client
         js = client.nc.jetstream()
-        await ensure_cron_stream(js)
+        await ensure_cron_stream(client)
         await ensure_consumer(js, STREAM, DURABLE, filter_subject=TICK + ">", max_ack_pending=16)
         self._watcher = SpecWatcher(client, self)
         await self._watcher.start()
         await self._purge_orphans(js)
-        self._loop = ConsumerLoop(js, STREAM, DURABLE, self._handle, concurrency=8)
+        self._loop = ConsumerLoop(client.nc, STREAM, DURABLE, self._handle, concurrency=8)
         self._loop.start()
 
     async def apply(self, spec: TriggerSpec) -> None:
@@ -240,7 +236,7 @@ async def fire_now(client: Client, tid: str, function_id: str) -> Fired:
         raise FunctionError("NOT_FOUND", f"no cron trigger {tid or function_id}")
     cfg = msgspec.convert(spec.config, CronConfig)
     js = client.nc.jetstream()
-    await ensure_cron_stream(js)
+    await ensure_cron_stream(client)
     ack = await js.publish(
         TICK + spec.id, msgspec.json.encode(cfg.payload), headers={"Cron-Manual": "true"}
     )

@@ -115,7 +115,7 @@ def install_dead_letter_functions(worker: Worker) -> None:
         js = ctx.client.nc.jetstream()
         done: list[int] = []
         for letter in await _select(js, req):
-            await ensure_queue_stream(js, letter.queue)
+            await ensure_queue_stream(ctx.client, letter.queue)
             data = bytes(letter.payload) if isinstance(letter.payload, msgspec.Raw) else b""
             # A fresh id per dead letter: the original may still sit in the dedup window,
             # and a redrive retried after a lost reply must not enqueue twice.

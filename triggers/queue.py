@@ -27,10 +27,8 @@ import time
 from typing import Any
 
 import msgspec
-import nats.js.errors
 from nats.aio.msg import Msg
-from nats.js.api import RetentionPolicy, StorageType, StreamConfig
-from nats.js.client import JetStreamContext
+from nats.js.api import RetentionPolicy, StorageType
 
 from engine import Client, Context, FunctionError, TriggerSpec, Worker
 from triggers.consume import ConsumerLoop, backoff_delay, ensure_consumer
@@ -84,37 +82,29 @@ def subject(queue: str) -> str:
     return f"queue.{queue}"
 
 
-async def ensure_queue_stream(js: JetStreamContext, queue: str) -> str:
+async def ensure_queue_stream(client: Client, queue: str) -> str:
+    """The queue's work-queue stream, at the instance's replica count (the client's
+    `replicas`); its name."""
     name = stream_name(queue)
-    try:
-        await js.add_stream(
-            StreamConfig(
-                name=name,
-                subjects=[subject(queue)],
-                retention=RetentionPolicy.WORK_QUEUE,
-                storage=StorageType.FILE,
-                duplicate_window=120.0,
-            )
-        )
-    except nats.js.errors.BadRequestError:
-        pass  # exists (created by a replica or an earlier run)
+    await client.stream(
+        name,
+        subjects=[subject(queue)],
+        retention=RetentionPolicy.WORK_QUEUE,
+        storage=StorageType.FILE,
+        duplicate_window=120.0,
+    ).ensure()
     return name
 
 
-async def ensure_dlq_stream(js: JetStreamContext) -> None:
-    try:
-        await js.add_stream(
-            StreamConfig(name=DLQ_STREAM, subjects=[DLQ_PREFIX + ">"], storage=StorageType.FILE)
-        )
-    except nats.js.errors.BadRequestError:
-        pass
+async def ensure_dlq_stream(client: Client) -> None:
+    await client.stream(DLQ_STREAM, subjects=[DLQ_PREFIX + ">"], storage=StorageType.FILE).ensure()
 
 
 async def enqueue(client: Client, queue: str, payload: Any, *, msg_id: str = "") -> Enqueued:
     """Store a call durably; returns once JetStream has it. Same `msg_id` → stored once."""
     check_queue_name(queue)
     js = client.nc.jetstream()
-    await ensure_queue_stream(js, queue)
+    await ensure_queue_stream(client, queue)
     data = payload if isinstance(payload, bytes) else msgspec.json.encode(payload)
     headers = {"Nats-Msg-Id": msg_id} if msg_id else None
     ack = await js.publish(subject(queue), data, headers=headers)
@@ -141,7 +131,7 @@ class QueueTrigger:
         from triggers.plugin import SpecWatcher
 
         self._client = client
-        await ensure_dlq_stream(client.nc.jetstream())
+        await ensure_dlq_stream(client)
         self._watcher = SpecWatcher(client, self)
         await self._watcher.start()
 
@@ -153,10 +143,10 @@ class QueueTrigger:
         await self.remove(spec.key)
         assert self._client is not None
         js = self._client.nc.jetstream()
-        stream = await ensure_queue_stream(js, cfg.queue)
+        stream = await ensure_queue_stream(self._client, cfg.queue)
         await ensure_consumer(js, stream, DURABLE, max_ack_pending=cfg.concurrency)
         loop = ConsumerLoop(
-            js,
+            self._client.nc,
             stream,
             DURABLE,
             self._handler(cfg, spec.function_id),

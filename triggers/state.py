@@ -105,7 +105,7 @@ class StateTrigger(ConsumerBindings):
                 break
             except nats.js.errors.NotFoundError:
                 await asyncio.sleep(1.0)  # the bucket does not exist yet
-        loop = ConsumerLoop(js, stream, durable, self._handler(spec, cfg))
+        loop = ConsumerLoop(self._client.nc, stream, durable, self._handler(spec, cfg))
         loop.start()
         self._loops[spec.key] = loop
         log.info("state %s/%s -> %s", cfg.bucket, cfg.key, spec.function_id)

@@ -82,7 +82,7 @@ class StreamTrigger(ConsumerBindings):
             except nats.js.errors.NotFoundError:
                 await asyncio.sleep(1.0)  # the stream's owner has not created it yet
         loop = ConsumerLoop(
-            js,
+            self._client.nc,
             cfg.stream,
             durable,
             self._handler(spec.function_id, cfg),

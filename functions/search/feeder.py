@@ -29,6 +29,15 @@ from functions.search.vectors import Embedder, VectorIndex, provider_from_env
 
 log = logging.getLogger("functions.search")
 SNAPSHOT_BUCKET = "mem_search_snapshots"
+STALL = 0.5
+"""Seconds a fence waits behind the stream with nothing delivered before it calls the
+follower stalled: on a cluster, the node holding a follower's consumer may die, and the
+client library would notice only after two missed heartbeats (10-20 s)."""
+GAP_MAX = 2000
+"""A stalled fence reads at most this many missing events itself, one by one."""
+FOLLOW_TIMEOUT = 1.0
+"""Seconds one attempt to make a follower's consumer may take: on a cluster whose meta
+leader died, none can be made until a new one is elected; try again soon."""
 _decoder = msgspec.json.Decoder(MemEvent)
 
 
@@ -54,6 +63,9 @@ class IndexHolder:
         self.snapshot_seq = 0
         self.stream_last_seq = 0
         self.delivered_seq = 0
+        self.delivered_at = time.monotonic()
+        self.follower_restarts = 0
+        self._restarting: asyncio.Task[None] | None = None
         self._client: Client | None = None
         self._follower: Follower | None = None
         self.events: Stream
@@ -69,6 +81,7 @@ class IndexHolder:
         self._client = client
         self.store = await client.objects(SNAPSHOT_BUCKET)
         await self.restore()
+        self.delivered_seq = self.index.seq  # the snapshot covers these
         if self.embedder is not None:
             ensure_model(self.index, self.embedder)
         self.events = await events_stream(client).ensure()
@@ -81,6 +94,8 @@ class IndexHolder:
             self._tasks.append(asyncio.create_task(self._embed_loop()))
 
     async def stop(self, client: Client) -> None:
+        if self._restarting is not None:
+            self._tasks.append(self._restarting)
         for t in self._tasks:
             t.cancel()
         for t in self._tasks:
@@ -93,6 +108,15 @@ class IndexHolder:
 
     # ---- events ----------------------------------------------------------------------
     async def _on_event(self, msg: StreamMessage) -> None:
+        self.delivered_at = time.monotonic()
+        self._apply(msg)
+
+    def _apply(self, msg: StreamMessage) -> None:
+        # Events come from the follower and, while it is stalled, from a fence reading the
+        # gap itself: each source in order, from the first event not yet delivered, so
+        # keeping the first copy of each keeps the whole in order.
+        if msg.seq <= self.delivered_seq:
+            return
         self.delivered_seq = msg.seq
         try:
             event = _decoder.decode(msg.data)
@@ -110,17 +134,69 @@ class IndexHolder:
         self.index.apply(event)
 
     async def caught_up(self, timeout: float = 5.0) -> bool:
-        """Wait until every event in the stream right now has been applied."""
-        target = (await self.events.info()).last_seq
-        deadline = time.monotonic() + timeout
+        """Wait until every event in the stream right now has been applied: at most
+        `timeout` seconds in all, asking the stream its last sequence included (a stream
+        electing a new leader answers nothing until it has one)."""
+        started = time.monotonic()
+        deadline = started + timeout
+        target = (await self.events.info(timeout=timeout)).last_seq
         while max(self.index.seq, self.delivered_seq) < target:
             self._applied.clear()
-            left = deadline - time.monotonic()
+            now = time.monotonic()
+            left = deadline - now
             if left <= 0:
                 return False
+            restarting = self._restarting is not None and not self._restarting.done()
+            if restarting or (now - started > STALL and now - self.delivered_at > STALL):
+                self._kick()
+                if target - self.delivered_seq <= GAP_MAX:
+                    await self._read_gap(target, deadline)
+                    continue
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._applied.wait(), min(left, 0.05))
         return True
+
+    async def _read_gap(self, target: int, deadline: float) -> None:
+        """Apply the events up to `target` that the stalled follower has not delivered,
+        read by sequence from the stream's leader (no consumer needed)."""
+        while self.delivered_seq < target:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            seq = self.delivered_seq + 1
+            msg = await self.events.get(seq, timeout=left)
+            if msg is None:  # deleted (forgotten records are purged): nothing to apply
+                self.delivered_seq = max(self.delivered_seq, seq)
+                continue
+            self._apply(StreamMessage(msg.seq, msg.subject, msg.data, target - seq))
+
+    def _kick(self) -> None:
+        """Restart the follower in the background, once at a time (the fence goes on
+        waiting for it until its own deadline)."""
+        if self._restarting is None or self._restarting.done():
+            self._restarting = asyncio.create_task(self._restart_follower())
+
+    async def _restart_follower(self) -> None:
+        """Follow the stream again from the next event not yet delivered: a new consumer,
+        on whichever node now leads the stream; tried again each second until one is
+        made (the stream may still be electing its leader)."""
+        old, self._follower = self._follower, None
+        if old is not None:
+            await old.stop()
+        self.follower_restarts += 1
+        while True:
+            start = max(self.index.seq, self.delivered_seq) + 1
+            try:
+                self._follower = await self.events.follow(
+                    self._on_event, start_seq=start, timeout=FOLLOW_TIMEOUT
+                )
+            except Exception as exc:
+                log.warning("following MEM_EVENTS again at %d failed (%s); retrying", start, exc)
+                await asyncio.sleep(1.0)
+                continue
+            self.delivered_at = time.monotonic()
+            log.warning("MEM_EVENTS follower stalled behind the stream; restarted at %d", start)
+            return
 
     # ---- snapshots -------------------------------------------------------------------
     async def save(self) -> int:

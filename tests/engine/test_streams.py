@@ -218,3 +218,18 @@ async def test_a_stream_copies_its_sources_and_they_can_be_changed(client: Clien
     await a.publish("a.keep.2", b"2")
     await eventually(lambda: holds(3), what="the first source, still copying")
     assert {s.source.stream for s in await copy.sources()} == {"SRC_A", "SRC_B"}
+
+
+async def test_a_message_is_read_by_its_sequence_and_a_missing_one_is_none(client: Client) -> None:
+    ev = await client.stream("EV", subjects=["ev.>"]).ensure()
+    await ev.publish("ev.a", Ev(1))
+    await ev.publish("ev.b", b"\x00raw bytes\xff")
+    await ev.publish("ev.a", Ev(3))
+    await ev.purge("ev.a")  # seq 1 and 3 gone
+    got = await ev.get(2)
+    assert got == StreamMessage(2, "ev.b", b"\x00raw bytes\xff")
+    assert await ev.get(1) is None  # deleted
+    assert await ev.get(99) is None  # not written yet
+    with pytest.raises(FunctionError) as ei:
+        await client.stream("NOPE").get(1)
+    assert ei.value.code == "NOT_FOUND"
