@@ -170,10 +170,12 @@ class ConsumerLoop:
         finally:
             for w in wakers:
                 w.cancel()
-            if not fetch.done():
+            # Python 3.11's wait_for (inside nats-py's fetch) drops a cancellation that lands
+            # as a message arrives, and the fetch goes on waiting for the next one: cancel
+            # until it ends. Messages it returned all the same are handled below.
+            while not fetch.done():
                 fetch.cancel()
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await fetch
+                await asyncio.wait({fetch}, timeout=0.2)
         if fetch.cancelled():
             log.info("consumer %s/%s: its leader or our server changed; polling again",
                      self.stream, self.durable)  # fmt: skip
