@@ -176,10 +176,24 @@ class _Set:
 # gitleaks' catch-all runs after the provider rules, so that a provider's key is named by
 # its own rule ("stripe-access-token", not "generic-api-key")
 _CATCH_ALL = "generic-api-key"
-_PLAN: list[_Own | _Set] = [
+_PROVIDERS = [_Set(r) for r in _RULE_SET.rules if r.id != _CATCH_ALL]
+_CATCH_ALLS = [_Set(r) for r in _RULE_SET.rules if r.id == _CATCH_ALL]
+
+
+class _Group:
+    """Rule-set rules that read the same text: their finds are redacted together."""
+
+    __slots__ = ("needles", "steps")
+
+    def __init__(self, steps: list[_Set]) -> None:
+        self.steps = steps
+        self.needles = frozenset().union(*(s.needles for s in steps))
+
+
+_PLAN: list[_Own | _Group] = [
     *(_Own(*row) for row in _OWN_FIRST),
-    *(_Set(r) for r in _RULE_SET.rules if r.id != _CATCH_ALL),
-    *(_Set(r) for r in _RULE_SET.rules if r.id == _CATCH_ALL),
+    _Group(_PROVIDERS),
+    _Group(_CATCH_ALLS),
     *(_Own(*row) for row in _OWN_LAST),
 ]
 # One pass over the text finds every needle at once: 25 `in` scans of an 8 KB tool output
@@ -296,10 +310,13 @@ def _scrub(text: str) -> str:
             if out is not view.text:
                 view = _View.of(out)
             continue
-        # A rule-set rule reports one secret per match: `kubernetes-secret-yaml` finds the
-        # first entry under `data:` only. Run it again on what it left, until it finds none.
+        # The providers' rules all read the same text and their finds are redacted together:
+        # one rule's redaction must not break the context another's pattern needs
+        # (`typeformPWD==`tfp_...`: database-password's "=" hid the token). A rule-set rule
+        # reports one secret per match (`kubernetes-secret-yaml` finds the first entry under
+        # `data:` only): run them again on what they left, until none finds.
         for _round in range(_ROUNDS):
-            out = _apply_set(view, step)
+            out = _apply_set_group(view, step)
             if out is view.text:
                 break
             view = _View.of(out)
@@ -324,7 +341,30 @@ def _spans(matches: Iterator[re.Match[str]], group: int) -> Iterator[tuple[int, 
         yield m.span(m.lastindex or 0) if group < 0 else m.span(group)
 
 
-def _apply_set(view: _View, step: _Set) -> str:
+def _apply_set_group(view: _View, group: _Group) -> str:
+    """Every applicable rule of the group on the same text; overlapping finds are redacted
+    as one, named by the rule that comes first."""
+    found: list[tuple[int, int, int, str]] = []  # start, end, rank, kind
+    for rank, step in enumerate(group.steps):
+        if view.found.isdisjoint(step.needles):
+            continue
+        found.extend((a, b, rank, step.kind) for a, b in _set_spans(view, step))
+    if not found:
+        return view.text
+    found.sort()
+    merged: list[list[Any]] = []
+    for a, b, rank, kind in found:
+        if merged and a < merged[-1][1]:
+            cur = merged[-1]
+            cur[1] = max(cur[1], b)
+            if rank < cur[2]:
+                cur[2], cur[3] = rank, kind
+        else:
+            merged.append([a, b, rank, kind])
+    return _replace_marked(view.text, [(a, b, kind) for a, b, _r, kind in merged])
+
+
+def _set_spans(view: _View, step: _Set) -> list[tuple[int, int]]:
     rule, text = step.rule, view.text
     spans: list[tuple[int, int]] = []
     if rule.anchors:
@@ -343,20 +383,25 @@ def _apply_set(view: _View, step: _Set) -> str:
             span = rule.secret_span(m)
             if rule.accepts(text, m, span, _RULE_SET.allowlist):
                 spans.append(span)
-    return _replace(text, step.kind, spans) if spans else text
+    return spans
 
 
 def _replace(text: str, kind: str, spans: Iterator[tuple[int, int]] | list[tuple[int, int]]) -> str:
     """`text` with each span (in order, not overlapping) replaced by the kind's marker; a
     span that is already a marker stays."""
-    marker = f"[REDACTED:{kind}]"
+    return _replace_marked(text, ((a, b, kind) for a, b in spans))
+
+
+def _replace_marked(
+    text: str, spans: Iterator[tuple[int, int, str]] | list[tuple[int, int, str]]
+) -> str:
     out: list[str] = []
     pos = 0
-    for start, end in spans:
+    for start, end, kind in spans:
         if start < pos or start == end or _MARKER.fullmatch(text, start, end):
             continue
         out.append(text[pos:start])
-        out.append(marker)
+        out.append(f"[REDACTED:{kind}]")
         pos = end
     if not out:
         return text
