@@ -27,6 +27,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from ops.bench._common import emit  # noqa: E402
+from ops.procfs import cmdline, process_tree  # noqa: E402
 
 TICKS = os.sysconf("SC_CLK_TCK")
 PAGE = os.sysconf("SC_PAGE_SIZE")
@@ -43,32 +44,8 @@ def _stat(pid: int) -> tuple[int, int, str] | None:
     return int(fields[11]) + int(fields[12]), int(fields[21]), name
 
 
-def _children(pid: int) -> list[int]:
-    out: list[int] = []
-    for task in Path(f"/proc/{pid}/task").glob("*"):
-        try:
-            out += [int(c) for c in (task / "children").read_text().split()]
-        except OSError:
-            continue
-    return out
-
-
-def tree(root: int) -> list[int]:
-    """`root` and every descendant (workers run in their own sessions, still children)."""
-    seen, todo = [], [root]
-    while todo:
-        pid = todo.pop()
-        seen.append(pid)
-        todo += _children(pid)
-    return seen
-
-
 def _label(pid: int) -> str:
-    try:
-        cmd = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-    except OSError:
-        return str(pid)
-    words = [c.decode(errors="replace") for c in cmd if c]
+    words = cmdline(pid)
     if "-m" in words:
         i = words.index("-m") + 1
         if words[i] == "engine.host":  # several workers in one process: name them all
@@ -137,7 +114,7 @@ def run_engine(
     threading.Thread(target=lambda: [None for _ in proc.stderr or []], daemon=True).start()
     try:
         time.sleep(settle)
-        out = measure(tree(proc.pid), seconds)
+        out = measure(process_tree(proc.pid), seconds)
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(60)

@@ -54,7 +54,7 @@ from ops.bench._http import free_port
 from ops.bench._rest import Connection, HttpFailure
 from ops.bench.soak_plot import plot
 from ops.cluster.cluster import free_anchor
-from ops.cluster.hosts import cmdline, process_tree
+from ops.procfs import cmdline, process_tree
 
 SECRET = "load-bench-secret"
 PROJECT = "loadbench"

@@ -14,39 +14,10 @@ import threading
 import time
 from pathlib import Path
 
+from ops.procfs import cmdline, process_tree
+
 ROOT = Path(__file__).resolve().parents[2]
 READY = "engine ready"
-
-
-def _children(pid: int) -> list[int]:
-    out: list[int] = []
-    for task in Path(f"/proc/{pid}/task").glob("*"):
-        try:
-            out += [int(c) for c in (task / "children").read_text().split()]
-        except OSError:
-            continue
-    return out
-
-
-def process_tree(root: int) -> list[int]:
-    """`root` and every descendant (workers run in sessions of their own, still children)."""
-    seen, todo = [], [root]
-    while todo:
-        pid = todo.pop()
-        seen.append(pid)
-        todo += _children(pid)
-    return seen
-
-
-def cmdline(pid: int) -> list[str]:
-    try:
-        return [
-            c.decode(errors="replace")
-            for c in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-            if c
-        ]
-    except OSError:
-        return []
 
 
 class Host:

@@ -1,0 +1,38 @@
+"""Reading processes from /proc (Linux): a process tree and a command line, for the
+benchmarks and the simulated cluster that measure or kill a supervisor with its workers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def _children(pid: int) -> list[int]:
+    out: list[int] = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            out += [int(c) for c in (task / "children").read_text().split()]
+        except OSError:
+            continue
+    return out
+
+
+def process_tree(root: int) -> list[int]:
+    """`root` and every descendant (workers run in sessions of their own, still children)."""
+    seen, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        seen.append(pid)
+        todo += _children(pid)
+    return seen
+
+
+def cmdline(pid: int) -> list[str]:
+    """The process's argv ([] once it is gone)."""
+    try:
+        return [
+            c.decode(errors="replace")
+            for c in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            if c
+        ]
+    except OSError:
+        return []
