@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, ClassVar, Generic, TypeVar
 
-from engine import Http, State
+from engine import FunctionError, Http, State
 from functions.memory.store import MemoryStore, StoreOwner
 
 PREFIX = "/agentmemory/"
@@ -27,6 +27,14 @@ def routes(
 
 
 Owner = TypeVar("Owner", bound=StoreOwner)
+T = TypeVar("T")
+
+
+def started(value: T | None, what: str) -> T:
+    """What a service opens in its start hook; until then a call is told to retry."""
+    if value is None:
+        raise FunctionError("UNAVAILABLE", f"{what} is starting", retryable=True)
+    return value
 
 
 class OwnedService(Generic[Owner]):

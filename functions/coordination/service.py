@@ -82,7 +82,7 @@ from functions.coordination.wire import (
     StateChange,
     SweepOut,
 )
-from functions.owned import routes
+from functions.owned import routes, started
 
 P = "/agentmemory/"
 AGENT = {"x-agent-id": "agentId"}
@@ -101,9 +101,7 @@ class CoordinationService:
 
     @property
     def cs(self) -> CoordStore:
-        if self._cs is None:
-            raise FunctionError("UNAVAILABLE", "coordination is starting", retryable=True)
-        return self._cs
+        return started(self._cs, "coordination")
 
     async def start(self, client: Any) -> None:
         self._cs = await CoordStore(client).open()

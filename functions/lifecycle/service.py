@@ -54,7 +54,7 @@ from functions.lifecycle.wire import (
     SweepOut,
 )
 from functions.memory.store import MemoryStore
-from functions.owned import routes
+from functions.owned import routes, started
 from functions.records import (
     GRAPH_BUCKET,
     LIFECYCLE_BUCKET,
@@ -96,9 +96,7 @@ class LifecycleService:
 
     @property
     def store(self) -> MemoryStore:
-        if self._store is None:
-            raise FunctionError("UNAVAILABLE", "the lifecycle service is starting", retryable=True)
-        return self._store
+        return started(self._store, "the lifecycle service")
 
     async def start(self, client: Client) -> None:
         self._store = await MemoryStore(client).open()

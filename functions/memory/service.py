@@ -52,7 +52,7 @@ from functions.memory.wire import (
     StatusOut,
     Success,
 )
-from functions.owned import routes
+from functions.owned import routes, started
 from functions.records import AuditEntry, Memory, Observation
 from functions.views import as_view
 
@@ -78,15 +78,11 @@ class MemoryService:
 
     @property
     def store(self) -> MemoryStore:
-        if self._store is None:
-            raise FunctionError("UNAVAILABLE", "the memory service is starting", retryable=True)
-        return self._store
+        return started(self._store, "the memory service")
 
     @property
     def observer(self) -> Observer:
-        if self._observer is None:
-            raise FunctionError("UNAVAILABLE", "the memory service is starting", retryable=True)
-        return self._observer
+        return started(self._observer, "the memory service")
 
     async def start(self, client: Client) -> None:
         store = await MemoryStore(client).open()

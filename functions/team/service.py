@@ -18,7 +18,7 @@ from engine import Client, Context, FunctionError, State, Tool, operation
 from functions.memory.scrub import scrub_value
 from functions.memory.store import MemoryStore, kv_key, now_iso
 from functions.memory.wire import from_wire
-from functions.owned import routes
+from functions.owned import routes, started
 from functions.records import Memory, MemoryAdded, Observation, ObservationAdded, RecordsRemoved
 from functions.team.book import TeamBook
 from functions.team.config import TeamConfig
@@ -75,7 +75,6 @@ rest = routes("team")
 class TeamService:
     def __init__(self) -> None:
         self._book: TeamBook | None = None
-        self._store: MemoryStore | None = None
         self.cfg = TeamConfig.from_env()
         self.applied_seq = 0
         """The last TEAM stream sequence the apply step has handled."""
@@ -84,9 +83,7 @@ class TeamService:
 
     @property
     def book(self) -> TeamBook:
-        if self._book is None:
-            raise FunctionError("UNAVAILABLE", "the team service is starting", retryable=True)
-        return self._book
+        return started(self._book, "the team service")
 
     @property
     def store(self) -> MemoryStore:

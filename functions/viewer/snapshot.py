@@ -16,6 +16,7 @@ from engine import Client, FunctionError, Http, HttpRequest, HttpResponse, opera
 from engine import tracing as _tracing
 from functions.memory.store import MemoryStore, now_iso
 from functions.memory.wire import Check
+from functions.owned import started
 from functions.records import LESSONS_BUCKET, Memory, Session
 from functions.viewer.activity import ActivityItem, item_of
 
@@ -88,9 +89,7 @@ class ViewerService:
 
     @property
     def store(self) -> MemoryStore:
-        if self._store is None:
-            raise FunctionError("UNAVAILABLE", "the viewer is starting", retryable=True)
-        return self._store
+        return started(self._store, "the viewer")
 
     async def start(self, client: Client) -> None:
         self._store = await MemoryStore(client).open()
