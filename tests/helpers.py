@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import subprocess
 import time
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import TypeVar
 
 T = TypeVar("T")
@@ -55,3 +57,14 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def git(repo: Path, *args: str, when: str | None = None) -> str:
+    """Run git in `repo` as a fixed author with no user config (`when`: the commit date)."""
+    env = {"GIT_AUTHOR_NAME": "Dev", "GIT_AUTHOR_EMAIL": "dev@example.com",
+           "GIT_COMMITTER_NAME": "Dev", "GIT_COMMITTER_EMAIL": "dev@example.com",
+           "HOME": str(repo), "PATH": "/usr/bin:/bin"}  # fmt: skip
+    if when:
+        env["GIT_AUTHOR_DATE"] = env["GIT_COMMITTER_DATE"] = when
+    out = subprocess.run(["git", *args], cwd=repo, env=env, capture_output=True, check=True)
+    return out.stdout.decode().strip()

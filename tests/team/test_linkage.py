@@ -6,7 +6,6 @@ reaches the file, and syncing again changes nothing (no loop, no duplicate); a p
 from __future__ import annotations
 
 import shutil
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,6 +14,7 @@ from typing import Any
 import pytest
 
 from functions.bridge import markdown
+from tests.helpers import git
 from tests.team.mesh import Node, start_node, stop
 
 pytestmark = pytest.mark.timeout(300)
@@ -126,26 +126,16 @@ async def test_memory_md_round_trips_edits_both_ways_without_loops(node: Node) -
         assert tool.status_code == 200 and "written" in tool.text
 
 
-def _git(repo: Path, *args: str, when: str | None = None) -> str:
-    env = {"GIT_AUTHOR_NAME": "Dev", "GIT_AUTHOR_EMAIL": "dev@example.com",
-           "GIT_COMMITTER_NAME": "Dev", "GIT_COMMITTER_EMAIL": "dev@example.com",
-           "HOME": str(repo), "PATH": "/usr/bin:/bin"}  # fmt: skip
-    if when:
-        env["GIT_AUTHOR_DATE"] = env["GIT_COMMITTER_DATE"] = when
-    out = subprocess.run(["git", *args], cwd=repo, env=env, capture_output=True, check=True)
-    return out.stdout.decode().strip()
-
-
 @pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 async def test_scanning_git_log_links_commits_to_the_sessions_behind_them(
     node: Node, tmp_path: Path
 ) -> None:
     repo = tmp_path / "shop"
     repo.mkdir()
-    _git(repo, "init", "-q", "-b", "main")
+    git(repo, "init", "-q", "-b", "main")
     (repo / "README.md").write_text("shop\n")
-    _git(repo, "add", ".")
-    _git(repo, "commit", "-q", "-m", "long ago", when="2001-01-01T00:00:00Z")
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "long ago", when="2001-01-01T00:00:00Z")
     sid = f"scan-{int(time.time())}"
     async with node.http() as h:
         r = await h.post(
@@ -169,10 +159,10 @@ async def test_scanning_git_log_links_commits_to_the_sessions_behind_them(
         )
         oid = obs.json()["observationId"]
     (repo / "cart.py").write_text("TOTAL = 0\n")
-    _git(repo, "add", ".")
-    _git(repo, "commit", "-q", "-m", "cart: totals")
-    sha = _git(repo, "rev-parse", "HEAD")
-    old = _git(repo, "rev-parse", "HEAD~1")
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "cart: totals")
+    sha = git(repo, "rev-parse", "HEAD")
+    old = git(repo, "rev-parse", "HEAD~1")
     async with node.http() as h:
         r = await h.post("/agentmemory/commits/scan", json={"path": str(repo / "src-missing")})
         assert r.status_code == 404 and r.json()["error"]["field"] == "path"

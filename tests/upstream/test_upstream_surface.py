@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import json
 import shutil
-import subprocess
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -23,7 +22,7 @@ from mcp.client.stdio import stdio_client
 
 from engine import Client, connect, discover
 from tests.conftest import EngineProcess
-from tests.helpers import eventually, wait_until
+from tests.helpers import eventually, git, wait_until
 from tests.upstream.stack import (
     PKG,
     auth,
@@ -187,14 +186,6 @@ async def test_verify_flags_a_memory_whose_observation_was_forgotten(
             broken = doc_of(await s.call_tool("memory_verify", {"id": mid}))
     assert broken["verdict"] == "broken" and broken["verified"] is False
     assert broken["broken"] == [obs["id"]] and broken["citations"][0]["status"] == "forgotten"
-
-
-def git(repo: Path, *args: str) -> str:
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(repo), "GIT_AUTHOR_NAME": "Dev",
-           "GIT_AUTHOR_EMAIL": "dev@example.com", "GIT_COMMITTER_NAME": "Dev",
-           "GIT_COMMITTER_EMAIL": "dev@example.com"}  # fmt: skip
-    out = subprocess.run(["git", *args], cwd=repo, env=env, capture_output=True, check=True)
-    return out.stdout.decode().strip()
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
