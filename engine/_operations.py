@@ -49,6 +49,11 @@ class Http(msgspec.Struct, omit_defaults=True):
     summary: str = ""
     """OpenAPI summary; default the function's description."""
     tags: list[str] = msgspec.field(default_factory=list)
+    mode: Literal["body", "http"] = "body"
+    """`http`: the function gets the whole `engine.HttpRequest` and returns an
+    `engine.HttpResponse` (a page, a redirect) instead of a request and a reply object."""
+    response_schema: dict[str, Any] | None = None
+    """OpenAPI schema of an `http`-mode reply (a body-mode reply's is its type's)."""
 
     def __post_init__(self) -> None:
         self.method = self.method.upper()
@@ -58,10 +63,9 @@ class Http(msgspec.Struct, omit_defaults=True):
             self.source = "body" if self.method in _WRITES else "query"
 
     def trigger_config(self, description: str, timeout: float) -> dict[str, Any]:
-        """The `http` trigger declaration of this route (mode body: the function gets the
-        request object, not an HttpRequest)."""
+        """The `http` trigger declaration of this route."""
         cfg: dict[str, Any] = msgspec.to_builtins(self)
-        cfg["mode"] = "body"
+        cfg["mode"] = self.mode
         cfg.setdefault("summary", description)
         cfg["timeout"] = self.timeout if self.timeout is not None else timeout
         return cfg

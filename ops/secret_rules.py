@@ -1,4 +1,4 @@
-"""Writes functions/memory/secret_rules.json: gitleaks' rule set, mirrored, plus our own.
+"""Writes functions/kernel/secret_rules.json: gitleaks' rule set, mirrored, plus our own.
 
     python ops/secret_rules.py --gitleaks path/to/gitleaks.toml --commit SHA
     python ops/secret_rules.py            # re-merge ops/secret_rules_local.toml only
@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-OUT = ROOT / "functions" / "memory" / "secret_rules.json"
+OUT = ROOT / "functions" / "kernel" / "secret_rules.json"
 LOCAL = Path(__file__).with_name("secret_rules_local.toml")
 
 UPSTREAM = "https://github.com/gitleaks/gitleaks"
@@ -261,7 +261,7 @@ def build(gitleaks: dict[str, Any] | None, commit: str, previous: dict[str, Any]
     if dup:
         raise SystemExit(f"rule ids defined twice: {sorted(dup)}")
     return {
-        "about": "Secret-detection rules for functions/memory/scrub.py and the hooks' "
+        "about": "Secret-detection rules for functions/kernel/scrub.py and the hooks' "
         "_scrub.py. Written by ops/secret_rules.py: edit ops/secret_rules_local.toml "
         "or rerun that script on a newer gitleaks.toml, never this file.",
         "gitleaks": {

@@ -21,12 +21,14 @@ import msgspec
 
 from engine import FunctionError, Tool, operation
 from functions.bridge import markdown
+from functions.kernel.clock import now_iso
+from functions.kernel.ids import kv_key, new_id
+from functions.kernel.owned import OwnedService, routes
+from functions.kernel.records import Memory, MemoryAdded, RecordsRemoved
+from functions.kernel.scrub import scrub
+from functions.kernel.store import StoreOwner
 from functions.memory.remember import remember
-from functions.memory.scrub import scrub
-from functions.memory.store import StoreOwner, kv_key, new_id, now_iso
 from functions.memory.wire import RememberIn
-from functions.owned import OwnedService, routes
-from functions.records import Memory, MemoryAdded, RecordsRemoved
 
 SETTING = "CLAUDE_MEMORY_BRIDGE"
 DEFAULT_BUDGET = 200

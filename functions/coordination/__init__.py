@@ -1,3 +1,3 @@
 """Multi-agent coordination: actions, leases, signals, checkpoints, sentinels, routines,
-sketches and crystals (docs/COORDINATION.md). `functions.coordination.register.register(worker)`
-adds every operation and its triggers."""
+sketches and crystals (docs/COORDINATION.md). The memory worker serves them
+(`workers.memory.serve_coordination`, with their triggers)."""

@@ -16,7 +16,7 @@ import msgspec
 
 from engine import CasConflict, FunctionError
 from functions.coordination.records import Action, Checkpoint, Edge, Lease, Sentinel
-from functions.coordination.store import CoordStore, kv_key, ms_of, new_id, now_iso, now_ms
+from functions.coordination.store import CoordStore
 from functions.coordination.wire import (
     ActionCreateIn,
     ActionCreateOut,
@@ -36,9 +36,11 @@ from functions.coordination.wire import (
     NextOut,
     Suggestion,
 )
-from functions.memory.scrub import scrub
-from functions.names import names
-from functions.views import as_view
+from functions.kernel.clock import ms_of, now_iso, now_ms
+from functions.kernel.ids import kv_key, new_id
+from functions.kernel.names import names
+from functions.kernel.scrub import scrub
+from functions.kernel.views import as_view
 
 OPEN = ("pending", "active", "blocked")
 NEAR_TIE = 1.0

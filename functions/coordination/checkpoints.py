@@ -12,15 +12,7 @@ import msgspec
 from engine import CasConflict, FunctionError
 from functions.coordination import actions
 from functions.coordination.records import Checkpoint, Edge
-from functions.coordination.store import (
-    CoordStore,
-    iso_ms,
-    kv_key,
-    ms_of,
-    new_id,
-    now_iso,
-    now_ms,
-)
+from functions.coordination.store import CoordStore
 from functions.coordination.wire import (
     CheckpointCreateIn,
     CheckpointListIn,
@@ -28,9 +20,11 @@ from functions.coordination.wire import (
     CheckpointResolveIn,
     CheckpointView,
 )
-from functions.memory.scrub import scrub
-from functions.names import names
-from functions.views import as_view
+from functions.kernel.clock import iso_ms, ms_of, now_iso, now_ms
+from functions.kernel.ids import kv_key, new_id
+from functions.kernel.names import names
+from functions.kernel.scrub import scrub
+from functions.kernel.views import as_view
 
 
 def view(c: Checkpoint) -> Any:

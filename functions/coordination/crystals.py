@@ -1,7 +1,7 @@
 """Crystals: the digest of a completed chain of actions, saved as a memory so later
 sessions find it. Synthetic by default (no LLM): the narrative, outcomes, files and lessons
 come from the actions' titles, descriptions and results; with `AGENTMEMORY_CRYSTALS_LLM=true`
-and a provider configured (see functions/lifecycle/config.py), an LLM writes them, and any
+and a provider configured (see functions/kernel/config.py), an LLM writes them, and any
 failure falls back to the synthetic digest. `auto` groups done actions older than a cutoff
 by parent (else project) and crystallizes each group; a daily cron runs it."""
 
@@ -18,7 +18,7 @@ import msgspec
 
 from engine import FunctionError
 from functions.coordination.records import Action, Crystal
-from functions.coordination.store import CoordStore, kv_key, ms_of, new_id, now_iso, now_ms
+from functions.coordination.store import CoordStore
 from functions.coordination.wire import (
     CrystalAutoIn,
     CrystalAutoOut,
@@ -29,10 +29,12 @@ from functions.coordination.wire import (
     CrystalsOut,
     CrystalView,
 )
-from functions.lifecycle.config import LlmConfig
-from functions.lifecycle.llm import Provider
-from functions.memory.scrub import scrub
-from functions.views import as_view
+from functions.kernel.clock import ms_of, now_iso, now_ms
+from functions.kernel.config import LlmConfig
+from functions.kernel.ids import kv_key, new_id
+from functions.kernel.llm import Provider
+from functions.kernel.scrub import scrub
+from functions.kernel.views import as_view
 
 log = logging.getLogger("functions.coordination")
 Remember = Callable[[dict[str, Any]], Awaitable[str]]

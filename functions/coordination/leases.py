@@ -25,10 +25,12 @@ import msgspec
 from engine import CasConflict, FunctionError
 from functions.coordination.actions import Gates, unblock_dependents, view
 from functions.coordination.records import Action, Lease
-from functions.coordination.store import CoordStore, iso_ms, kv_key, ms_of, new_id, now_iso, now_ms
+from functions.coordination.store import CoordStore
 from functions.coordination.wire import LeaseIn, LeaseOut, LeaseView, StateChange
-from functions.memory.scrub import scrub
-from functions.views import as_view
+from functions.kernel.clock import iso_ms, ms_of, now_iso, now_ms
+from functions.kernel.ids import kv_key, new_id
+from functions.kernel.scrub import scrub
+from functions.kernel.views import as_view
 
 DEFAULT_TTL_MS = 600_000
 MAX_TTL_MS = 3_600_000

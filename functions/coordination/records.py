@@ -1,5 +1,5 @@
 """What coordination stores: its KV buckets and records (snake_case; clients read them as
-camelCase views, `functions.views`).
+camelCase views, `functions.kernel.views`).
 
 Every record lives under its own id in its bucket. An action keeps its outgoing edges and
 the ids of the actions that depend on it, so a completion, a frontier and a lease read one

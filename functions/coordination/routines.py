@@ -10,7 +10,7 @@ import msgspec
 
 from engine import CasConflict, FunctionError
 from functions.coordination.records import Action, Edge, Routine, RoutineRun, RoutineStep
-from functions.coordination.store import CoordStore, kv_key, new_id, now_iso
+from functions.coordination.store import CoordStore
 from functions.coordination.wire import (
     Progress,
     RoutineCreateIn,
@@ -24,8 +24,10 @@ from functions.coordination.wire import (
     RunView,
     StepState,
 )
-from functions.memory.scrub import scrub
-from functions.views import as_view
+from functions.kernel.clock import now_iso
+from functions.kernel.ids import kv_key, new_id
+from functions.kernel.scrub import scrub
+from functions.kernel.views import as_view
 
 
 def _cycle(steps: list[RoutineStep]) -> int | None:

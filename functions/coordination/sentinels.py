@@ -25,15 +25,7 @@ from engine import TRIGGERS_BUCKET, CasConflict, Change, FunctionError, Snapshot
 from functions.coordination import actions
 from functions.coordination.checkpoints import gate
 from functions.coordination.records import Checkpoint, Sentinel
-from functions.coordination.store import (
-    CoordStore,
-    iso_ms,
-    kv_key,
-    ms_of,
-    new_id,
-    now_iso,
-    now_ms,
-)
+from functions.coordination.store import CoordStore
 from functions.coordination.wire import (
     SentinelCheckOut,
     SentinelCreateIn,
@@ -45,10 +37,12 @@ from functions.coordination.wire import (
     StateChange,
     json_value,
 )
-from functions.memory.store import events_stream
-from functions.names import names
-from functions.records import EVENTS_SUBJECT, Observation
-from functions.views import as_view
+from functions.kernel.clock import iso_ms, ms_of, now_iso, now_ms
+from functions.kernel.ids import kv_key, new_id
+from functions.kernel.names import names
+from functions.kernel.records import EVENTS_SUBJECT, Observation
+from functions.kernel.store import events_stream
+from functions.kernel.views import as_view
 
 log = logging.getLogger("functions.coordination")
 OBSERVATION_EVENTS = f"{EVENTS_SUBJECT}.observation.>"

@@ -82,7 +82,7 @@ from functions.coordination.wire import (
     StateChange,
     SweepOut,
 )
-from functions.owned import routes, started
+from functions.kernel.owned import routes, started
 
 P = "/agentmemory/"
 AGENT = {"x-agent-id": "agentId"}

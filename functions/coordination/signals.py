@@ -12,7 +12,7 @@ import math
 import msgspec
 
 from functions.coordination.records import Receipt, Signal
-from functions.coordination.store import CoordStore, iso_ms, kv_key, ms_of, new_id, now_ms
+from functions.coordination.store import CoordStore
 from functions.coordination.wire import (
     SignalOut,
     SignalReadIn,
@@ -21,8 +21,10 @@ from functions.coordination.wire import (
     SignalView,
     flag,
 )
-from functions.memory.scrub import scrub
-from functions.views import as_view
+from functions.kernel.clock import iso_ms, ms_of, now_ms
+from functions.kernel.ids import kv_key, new_id
+from functions.kernel.scrub import scrub
+from functions.kernel.views import as_view
 
 
 def _receipt_key(signal_id: str, agent_id: str) -> str:

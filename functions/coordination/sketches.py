@@ -13,15 +13,7 @@ import msgspec
 from engine import CasConflict, FunctionError
 from functions.coordination import actions
 from functions.coordination.records import Action, Edge, Sketch, SketchListing
-from functions.coordination.store import (
-    CoordStore,
-    iso_ms,
-    kv_key,
-    ms_of,
-    new_id,
-    now_iso,
-    now_ms,
-)
+from functions.coordination.store import CoordStore
 from functions.coordination.wire import (
     SketchAddIn,
     SketchAddOut,
@@ -36,8 +28,10 @@ from functions.coordination.wire import (
     SketchPromoteOut,
     SketchView,
 )
-from functions.memory.scrub import scrub
-from functions.views import as_view
+from functions.kernel.clock import iso_ms, ms_of, now_iso, now_ms
+from functions.kernel.ids import kv_key, new_id
+from functions.kernel.scrub import scrub
+from functions.kernel.views import as_view
 
 
 def view(s: Sketch) -> Any:

@@ -1,40 +1,19 @@
 """Coordination's state: its buckets, opened once per process, the audit log it shares with
-the memory service, and the clock."""
+the memory service."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from engine import Client, Entry, FunctionError, State
 from functions.coordination import records as r
-from functions.memory.store import kv_key, new_id, now_iso, write_audit
-from functions.records import AUDIT_BUCKET, AuditEntry
+from functions.kernel.clock import iso_ms, now_ms
+from functions.kernel.ids import kv_key
+from functions.kernel.records import AUDIT_BUCKET, AuditEntry
+from functions.kernel.store import write_audit
 
 T = TypeVar("T")
-__all__ = ["CoordStore", "iso_ms", "kv_key", "ms_of", "new_id", "now_iso", "now_ms"]
-
-
-def now_ms() -> int:
-    return time.time_ns() // 1_000_000
-
-
-def iso_ms(ms: int) -> str:
-    """Epoch milliseconds as `2026-01-31T12:34:56.789Z`."""
-    dt = datetime.fromtimestamp(ms // 1000, UTC).isoformat().removesuffix("+00:00")
-    return f"{dt}.{ms % 1000:03d}Z"
-
-
-def ms_of(iso: str) -> int:
-    """`iso_ms` back to epoch milliseconds (0 for an empty or unreadable time)."""
-    if not iso:
-        return 0
-    try:
-        return int(datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp() * 1000)
-    except ValueError:
-        return 0
 
 
 class CoordStore:

@@ -29,8 +29,8 @@ from functions.coordination.records import (
     Sketch,
     SketchListing,
 )
-from functions.names import NONBLANK, SOME_NAMES, Names, at_least_one_of, names
-from functions.views import view
+from functions.kernel.names import NONBLANK, SOME_NAMES, Names, at_least_one_of, names
+from functions.kernel.views import view
 
 Id = Annotated[str, msgspec.Meta(min_length=1, max_length=256)]
 Title = Annotated[str, msgspec.Meta(min_length=1, max_length=500, pattern=NONBLANK)]

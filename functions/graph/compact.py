@@ -28,8 +28,8 @@ from functions.graph import reindex
 from functions.graph.adjacency import ADJ_VERSION
 from functions.graph.keys import STATS, MemoryIndex, Removed
 from functions.graph.mirror import PURGED, PurgeNote
-from functions.lifecycle import clock
-from functions.records import GraphEdge, GraphNode, GraphStats
+from functions.kernel import clock
+from functions.kernel.records import GraphEdge, GraphNode, GraphStats
 
 REMOVED_ROUND = 200_000
 
@@ -126,3 +126,9 @@ async def compact(state: State, now: datetime, *, retention_days: float, cap: in
         # (functions.graph.mirror). Last, so every purge precedes it.
         await state.put(PURGED, PurgeNote(at=at, keys=out.nodes_deleted + out.edges_deleted))
     return out
+
+
+class GraphCompactOut(CompactOut, rename="camel", kw_only=True):
+    """A compaction run and what the feed folded first."""
+
+    folded: dict[str, int]

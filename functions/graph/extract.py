@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import re
 
-from functions.lifecycle.steps import command_head, command_of, error_key
-from functions.records import Memory, Observation
+from functions.kernel.records import Memory, Observation
+from functions.kernel.steps import command_head, command_of, error_key
 from functions.search.analysis import entities
 
 Entity = tuple[str, str]

@@ -43,8 +43,7 @@ from functions.graph.keys import (
     node_key,
     parse_edge_key,
 )
-from functions.memory.scrub import scrub
-from functions.records import (
+from functions.kernel.records import (
     GraphEdge,
     GraphNode,
     GraphStats,
@@ -53,6 +52,7 @@ from functions.records import (
     ObservationAdded,
     RecordsRemoved,
 )
+from functions.kernel.scrub import scrub
 
 T = TypeVar("T")
 PAIR_ENTITIES = 6

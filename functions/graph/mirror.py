@@ -35,7 +35,7 @@ import msgspec
 from engine import Client, SnapshotEnd, State, Watch
 from functions.graph.adjacency import Adjacency
 from functions.graph.keys import STATS
-from functions.records import GRAPH_BUCKET, GraphNode, GraphStats
+from functions.kernel.records import GRAPH_BUCKET, GraphNode, GraphStats
 
 log = logging.getLogger(__name__)
 

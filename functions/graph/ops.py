@@ -8,26 +8,46 @@ from __future__ import annotations
 
 import asyncio
 import json
+from contextlib import AbstractAsyncContextManager
+from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any, Protocol
 
 import msgspec
 
 from engine import FunctionError, operation
 from functions.graph import reindex
+from functions.graph.compact import GraphCompactOut
 from functions.graph.extract import observation_entities
 from functions.graph.keys import CO_OCCURS, edge_id, edge_key, node_id, node_key
 from functions.graph.mirror import PURGED, PurgeNote
-from functions.lifecycle import clock
-from functions.lifecycle.digest import cursor_key
-from functions.lifecycle.wire import DecayIn, DigestIn
-from functions.owned import routes
-from functions.records import GRAPH_BUCKET, LIFECYCLE_BUCKET, GraphEdge, GraphNode, Observation
+from functions.graph.query import GraphQuery
+from functions.kernel import clock
+from functions.kernel.digest import cursor_key
+from functions.kernel.owned import routes
+from functions.kernel.records import (
+    GRAPH_BUCKET,
+    LIFECYCLE_BUCKET,
+    GraphEdge,
+    GraphNode,
+    Observation,
+)
+from functions.kernel.store import StoreOwner
 
 MAX_IMPORT = 50_000
 
-if TYPE_CHECKING:
-    from functions.lifecycle.service import LifecycleService
+
+class GraphHost(StoreOwner, Protocol):
+    """What graph maintenance needs of the service that hosts it (the lifecycle's): its
+    store, its job lease, its event feed and compaction."""
+
+    async def exclusive(self, name: str) -> AbstractAsyncContextManager[None]: ...
+
+    async def fold_events(self) -> dict[str, int]: ...
+
+    async def compact_graph(self, now: datetime) -> GraphCompactOut: ...
+
+    async def graph_reader(self) -> GraphQuery: ...
 
 
 class BuildIn(msgspec.Struct, rename="camel", kw_only=True):
@@ -121,7 +141,7 @@ def _observation(raw: dict[str, Any], i: int) -> Observation:
 
 
 class GraphOps:
-    def __init__(self, owner: LifecycleService) -> None:
+    def __init__(self, owner: GraphHost) -> None:
         self.owner = owner
 
     async def _graph(self) -> Any:
@@ -139,9 +159,9 @@ class GraphOps:
         http=rest("POST", "graph/build"),
     )
     async def build(self, req: BuildIn) -> BuildOut:
-        out = await self.owner.digest_events(DigestIn())
+        folded = await self.owner.fold_events()
         nodes, edges = await self._counts()
-        return BuildOut(success=True, folded=out.folded, nodes=nodes, edges=edges)
+        return BuildOut(success=True, folded=folded, nodes=nodes, edges=edges)
 
     @operation(
         "mem::graph-extract",
@@ -183,7 +203,7 @@ class GraphOps:
         http=rest("POST", "graph/snapshot-rebuild"),
     )
     async def snapshot_rebuild(self) -> BuildOut:
-        out = await self.owner.graph_compact(DecayIn())
+        out = await self.owner.compact_graph(clock.now())
         nodes, edges = await self._counts()
         return BuildOut(success=True, folded=out.folded, nodes=nodes, edges=edges)
 

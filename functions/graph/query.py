@@ -26,7 +26,7 @@ from functions.graph.adjacency import READS, Adjacency, read_many
 from functions.graph.keys import STATS, node_key, parse_edge_key
 from functions.graph.mirror import GraphMirror, mirror
 from functions.graph.wire import MAX_DEPTH, MAX_LIMIT, GraphQueryIn, edge_wire, node_wire
-from functions.records import GraphEdge, GraphNode, GraphStats
+from functions.kernel.records import GraphEdge, GraphNode, GraphStats
 
 WALK_CAP = 5000
 """Nodes a walk keeps."""

@@ -24,7 +24,7 @@ from functions.graph.adjacency import (
     rank,
     read_many,
 )
-from functions.records import GraphEdge
+from functions.kernel.records import GraphEdge
 
 ROUND = 20_000
 """Nodes rebuilt per pass over the edges: what a pass holds is `ROUND` x `ADJ_CAP` entries."""

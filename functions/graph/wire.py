@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-from functions.records import GraphEdge, GraphNode
+from functions.kernel.records import GraphEdge, GraphNode
 
 NodeType = Literal["file", "symbol", "package", "error", "command", "concept"]
 MAX_DEPTH = 5

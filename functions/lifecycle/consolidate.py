@@ -21,18 +21,13 @@ from typing import Literal, TypeVar
 import msgspec
 
 from engine import State
-from functions.lifecycle import clock
+from functions.kernel import clock
+from functions.kernel.llm import Rewriter
+from functions.kernel.records import LIFECYCLE_BUCKET, Memory, MemoryAdded, SessionSummary
+from functions.kernel.store import MemoryStore
 from functions.lifecycle.episodes import sweep
-from functions.lifecycle.llm import Rewriter
 from functions.lifecycle.procedural import ProcedurePlanner
 from functions.lifecycle.semantic import SemanticPlanner
-from functions.memory.store import MemoryStore
-from functions.records import (
-    LIFECYCLE_BUCKET,
-    Memory,
-    MemoryAdded,
-    SessionSummary,
-)
 
 MARKER = "run.consolidate"
 CONCURRENCY = 64

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from functions.lifecycle import clock
-from functions.lifecycle.config import DecayConfig
-from functions.records import Lesson, Memory
+from functions.kernel import clock
+from functions.kernel.config import DecayConfig
+from functions.kernel.records import Lesson, Memory
 
 HOT, WARM, COLD = 0.5, 0.2, 0.05
 

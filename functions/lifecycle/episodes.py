@@ -9,15 +9,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
-from functions.lifecycle import clock
+from functions.kernel import clock
+from functions.kernel.ids import kv_key
+from functions.kernel.records import Observation, Session, SessionSummary, SummaryAdded
+from functions.kernel.store import MemoryStore
 from functions.lifecycle.summarize import SessionDigest, same_summary
-from functions.memory.store import MemoryStore, kv_key
-from functions.records import (
-    Observation,
-    Session,
-    SessionSummary,
-    SummaryAdded,
-)
 
 
 async def summarize_sessions(

@@ -19,10 +19,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from functions.lifecycle import clock
-from functions.lifecycle.config import DecayConfig, ForgetConfig
+from functions.kernel import clock
+from functions.kernel.config import DecayConfig, ForgetConfig
+from functions.kernel.records import Memory, Observation
 from functions.lifecycle.decay import COLD, decayed, half_life
-from functions.records import Memory, Observation
 
 CONSOLIDATED = ("semantic", "procedural")
 

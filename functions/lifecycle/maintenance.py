@@ -11,20 +11,14 @@ from datetime import datetime
 
 import msgspec
 
-from functions.lifecycle.config import LifecycleConfig
+from functions.kernel.config import LifecycleConfig
+from functions.kernel.records import LESSONS_BUCKET, Lesson, Memory, Observation, Session
+from functions.kernel.store import MemoryStore
 from functions.lifecycle.decay import decay_lesson, decay_memory, reinforce_memory, tier
 from functions.lifecycle.forgetting import ForgetPlan, MemoryRules, low_value
 from functions.lifecycle.session_cap import SessionCap
 from functions.memory.forget import forget
-from functions.memory.store import MemoryStore
 from functions.memory.wire import ForgetIn
-from functions.records import (
-    LESSONS_BUCKET,
-    Lesson,
-    Memory,
-    Observation,
-    Session,
-)
 
 PARALLEL_REMOVALS = 8
 PREVIEW = 1000

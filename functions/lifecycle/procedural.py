@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from functions.kernel.records import Memory, SessionSummary
+from functions.kernel.scrub import scrub
 from functions.lifecycle.semantic import cluster_id, confidence
-from functions.memory.scrub import scrub
-from functions.records import Memory, SessionSummary
 
 MAX_LEN = 4
 PER_PROJECT = 50

@@ -14,7 +14,7 @@ however long a project lives. A profile remembers the last stream sequence folde
 (`seq`): a batch replayed after a crash counts nothing twice. Forgetting does not rewind a
 profile: its counts are aggregates, not records.
 
-Stored at `mem_profiles/<profile_key(project)>` as `functions.records.ProjectProfile`.
+Stored at `mem_profiles/<profile_key(project)>` as `functions.kernel.records.ProjectProfile`.
 """
 
 from __future__ import annotations
@@ -25,11 +25,9 @@ from collections.abc import Callable
 from typing import Any
 
 from engine import Entry, State
-from functions.lifecycle import clock
-from functions.lifecycle.config import ProfileConfig
-from functions.lifecycle.steps import command_head, command_of, error_key
-from functions.memory.scrub import scrub
-from functions.records import (
+from functions.kernel import clock
+from functions.kernel.config import ProfileConfig
+from functions.kernel.records import (
     MemEvent,
     Observation,
     ObservationAdded,
@@ -37,6 +35,8 @@ from functions.records import (
     ProjectProfile,
     profile_key,
 )
+from functions.kernel.scrub import scrub
+from functions.kernel.steps import command_head, command_of, error_key
 
 RECENT_SESSIONS = 16
 SHOWN = 15

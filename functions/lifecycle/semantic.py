@@ -14,9 +14,9 @@ import hashlib
 import heapq
 from dataclasses import dataclass, field
 
-from functions.lifecycle.steps import command_head, command_of, error_key
-from functions.memory.scrub import scrub
-from functions.records import Memory, Observation
+from functions.kernel.records import Memory, Observation
+from functions.kernel.scrub import scrub
+from functions.kernel.steps import command_head, command_of, error_key
 
 SESSION_CAP = 256
 """Distinct sessions counted per cluster; support above it reads as 256+."""

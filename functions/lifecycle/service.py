@@ -5,24 +5,35 @@ tool); cron firings call the same functions (see register.py)."""
 from __future__ import annotations
 
 import asyncio
+from contextlib import AbstractAsyncContextManager
 from datetime import datetime
-from typing import Any
 
 import msgspec
 
 from engine import Client, FunctionError, Tool, operation
-from functions.graph.compact import CompactOut, compact
+from functions.graph.compact import GraphCompactOut, compact
 from functions.graph.feed import GraphFeed
 from functions.graph.query import GraphQuery
 from functions.graph.wire import GraphQueryIn, GraphStatsIn
-from functions.lifecycle import clock
-from functions.lifecycle.config import LifecycleConfig
+from functions.kernel.clock import when
+from functions.kernel.config import LifecycleConfig
+from functions.kernel.digest import Sink, digest
+from functions.kernel.llm import Rewriter
+from functions.kernel.owned import routes, started
+from functions.kernel.records import (
+    GRAPH_BUCKET,
+    LIFECYCLE_BUCKET,
+    PROFILES_BUCKET,
+    ProjectProfile,
+    SessionSummary,
+    profile_key,
+)
+from functions.kernel.store import MemoryStore
+from functions.kernel.views import SummaryView, as_view
 from functions.lifecycle.consolidate import ConsolidateOut, Consolidator
 from functions.lifecycle.decay import tier
-from functions.lifecycle.digest import Sink, digest
 from functions.lifecycle.episodes import summarize_sessions, sweep
 from functions.lifecycle.lease import held
-from functions.lifecycle.llm import Rewriter
 from functions.lifecycle.maintenance import (
     AutoForgetOut,
     DecayOut,
@@ -34,7 +45,6 @@ from functions.lifecycle.maintenance import (
 from functions.lifecycle.profile import ProfileFeed, profile_wire
 from functions.lifecycle.wire import (
     AutoForgetIn,
-    Clocked,
     ConsolidateIn,
     DecayIn,
     DigestIn,
@@ -49,43 +59,15 @@ from functions.lifecycle.wire import (
     RetentionOut,
     SummarizeIn,
     SummarizeOut,
-    SummaryView,
     SweepIn,
     SweepOut,
 )
-from functions.memory.store import MemoryStore
-from functions.owned import routes, started
-from functions.records import (
-    GRAPH_BUCKET,
-    LIFECYCLE_BUCKET,
-    PROFILES_BUCKET,
-    ProjectProfile,
-    SessionSummary,
-    profile_key,
-)
-from functions.views import as_view
 
 LONG = 900.0
 """Seconds a sweep over a large store may take (consolidation of 100k observations)."""
 
 
 rest = routes("lifecycle")
-
-
-class GraphCompactOut(CompactOut, rename="camel", kw_only=True):
-    folded: dict[str, int]
-
-
-def when(req: Clocked) -> datetime:
-    if req.now is None:
-        return clock.now()
-    try:
-        datetime.fromisoformat(req.now.replace("Z", "+00:00"))
-    except ValueError:
-        raise FunctionError(
-            "BAD_REQUEST", f"now must be an ISO-8601 date-time, got {req.now[:40]!r}", field="now"
-        ) from None
-    return clock.parse(req.now)
 
 
 class LifecycleService:
@@ -107,7 +89,7 @@ class LifecycleService:
     async def stop(self, client: Client) -> None:
         return None
 
-    async def exclusive(self, name: str) -> Any:
+    async def exclusive(self, name: str) -> AbstractAsyncContextManager[None]:
         life = await self.store.client.state(LIFECYCLE_BUCKET)
         return held(life, name)
 
@@ -236,10 +218,13 @@ class LifecycleService:
         timeout=LONG,
     )
     async def digest_events(self, req: DigestIn) -> DigestOut:
+        return DigestOut(folded=await self.fold_events())
+
+    async def fold_events(self) -> dict[str, int]:
+        """Fold the events not yet seen into the graph and the profiles, now."""
         # One lease for the feed and compaction: both rewrite graph records.
         async with await self.exclusive("graph"):
-            folded = await self._digest()
-        return DigestOut(folded=folded)
+            return await self._digest()
 
     @operation(
         "mem::graph-compact",
@@ -247,11 +232,15 @@ class LifecycleService:
         timeout=LONG,
     )
     async def graph_compact(self, req: DecayIn) -> GraphCompactOut:
+        return await self.compact_graph(when(req))
+
+    async def compact_graph(self, now: datetime) -> GraphCompactOut:
+        """Fold what the events say, all of it, then compact the graph as of `now`."""
         async with await self.exclusive("graph"):
-            folded = await self._digest()  # compact what the events say, all of it
+            folded = await self._digest()
             out = await compact(
                 await self.store.client.state(GRAPH_BUCKET),
-                when(req),
+                now,
                 retention_days=self.config.graph.retention_days,
                 cap=self.config.provenance_cap,
             )

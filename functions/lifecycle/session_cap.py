@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from functions.records import Observation
+from functions.kernel.records import Observation
 
 
 @dataclass

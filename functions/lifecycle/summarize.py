@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 
 import msgspec
 
-from functions.lifecycle.steps import command_head, command_of, step_of
-from functions.memory.scrub import scrub
-from functions.records import Observation, Session, SessionSummary
+from functions.kernel.records import Observation, Session, SessionSummary
+from functions.kernel.scrub import scrub
+from functions.kernel.steps import command_head, command_of, step_of
 
 MAX_STEPS = 200
 MAX_PROMPTS = 3

@@ -1,2 +1,2 @@
 """The memory write path: scrub, compress, observe, sessions, remember, forget, audit,
-export/import. `functions.memory.register.register(worker)` adds every operation."""
+export/import. The memory worker serves them (`workers.memory`)."""

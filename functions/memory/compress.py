@@ -13,7 +13,7 @@ from typing import Any
 import ahocorasick_rs
 import msgspec
 
-from functions.memory.scrub import without_markers
+from functions.kernel.scrub import without_markers
 
 RAW_CAP = 8000
 NARRATIVE_CAP = 600

@@ -5,9 +5,10 @@ tombstone keeps a replayed observation from coming back), every index is told th
 from __future__ import annotations
 
 from engine import FunctionError
-from functions.memory.store import MemoryStore, kv_key
+from functions.kernel.ids import kv_key
+from functions.kernel.records import Memory, Observation, RecordsRemoved, Session
+from functions.kernel.store import MemoryStore
 from functions.memory.wire import ForgetIn, ForgetOut
-from functions.records import Memory, Observation, RecordsRemoved, Session
 
 
 async def forget(

@@ -19,7 +19,7 @@ from typing import Any
 
 import msgspec
 
-from functions.records import Observation
+from functions.kernel.records import Observation
 
 log = logging.getLogger("functions.memory.inbox")
 

@@ -21,12 +21,14 @@ from typing import Any, Literal
 import msgspec
 
 from engine import FunctionError
+from functions.kernel.clock import now_iso
+from functions.kernel.ids import kv_key
+from functions.kernel.records import Observation, ObservationAdded, Session
+from functions.kernel.scrub import scrub, scrub_value
+from functions.kernel.store import STORE_ERRORS, MemoryStore
 from functions.memory.compress import as_text, compress
 from functions.memory.inbox import Inbox, Pending
-from functions.memory.scrub import scrub, scrub_value
-from functions.memory.store import STORE_ERRORS, MemoryStore, kv_key, now_iso
 from functions.memory.wire import ObserveIn, ObserveOut
-from functions.records import Observation, ObservationAdded, Session
 
 _hash_encoder = msgspec.json.Encoder(order="sorted")
 

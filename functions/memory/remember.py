@@ -7,11 +7,13 @@ from __future__ import annotations
 import re
 
 from engine import FunctionError
-from functions.memory.scrub import scrub
-from functions.memory.store import MemoryStore, kv_key, new_id, now_iso
-from functions.memory.wire import MemoryView, RememberIn, RememberOut, Similar
-from functions.records import Memory, MemoryAdded, RecordsRemoved
-from functions.views import as_view
+from functions.kernel.clock import now_iso
+from functions.kernel.ids import kv_key, new_id
+from functions.kernel.records import Memory, MemoryAdded, RecordsRemoved
+from functions.kernel.scrub import scrub
+from functions.kernel.store import MemoryStore
+from functions.kernel.views import MemoryView, as_view
+from functions.memory.wire import RememberIn, RememberOut, Similar
 
 SUPERSEDE_AT = 0.7
 SIMILAR_AT = 0.4

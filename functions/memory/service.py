@@ -1,6 +1,6 @@
 """One process's memory service: the store, the capture inbox and the observer, and one
 method per operation. Each operation is declared once, on its method: the bus function,
-its REST route and its MCP tool (`engine.operation`); `register` serves them."""
+its REST route and its MCP tool (`engine.operation`); the memory worker serves them."""
 
 from __future__ import annotations
 
@@ -8,16 +8,18 @@ import asyncio
 import contextlib
 import logging
 
-from engine import Client, FunctionError, Tool, operation
+from engine import Client, FunctionError, HttpRequest, HttpResponse, Tool, operation
+from functions.kernel.owned import routes, started
+from functions.kernel.records import AuditEntry, Memory, Observation
+from functions.kernel.store import MemoryStore
+from functions.kernel.views import AuditEntryView, MemoryView, ObservationView, SessionView, as_view
 from functions.memory import forget as forget_mod
 from functions.memory import remember as remember_mod
 from functions.memory import sessions, transfer
 from functions.memory import status as status_mod
 from functions.memory.inbox import Inbox
 from functions.memory.observe import Observer
-from functions.memory.store import MemoryStore
 from functions.memory.wire import (
-    AuditEntryView,
     AuditIn,
     AuditOut,
     CaptureOut,
@@ -36,10 +38,8 @@ from functions.memory.wire import (
     MemoriesIn,
     MemoriesOut,
     MemoryOut,
-    MemoryView,
     ObservationOut,
     ObservationsOut,
-    ObservationView,
     ObserveIn,
     ObserveOut,
     RememberIn,
@@ -48,17 +48,12 @@ from functions.memory.wire import (
     SessionsOut,
     SessionStartIn,
     SessionStartOut,
-    SessionView,
     StatusOut,
     Success,
 )
-from functions.owned import routes, started
-from functions.records import AuditEntry, Memory, Observation
-from functions.views import as_view
 
 log = logging.getLogger("functions.memory")
 COUNTS_FLUSH = 5.0
-P = "/agentmemory/"
 AGENT = {"x-agent-id": "agentId"}
 """A request's agent, from the header the hooks and clients send, unless the body names one."""
 
@@ -327,3 +322,14 @@ class MemoryService:
     )
     async def status(self) -> StatusOut:
         return await status_mod.status(self.store, self.inbox)
+
+    @operation(
+        "mem::status-page",
+        description="The status checks as an HTML page",
+        http=rest("GET", "status", accept="text/html", mode="http"),
+    )
+    async def status_page(self, req: HttpRequest) -> HttpResponse:
+        doc = await status_mod.status(self.store, self.inbox)
+        return HttpResponse(
+            body=status_mod.status_html(doc), content_type="text/html; charset=utf-8"
+        )

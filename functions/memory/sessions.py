@@ -7,18 +7,13 @@ import logging
 from collections import Counter
 
 from engine import FunctionError
-from functions.memory.scrub import scrub
-from functions.memory.store import MemoryStore, kv_key, now_iso
-from functions.memory.wire import (
-    ListIn,
-    SessionEndIn,
-    SessionStartIn,
-    SessionStartOut,
-    SessionView,
-    Success,
-)
-from functions.records import Observation, Session
-from functions.views import as_view
+from functions.kernel.clock import now_iso
+from functions.kernel.ids import kv_key
+from functions.kernel.records import Observation, Session
+from functions.kernel.scrub import scrub
+from functions.kernel.store import MemoryStore
+from functions.kernel.views import SessionView, as_view
+from functions.memory.wire import ListIn, SessionEndIn, SessionStartIn, SessionStartOut, Success
 
 log = logging.getLogger("functions.memory.sessions")
 

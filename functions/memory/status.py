@@ -10,10 +10,10 @@ import time
 
 from engine import FunctionError
 from engine.paths import ENV_CONFIG, Instance
+from functions.kernel.records import EVENTS_STREAM
+from functions.kernel.store import STORE_ERRORS, MemoryStore
 from functions.memory.inbox import Inbox
-from functions.memory.store import STORE_ERRORS, MemoryStore
 from functions.memory.wire import Check, Health, Livez, StatusOut
-from functions.records import EVENTS_STREAM
 
 SERVICE = "agentmemory"
 VERSION = "0.1.0"

@@ -10,22 +10,9 @@ from typing import Any
 import msgspec
 
 from engine import FunctionError
-from functions.memory.observe import DedupRecord, event_id_key
-from functions.memory.scrub import scrub_value
-from functions.memory.store import MemoryStore, kv_key, now_iso
-from functions.memory.wire import (
-    ExportIn,
-    ExportOut,
-    ImportCounts,
-    ImportIn,
-    ImportOut,
-    MemoryView,
-    ObservationView,
-    SessionView,
-    SummaryView,
-    from_wire,
-)
-from functions.records import (
+from functions.kernel.clock import now_iso
+from functions.kernel.ids import kv_key
+from functions.kernel.records import (
     Memory,
     MemoryAdded,
     Observation,
@@ -35,7 +22,11 @@ from functions.records import (
     SessionSummary,
     SummaryAdded,
 )
-from functions.views import as_view
+from functions.kernel.scrub import scrub_value
+from functions.kernel.store import MemoryStore
+from functions.kernel.views import MemoryView, ObservationView, SessionView, SummaryView, as_view
+from functions.memory.observe import DedupRecord, event_id_key
+from functions.memory.wire import ExportIn, ExportOut, ImportCounts, ImportIn, ImportOut, from_wire
 
 FORMAT = "agentmemory-nats/1"
 

@@ -8,10 +8,18 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
+from functions.kernel.names import NONBLANK, SOME_NAMES, Names, at_least_one_of, names
+from functions.kernel.records import (
+    HookType,
+)
+from functions.kernel.views import (
+    AuditEntryView,
+    MemoryView,
+    ObservationView,
+    SessionView,
+    SummaryView,
+)
 from functions.memory.inbox import PendingView
-from functions.names import NONBLANK, SOME_NAMES, Names, at_least_one_of, names
-from functions.records import AuditEntry, HookType, Memory, Observation, Session, SessionSummary
-from functions.views import view
 
 NonEmpty = Annotated[str, msgspec.Meta(min_length=1, max_length=512)]
 Strategy = Literal["merge", "replace", "skip"]
@@ -175,11 +183,6 @@ class GetIn(msgspec.Struct, rename="camel", kw_only=True):
 
 
 # ---- responses (camelCase on the wire; records as their views) -------------------------
-SessionView = view(Session)
-ObservationView = view(Observation)
-MemoryView = view(Memory)
-AuditEntryView = view(AuditEntry)
-SummaryView = view(SessionSummary)
 
 
 class Success(msgspec.Struct):
@@ -218,7 +221,7 @@ class StatusOut(Health, rename="camel", kw_only=True):
 
 
 class SessionStartOut(msgspec.Struct):
-    session: SessionView  # type: ignore[valid-type]
+    session: SessionView
     context: str
 
 
@@ -230,7 +233,7 @@ class Similar(msgspec.Struct):
 
 class RememberOut(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=True):
     success: bool
-    memory: MemoryView  # type: ignore[valid-type]
+    memory: MemoryView
     superseded_id: str | None = None
     similar_to: list[Similar] | None = None
 
@@ -242,38 +245,38 @@ class ForgetOut(msgspec.Struct):
 
 
 class SessionsOut(msgspec.Struct):
-    sessions: list[SessionView]  # type: ignore[valid-type]
+    sessions: list[SessionView]
 
 
 class ObservationsOut(msgspec.Struct):
-    observations: list[ObservationView]  # type: ignore[valid-type]
+    observations: list[ObservationView]
 
 
 class ObservationOut(msgspec.Struct):
-    observation: ObservationView  # type: ignore[valid-type]
+    observation: ObservationView
 
 
 class MemoriesOut(msgspec.Struct):
-    memories: list[MemoryView]  # type: ignore[valid-type]
+    memories: list[MemoryView]
 
 
 class MemoryOut(msgspec.Struct):
-    memory: MemoryView  # type: ignore[valid-type]
-    versions: list[MemoryView]  # type: ignore[valid-type]
+    memory: MemoryView
+    versions: list[MemoryView]
 
 
 class AuditOut(msgspec.Struct):
-    entries: list[AuditEntryView]  # type: ignore[valid-type]
+    entries: list[AuditEntryView]
 
 
 class ExportOut(msgspec.Struct, rename="camel", kw_only=True):
     version: str
     exported_at: str
-    sessions: list[SessionView]  # type: ignore[valid-type]
-    observations: dict[str, list[ObservationView]]  # type: ignore[valid-type]
+    sessions: list[SessionView]
+    observations: dict[str, list[ObservationView]]
     """By session id."""
-    memories: list[MemoryView]  # type: ignore[valid-type]
-    summaries: list[SummaryView]  # type: ignore[valid-type]
+    memories: list[MemoryView]
+    summaries: list[SummaryView]
     total_sessions: int
     offset: int
     next_offset: int | None

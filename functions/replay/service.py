@@ -16,17 +16,18 @@ from typing import TYPE_CHECKING, Annotated
 import msgspec
 
 from engine import FunctionError, operation
-from functions.memory import transcripts
-from functions.memory.files import checked_path
+from functions.files.service import checked_path
+from functions.kernel.clock import now_iso
+from functions.kernel.ids import kv_key
+from functions.kernel.owned import routes
+from functions.kernel.records import Observation, Session
+from functions.kernel.scrub import scrub
+from functions.kernel.store import MemoryStore
+from functions.kernel.views import SessionView, as_view
 from functions.memory.observe import build
-from functions.memory.scrub import scrub
-from functions.memory.store import MemoryStore, kv_key, now_iso
-from functions.memory.wire import NonEmpty, ObserveIn, SessionView
-from functions.owned import routes
-from functions.records import Observation, Session
-from functions.replay import lessons
+from functions.memory.wire import NonEmpty, ObserveIn
+from functions.replay import lessons, transcripts
 from functions.replay.timeline import Timeline, project
-from functions.views import as_view
 
 if TYPE_CHECKING:
     from functions.memory.observe import Observer

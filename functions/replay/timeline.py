@@ -12,8 +12,8 @@ from typing import Any, Literal
 
 import msgspec
 
-from functions.lifecycle import clock
-from functions.records import Observation
+from functions.kernel import clock
+from functions.kernel.records import Observation
 
 Kind = Literal[
     "prompt", "response", "tool_call", "tool_result", "tool_error", "session_start",

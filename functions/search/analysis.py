@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable
 
 import Stemmer
 
-from functions.memory.scrub import without_markers
+from functions.kernel.scrub import without_markers
 
 _stemmer = Stemmer.Stemmer("english")
 _stem_cache: dict[str, str] = {}

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from functions.records import Memory, Observation, SessionSummary
+from functions.kernel.records import Memory, Observation, SessionSummary
 from functions.search.analysis import entities, tokenize
 
 Record = Observation | Memory | SessionSummary

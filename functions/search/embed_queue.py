@@ -18,7 +18,7 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from engine import Client, Context, FunctionError
+from engine import Client, Context, FunctionError, operation
 from functions.search.embedding import take_batch
 from functions.search.index import SearchIndex
 from functions.search.vectors import Embedder, chunks
@@ -51,6 +51,18 @@ _embedding = msgspec.json.Decoder(Embedding)
 
 def key_of(record_id: str) -> str:
     return hashlib.sha256(record_id.encode()).hexdigest()[:32]
+
+
+class EmbedService:
+    """`mem::embed`, served where the index embeds through the queue (the queue trigger
+    calls it with retries; see the module's docstring)."""
+
+    def __init__(self, embedder: Embedder) -> None:
+        self.embedder = embedder
+
+    @operation("mem::embed", description="embed a batch into mem_embeddings", timeout=300)
+    async def embed(self, req: EmbedIn, ctx: Context) -> EmbedOut:
+        return await embed_call(self.embedder, req, ctx)
 
 
 async def embed_call(embedder: Embedder, req: EmbedIn, ctx: Context) -> EmbedOut:

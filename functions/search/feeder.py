@@ -19,8 +19,8 @@ from typing import Any
 import msgspec
 
 from engine import Client, Follower, Objects, Stream, StreamMessage
-from functions.memory.store import events_stream
-from functions.records import MemEvent
+from functions.kernel.records import MemEvent
+from functions.kernel.store import events_stream
 from functions.search import snapshot
 from functions.search.embed_queue import QueueEmbedding
 from functions.search.embedding import ensure_model, store_batch, take_batch

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import msgspec
 import numpy as np
 
-from functions.records import (
+from functions.kernel.records import (
     MemEvent,
     Memory,
     MemoryAdded,

@@ -1,4 +1,5 @@
-"""What the search functions do, over an `IndexHolder` and the records in KV."""
+"""The search operations over an `IndexHolder` and the records in KV, each declared once:
+bus function (`mem::search` …), REST route (`POST /agentmemory/search` …) and MCP tool."""
 
 from __future__ import annotations
 
@@ -14,10 +15,10 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from engine import BUS_ERRORS, Client, FunctionError
-from functions.memory.slots import pinned_context
-from functions.memory.store import now_iso
-from functions.records import (
+from engine import BUS_ERRORS, Client, FunctionError, Http, NoArgs, Tool, operation
+from functions.kernel.clock import now_iso
+from functions.kernel.owned import routes, started
+from functions.kernel.records import (
     MEMORIES_BUCKET,
     OBSERVATIONS_BUCKET,
     PROFILES_BUCKET,
@@ -36,17 +37,22 @@ from functions.search.wire import (
     ContextOut,
     EnrichIn,
     EnrichOut,
+    EnrichRequest,
     ProfileIn,
     ProfileOut,
     SearchIn,
     SearchOut,
-    SmartSearchIn,
+    SearchStatusOut,
     SmartSearchOut,
+    SmartSearchRequest,
     TimelineIn,
     TimelineOut,
 )
+from functions.slots.service import pinned_context
 
 log = logging.getLogger("functions.search")
+AGENT = {"x-agent-id": "agentId"}
+rest = routes("search", headers=AGENT)
 
 _BUCKET = {
     KIND_OBSERVATION: OBSERVATIONS_BUCKET,
@@ -95,6 +101,22 @@ class SearchService:
     async def stop(self, client: Client) -> None:
         await self.holder.stop(client)
 
+    @operation(
+        "mem::search-status",
+        description="Index size, lag, snapshot age",
+        http=Http("GET", "/agentmemory/search/status", source="none", tags=["search"]),
+    )
+    async def search_status(self, req: NoArgs) -> SearchStatusOut:
+        return msgspec.convert(self.holder.status(), SearchStatusOut)
+
+    @operation(
+        "mem::index-audit",
+        description="The index against KV: orphan entries and unindexed records (samples)",
+        timeout=120,
+    )
+    async def index_audit(self, req: NoArgs) -> IndexAudit:
+        return await audit_index(started(self.client, "the search service"), self.holder)
+
     # ---- enrichment ------------------------------------------------------------------
     async def record(self, kind: str, record_id: str) -> dict[str, Any] | None:
         if self.client is None:
@@ -131,6 +153,13 @@ class SearchService:
         )  # fmt: skip
 
     # ---- functions -------------------------------------------------------------------
+    @operation(
+        "mem::search",
+        description="Search past session observations for relevant context (BM25 + vectors "
+        "+ graph); full records.",
+        http=rest("POST", "search"),
+        tool=Tool("memory_recall", tier="core,basic"),
+    )
     async def search(self, req: SearchIn) -> SearchOut:
         await self._fresh()
         hits = self._search(req.query, req.project, req.agent_id, req.kinds, req.limit)
@@ -153,7 +182,14 @@ class SearchService:
             )
         return out
 
-    async def smart_search(self, req: SmartSearchIn) -> SmartSearchOut:
+    @operation(
+        "mem::smart-search",
+        description="Hybrid semantic+keyword search with progressive disclosure: compact "
+        "hits; expandIds for full records.",
+        http=rest("POST", "smart-search"),
+        tool=Tool("memory_smart_search", tier="core,basic"),
+    )
+    async def smart_search(self, req: SmartSearchRequest) -> SmartSearchOut:
         if req.expand_ids:
             metas = [(i, self.holder.index.get(i)) for i in req.expand_ids[:100]]
             found = await asyncio.gather(
@@ -188,6 +224,11 @@ class SearchService:
             log.warning("pinned slots unreadable: %s", exc)
             return ""
 
+    @operation(
+        "mem::context",
+        description="Token-budgeted context for a session",
+        http=rest("POST", "context"),
+    )
     async def context(self, req: ContextIn) -> ContextOut:
         await self._fresh()
         project = req.project or None
@@ -222,7 +263,25 @@ class SearchService:
                 blocks.append(("observation", f"- {om.timestamp[:16]} [{om.type}] {om.title}"))
         return _pack(blocks, req.budget)
 
-    async def enrich(self, req: EnrichIn, *, exclude_session: bool = False) -> EnrichOut:
+    @operation(
+        "mem::enrich",
+        description="What memory knows about these files and terms",
+        http=rest("POST", "enrich"),
+    )
+    async def enrich(self, req: EnrichRequest) -> EnrichOut:
+        return await self._enrich(req)
+
+    @operation(
+        "mem::file-context",
+        description="Get past observations about specific files (sessionId: the current "
+        "session, left out).",
+        http=rest("POST", "file-context"),
+        tool=Tool("memory_file_history", tier="basic"),
+    )
+    async def file_context(self, req: EnrichRequest) -> EnrichOut:
+        return await self._enrich(req, exclude_session=True)
+
+    async def _enrich(self, req: EnrichIn, *, exclude_session: bool = False) -> EnrichOut:
         """What memory knows about files and terms; `exclude_session` leaves out the
         caller's own session (upstream's memory_file_history: "current session to exclude")."""
         await self._fresh()
@@ -244,6 +303,14 @@ class SearchService:
             used += t
         return EnrichOut(context=text.rstrip("\n"), truncated=truncated)
 
+    @operation(
+        "mem::timeline",
+        description="Chronological observations around an anchor (an ISO date or a keyword; "
+        "before/after = how many records either side), or within a time window (before/after "
+        "= ISO times).",
+        http=rest("POST", "timeline"),
+        tool=Tool("memory_timeline", tier="basic"),
+    )
     async def timeline(self, req: TimelineIn) -> TimelineOut:
         await self._fresh()
         metas = self._metas(req.project, req.agent_id, list(KINDS))
@@ -285,6 +352,12 @@ class SearchService:
                    zip(range(lo, hi), metas[lo:hi], strict=True)]  # fmt: skip
         return TimelineOut(entries=entries, anchor=anchor or at, anchor_index=pos - lo)
 
+    @operation(
+        "mem::profile",
+        description="A project's profile: activity, top files and concepts, conventions.",
+        http=rest("GET", "profile"),
+        tool=Tool("memory_profile", tier="basic"),
+    )
     async def profile(self, req: ProfileIn) -> ProfileOut:
         """The lifecycle's incremental profile of the project (decayed top files, concepts,
         commands, errors, conventions) when it has one; counts by type from the index.

@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-from functions.names import SOME_NAMES, TEXT, Names, at_least_one_of, names
+from functions.kernel.names import SOME_NAMES, TEXT, Names, at_least_one_of, names
 
 Kind = Literal["observation", "memory", "summary"]
 

@@ -13,8 +13,9 @@ from typing import Annotated
 import msgspec
 
 from engine import FunctionError, Tool, operation
-from functions.memory.store import StoreOwner, now_iso
-from functions.owned import OwnedService, routes
+from functions.kernel.clock import now_iso
+from functions.kernel.owned import OwnedService, routes
+from functions.kernel.store import StoreOwner
 from functions.snapshots import state
 from functions.snapshots.git import GitError, ensure_repo, git, run
 

@@ -13,8 +13,7 @@ from typing import Any
 import msgspec
 
 from engine import Client, State
-from functions.memory.store import MemoryStore
-from functions.records import (
+from functions.kernel.records import (
     COMMITS_BUCKET,
     FACETS_BUCKET,
     INSIGHTS_BUCKET,
@@ -33,6 +32,7 @@ from functions.records import (
     SessionSummary,
     SummaryAdded,
 )
+from functions.kernel.store import MemoryStore
 
 BUCKETS = (
     SESSIONS_BUCKET,

@@ -15,8 +15,16 @@ import logging
 from typing import Any
 
 from engine import State
-from functions.memory.store import MemoryStore, kv_key, now_iso
-from functions.records import Memory, MemoryAdded, Observation, ObservationAdded, RecordsRemoved
+from functions.kernel.clock import now_iso
+from functions.kernel.ids import kv_key
+from functions.kernel.records import (
+    Memory,
+    MemoryAdded,
+    Observation,
+    ObservationAdded,
+    RecordsRemoved,
+)
+from functions.kernel.store import MemoryStore
 from functions.team.config import TeamConfig
 from functions.team.log import TeamLog, shared_copy
 from functions.team.records import Chain, Forgotten, Shared, TeamEvent, TeamItem, Tombstone, Version

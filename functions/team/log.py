@@ -8,7 +8,7 @@ from __future__ import annotations
 import msgspec
 
 from engine import Client, Source, SourceState, Stream
-from functions.records import Memory, Observation
+from functions.kernel.records import Memory, Observation
 from functions.team.records import LOG_SUBJECT, TEAM_STREAM, Forgotten, Shared, log_subject
 
 PUBLISH_TIMEOUT = 5.0

@@ -17,7 +17,7 @@ from typing import Literal
 
 import msgspec
 
-from functions.records import Memory, Observation
+from functions.kernel.records import Memory, Observation
 
 TEAM_BUCKET = "mem_team"
 TEAM_STREAM = "TEAM"

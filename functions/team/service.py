@@ -15,11 +15,19 @@ from typing import Any
 import msgspec
 
 from engine import Client, Context, FunctionError, State, Tool, operation
-from functions.memory.scrub import scrub_value
-from functions.memory.store import MemoryStore, kv_key, now_iso
+from functions.kernel.clock import now_iso
+from functions.kernel.ids import kv_key
+from functions.kernel.owned import routes, started
+from functions.kernel.records import (
+    Memory,
+    MemoryAdded,
+    Observation,
+    ObservationAdded,
+    RecordsRemoved,
+)
+from functions.kernel.scrub import scrub_value
+from functions.kernel.store import MemoryStore
 from functions.memory.wire import from_wire
-from functions.owned import routes, started
-from functions.records import Memory, MemoryAdded, Observation, ObservationAdded, RecordsRemoved
 from functions.team.book import TeamBook
 from functions.team.config import TeamConfig
 from functions.team.log import TeamLog

@@ -6,8 +6,8 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
+from functions.kernel.views import as_view, view
 from functions.team.records import TeamItem
-from functions.views import as_view, view
 
 Name = Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9_-]{1,64}$")]
 """A peer's name: its JetStream domain."""

@@ -7,7 +7,7 @@ from typing import Literal
 
 import msgspec
 
-from functions.records import (
+from functions.kernel.records import (
     MemEvent,
     MemoryAdded,
     ObservationAdded,

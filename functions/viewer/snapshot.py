@@ -14,10 +14,11 @@ import msgspec
 
 from engine import Client, FunctionError, Http, HttpRequest, HttpResponse, operation
 from engine import tracing as _tracing
-from functions.memory.store import MemoryStore, now_iso
+from functions.kernel.clock import now_iso
+from functions.kernel.owned import started
+from functions.kernel.records import LESSONS_BUCKET, Memory, Session
+from functions.kernel.store import MemoryStore
 from functions.memory.wire import Check
-from functions.owned import started
-from functions.records import LESSONS_BUCKET, Memory, Session
 from functions.viewer.activity import ActivityItem, item_of
 
 log = logging.getLogger("functions.viewer")
@@ -82,6 +83,13 @@ async def health_of(client: Client) -> HealthView:
         )
 
 
+REDIRECT_SCHEMA = {
+    "type": "object",
+    "properties": {"viewer": {"type": "string", "format": "uri"}},
+    "required": ["viewer"],
+}
+
+
 class ViewerService:
     def __init__(self, viewer_port: int) -> None:
         self.viewer_port = viewer_port
@@ -142,6 +150,20 @@ class ViewerService:
         state = await self.store.client.state(LESSONS_BUCKET)
         return len(await state.keys())
 
+    @operation(
+        "mem::viewer::open",
+        description="Open the viewer (a redirect to its port)",
+        http=Http(
+            "GET",
+            "/agentmemory/viewer",
+            auth="none",
+            status=302,
+            summary="Open the viewer: a browser is redirected to the viewer's port",
+            tags=["viewer"],
+            mode="http",
+            response_schema=REDIRECT_SCHEMA,
+        ),
+    )
     async def open_viewer(self, req: HttpRequest) -> HttpResponse:
         """302 to the viewer on this host's loopback name (the REST port's Host header)."""
         host = urlsplit("//" + req.headers.get("host", "")).hostname or ""

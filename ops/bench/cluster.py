@@ -59,7 +59,7 @@ sys.path.insert(0, str(ROOT))
 import msgspec
 
 from engine import Client, Context, Worker, connect
-from functions.records import EVENTS_STREAM, OBSERVATIONS_BUCKET, Observation
+from functions.kernel.records import EVENTS_STREAM, OBSERVATIONS_BUCKET, Observation
 from ops.bench._common import emit, pct
 from ops.bench._rest import Connection, HttpFailure
 from ops.cluster.cluster import Cluster, start_on_free_ports

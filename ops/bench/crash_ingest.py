@@ -37,12 +37,8 @@ sys.path.insert(0, str(ROOT))
 
 from engine import Client, FunctionError, connect  # noqa: E402
 from engine.server import NatsServer  # noqa: E402
+from functions.kernel.records import EVENTS_STREAM, OBSERVATIONS_BUCKET, Observation  # noqa: E402
 from functions.memory.wire import ObserveOut  # noqa: E402
-from functions.records import (  # noqa: E402
-    EVENTS_STREAM,
-    OBSERVATIONS_BUCKET,
-    Observation,
-)
 from ops.bench._common import spawn_python  # noqa: E402
 
 CLIENTS = 8

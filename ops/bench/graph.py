@@ -33,9 +33,9 @@ from typing import Any
 
 from engine import Client, FunctionError, connect
 from engine.server import NatsServer
-from functions.lifecycle.clock import iso
-from functions.memory.store import MemoryStore
-from functions.records import GRAPH_BUCKET, GraphEdge, Observation, ObservationAdded
+from functions.kernel.clock import iso
+from functions.kernel.records import GRAPH_BUCKET, GraphEdge, Observation, ObservationAdded
+from functions.kernel.store import MemoryStore
 from ops.bench._common import emit, pct, spawn_python
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)

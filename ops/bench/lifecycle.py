@@ -27,9 +27,9 @@ import msgspec
 
 from engine import Client, connect
 from engine.server import NatsServer
-from functions.lifecycle.clock import iso
-from functions.memory.store import MemoryStore
-from functions.records import OBSERVATIONS_BUCKET, Observation, Session
+from functions.kernel.clock import iso
+from functions.kernel.records import OBSERVATIONS_BUCKET, Observation, Session
+from functions.kernel.store import MemoryStore
 from ops.bench._common import emit, peak_rss_mb, spawn_python
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)

@@ -38,16 +38,16 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from functions.memory import scrub as new
+from functions.kernel import scrub as new
 from ops.bench._common import emit
 from ops.bench.ingest import payload_template
 from tests.memory.secret_corpus import SAMPLES
 
 
 def load_base(rev: str) -> ModuleType:
-    """functions/memory/scrub.py as it is at `rev`, imported under another name."""
+    """functions/kernel/scrub.py as it is at `rev`, imported under another name."""
     source = subprocess.run(
-        ["git", "show", f"{rev}:functions/memory/scrub.py"],
+        ["git", "show", f"{rev}:functions/kernel/scrub.py"],
         cwd=ROOT,
         check=True,
         capture_output=True,

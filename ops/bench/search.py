@@ -32,7 +32,7 @@ import tantivy  # noqa: E402
 
 from engine import Client, connect  # noqa: E402
 from engine.server import NatsServer  # noqa: E402
-from functions.records import Observation  # noqa: E402
+from functions.kernel.records import Observation  # noqa: E402
 from functions.search import snapshot  # noqa: E402
 from functions.search.index import SearchIndex  # noqa: E402
 from ops.bench._common import spawn_python  # noqa: E402

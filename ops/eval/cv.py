@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from functions.records import Observation
+from functions.kernel.records import Observation
 from functions.search.documents import FieldWeights, document
 from functions.search.index import SearchIndex
 from functions.search.vectors import LocalEmbedder, VectorIndex, chunks

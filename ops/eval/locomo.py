@@ -21,8 +21,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from functions.kernel.records import Observation
 from functions.memory.compress import compress
-from functions.records import Observation
 from functions.search.index import SearchIndex
 from functions.search.vectors import LocalEmbedder, VectorIndex
 from ops.eval.baselines import run_baseline

@@ -14,8 +14,8 @@ from collections.abc import Iterator
 import pytest
 
 from engine import Client, connect
-from functions.memory.store import events_stream
-from functions.records import EVENTS_STREAM, EVENTS_SUBJECT, Observation, ObservationAdded
+from functions.kernel.records import EVENTS_STREAM, EVENTS_SUBJECT, Observation, ObservationAdded
+from functions.kernel.store import events_stream
 from ops.cluster.nodes import NatsCluster
 from tests.conftest import ROOT
 from tests.helpers import eventually

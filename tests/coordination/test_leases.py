@@ -63,7 +63,7 @@ async def test_release_without_result_hands_the_action_back(rest: httpx.AsyncCli
 
 
 async def test_renew_extends_and_ttls_are_capped(rest: httpx.AsyncClient) -> None:
-    from functions.coordination.store import ms_of
+    from functions.kernel.clock import ms_of
 
     a = await make(rest, "long job")
     r = await rest.post(

@@ -77,7 +77,7 @@ class Agent:
 
 
 def ms(iso: str) -> int:
-    from functions.coordination.store import ms_of
+    from functions.kernel.clock import ms_of
 
     return ms_of(iso)
 

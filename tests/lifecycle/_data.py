@@ -5,9 +5,9 @@ from __future__ import annotations
 import hashlib
 from datetime import UTC, datetime, timedelta
 
-from functions.lifecycle.clock import iso
-from functions.memory.store import MemoryStore
-from functions.records import Memory, MemoryAdded, Observation, ObservationAdded, Session
+from functions.kernel.clock import iso
+from functions.kernel.records import Memory, MemoryAdded, Observation, ObservationAdded, Session
+from functions.kernel.store import MemoryStore
 
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 

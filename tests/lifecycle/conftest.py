@@ -11,9 +11,9 @@ import msgspec
 import pytest
 
 from engine import Client
-from functions.lifecycle.config import LifecycleConfig
+from functions.kernel.config import LifecycleConfig
+from functions.kernel.store import MemoryStore
 from functions.lifecycle.service import LifecycleService
-from functions.memory.store import MemoryStore
 
 
 @pytest.fixture

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from functions.kernel.records import LIFECYCLE_BUCKET, Memory, Session
+from functions.kernel.store import MemoryStore
 from functions.lifecycle.consolidate import Consolidator, RunMarker
 from functions.lifecycle.service import LifecycleService
 from functions.lifecycle.wire import ConsolidateIn
-from functions.memory.store import MemoryStore
-from functions.records import LIFECYCLE_BUCKET, Memory, Session
 from tests.lifecycle._data import at, obs, put_obs, put_session
 
 WORKFLOW = [

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from functions.lifecycle.clock import iso
+from functions.kernel.clock import iso
+from functions.kernel.records import Memory
+from functions.kernel.store import MemoryStore
 from functions.lifecycle.decay import decayed, reinforced, tier
 from functions.lifecycle.service import LifecycleService
 from functions.lifecycle.wire import DecayIn, ReinforceIn
-from functions.memory.store import MemoryStore
-from functions.records import Memory
 from tests.lifecycle._data import T0, at, put_memory
 
 

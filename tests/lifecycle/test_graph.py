@@ -11,16 +11,10 @@ from engine import FunctionError
 from functions.graph.feed import GraphFeed
 from functions.graph.keys import node_id
 from functions.graph.wire import GraphQueryIn, GraphStatsIn
-from functions.lifecycle.clock import iso
-from functions.lifecycle.config import ProfileConfig
-from functions.lifecycle.digest import digest
-from functions.lifecycle.profile import ProfileFeed
-from functions.lifecycle.service import LifecycleService
-from functions.lifecycle.wire import DecayIn, DigestIn
-from functions.memory.forget import forget
-from functions.memory.store import MemoryStore
-from functions.memory.wire import ForgetIn
-from functions.records import (
+from functions.kernel.clock import iso
+from functions.kernel.config import ProfileConfig
+from functions.kernel.digest import digest
+from functions.kernel.records import (
     GRAPH_BUCKET,
     LIFECYCLE_BUCKET,
     PROFILES_BUCKET,
@@ -30,6 +24,12 @@ from functions.records import (
     ProjectProfile,
     profile_key,
 )
+from functions.kernel.store import MemoryStore
+from functions.lifecycle.profile import ProfileFeed
+from functions.lifecycle.service import LifecycleService
+from functions.lifecycle.wire import DecayIn, DigestIn
+from functions.memory.forget import forget
+from functions.memory.wire import ForgetIn
 from tests.lifecycle._data import at, obs, put_memory, put_obs, put_old_and_new
 
 

@@ -16,13 +16,8 @@ from functions.graph.adjacency import ADJ_CAP, Adjacency, AdjEdge, rank
 from functions.graph.feed import GraphFeed
 from functions.graph.keys import node_id
 from functions.graph.wire import GraphQueryIn
-from functions.lifecycle.clock import iso
-from functions.lifecycle.service import LifecycleService
-from functions.lifecycle.wire import DecayIn, DigestIn
-from functions.memory.forget import forget
-from functions.memory.store import MemoryStore
-from functions.memory.wire import ForgetIn
-from functions.records import (
+from functions.kernel.clock import iso
+from functions.kernel.records import (
     EVENTS_SUBJECT,
     GRAPH_BUCKET,
     GraphEdge,
@@ -30,6 +25,11 @@ from functions.records import (
     MemEvent,
     Memory,
 )
+from functions.kernel.store import MemoryStore
+from functions.lifecycle.service import LifecycleService
+from functions.lifecycle.wire import DecayIn, DigestIn
+from functions.memory.forget import forget
+from functions.memory.wire import ForgetIn
 from tests.lifecycle._data import at, obs, put_memory, put_obs
 from tests.lifecycle.test_graph import graph_dump
 

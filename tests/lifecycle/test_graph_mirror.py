@@ -13,13 +13,13 @@ from engine import FunctionError, State
 from functions.graph.keys import node_id
 from functions.graph.mirror import GraphMirror, mirror
 from functions.graph.wire import GraphQueryIn
-from functions.lifecycle.clock import iso
+from functions.kernel.clock import iso
+from functions.kernel.records import GRAPH_BUCKET, GraphEdge
+from functions.kernel.store import MemoryStore
 from functions.lifecycle.service import LifecycleService
 from functions.lifecycle.wire import DecayIn, DigestIn
 from functions.memory.forget import forget
-from functions.memory.store import MemoryStore
 from functions.memory.wire import ForgetIn
-from functions.records import GRAPH_BUCKET, GraphEdge
 from tests.lifecycle._data import at, obs, put_obs, put_old_and_new
 from tests.lifecycle.test_graph import by_name, graph_dump
 from tests.lifecycle.test_graph_adjacency import adjacency_dump

@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 
 from engine import Client
-from functions.lifecycle.config import LifecycleConfig, LlmConfig
+from functions.kernel.config import LifecycleConfig, LlmConfig
+from functions.kernel.records import Memory
+from functions.kernel.store import MemoryStore
 from functions.lifecycle.service import LifecycleService
 from functions.lifecycle.wire import ConsolidateIn
-from functions.memory.store import MemoryStore
-from functions.records import Memory
 from tests.lifecycle._data import at
 from tests.lifecycle.conftest import wire
 from tests.lifecycle.test_consolidate import seed

@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 
 from engine import Client
-from functions.lifecycle.config import LifecycleConfig, ProfileConfig
+from functions.kernel.config import LifecycleConfig, ProfileConfig
+from functions.kernel.records import PROFILES_BUCKET, ProjectProfile, profile_key
+from functions.kernel.store import MemoryStore
 from functions.lifecycle.service import LifecycleService
 from functions.lifecycle.wire import DigestIn, ProjectProfileIn
-from functions.memory.store import MemoryStore
-from functions.records import PROFILES_BUCKET, ProjectProfile, profile_key
 from tests.lifecycle._data import at, obs, put_obs
 from tests.lifecycle.conftest import wire
 

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from engine import Client
-from functions.lifecycle.clock import iso
+from functions.kernel.clock import iso
 from tests.lifecycle._data import T0
 
 PY_FILES = ["tests/test_ws.py", "src/ws/server.py", "src/ws/protocol.py"]

@@ -4,11 +4,11 @@ cap go through auto-forget's audited removal."""
 from __future__ import annotations
 
 from engine import Client
-from functions.lifecycle.config import ForgetConfig, LifecycleConfig
+from functions.kernel.config import ForgetConfig, LifecycleConfig
+from functions.kernel.records import AuditEntry, Observation, Session
+from functions.kernel.store import MemoryStore
 from functions.lifecycle.service import LifecycleService
 from functions.lifecycle.wire import AutoForgetIn
-from functions.memory.store import MemoryStore
-from functions.records import AuditEntry, Observation, Session
 from tests.lifecycle._data import at, obs, put_obs
 from tests.lifecycle.conftest import wire
 

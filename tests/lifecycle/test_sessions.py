@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from functions.kernel.records import Observation, Session, SessionSummary
+from functions.kernel.store import MemoryStore
 from functions.lifecycle.service import LifecycleService
 from functions.lifecycle.wire import SummarizeIn, SweepIn
-from functions.memory.store import MemoryStore
-from functions.records import Observation, Session, SessionSummary
 from tests.lifecycle._data import at, obs, put_obs, put_session
 
 

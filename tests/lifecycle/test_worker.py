@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from engine import Client, FunctionError
-from functions.lifecycle.clock import iso
-from functions.memory.store import MemoryStore
-from functions.records import Memory, Observation
+from functions.kernel.clock import iso
+from functions.kernel.records import Memory, Observation
+from functions.kernel.store import MemoryStore
 from tests.lifecycle._data import T0
 
 SHARED = ["src/app/auth.py", "src/app/models.py", "src/app/api.py", "tests/test_auth.py"]

@@ -10,6 +10,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from functions.kernel.scrub import without_markers
 from functions.memory.compress import (
     _ERROR_NAME,
     _ERROR_NAME_HINTS,
@@ -27,7 +28,6 @@ from functions.memory.compress import (
     content_of,
     paths_in_text,
 )
-from functions.memory.scrub import without_markers
 
 
 def test_edit_tool_becomes_a_file_edit_with_the_file_and_language() -> None:

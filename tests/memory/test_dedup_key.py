@@ -15,10 +15,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from engine import Client
+from functions.kernel.records import OBSERVATIONS_BUCKET
+from functions.kernel.scrub import scrub_value
 from functions.memory.observe import build
-from functions.memory.scrub import scrub_value
 from functions.memory.wire import ObserveIn
-from functions.records import OBSERVATIONS_BUCKET
 from tests.memory.conftest import live_keys
 from tests.memory.test_observe import observe
 

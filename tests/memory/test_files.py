@@ -9,7 +9,7 @@ from pathlib import Path
 
 import httpx
 
-from functions.memory.markdown import compress_markdown, problems
+from functions.files.markdown import compress_markdown, problems
 
 DOC = """# Deploying
 

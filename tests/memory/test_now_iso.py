@@ -9,7 +9,8 @@ from datetime import UTC, datetime, timedelta
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from functions.memory.store import _iso_millis, now_iso
+from functions.kernel.clock import now_iso
+from functions.kernel.store import _iso_millis
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 

@@ -9,8 +9,8 @@ import nats.errors
 import pytest
 
 from engine import Client, FunctionError
+from functions.kernel.records import OBSERVATIONS_BUCKET, Observation, ObservationAdded
 from functions.memory.wire import ObserveIn, ObserveOut
-from functions.records import OBSERVATIONS_BUCKET, Observation, ObservationAdded
 from tests.memory.conftest import live_keys
 
 
@@ -89,7 +89,7 @@ async def test_concurrent_replays_of_one_event_store_one_observation(
 
 
 async def _events_of(client: Client, obs_id: str) -> list[ObservationAdded]:
-    from functions.records import EVENTS_STREAM, EVENTS_SUBJECT
+    from functions.kernel.records import EVENTS_STREAM, EVENTS_SUBJECT
 
     js = client.nc.jetstream()
     sub = await js.subscribe(

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from functions.memory.scrub import (
+from functions.kernel.scrub import (
     _NEEDLES,
     _PLAN,
     _RULE_SET,

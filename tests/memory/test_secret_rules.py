@@ -7,8 +7,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from functions.memory.scrub import _RULE_SET, _lower, scrub
-from functions.memory.secret_rules import Rule, shannon
+from functions.kernel.scrub import _RULE_SET, _lower, scrub
+from functions.kernel.secret_rules import Rule, shannon
 from ops.secret_rules import anchors, convert, main, strip_lazy_prefix, translate
 
 

@@ -9,7 +9,7 @@ import random
 import numpy as np
 import pytest
 
-from functions.records import MemEvent, Observation, ObservationAdded, RecordsRemoved
+from functions.kernel.records import MemEvent, Observation, ObservationAdded, RecordsRemoved
 from functions.search import streams
 from functions.search.bm25 import ALT_CAP, BM25Index, Clause, Scope
 from functions.search.index import SearchIndex

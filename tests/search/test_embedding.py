@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from functions.records import Observation
+from functions.kernel.records import Observation
 from functions.search.embedding import embed_pending, ensure_model
 from functions.search.index import SearchIndex
 from functions.search.vectors import VectorIndex, chunks

@@ -101,7 +101,7 @@ async def test_a_restarted_worker_restores_its_snapshot_and_replays_the_tail(
     # written while no search replica runs: only the stream holds it
     import msgspec
 
-    from functions.records import EVENTS_SUBJECT, Observation, ObservationAdded
+    from functions.kernel.records import EVENTS_SUBJECT, Observation, ObservationAdded
 
     late = Observation(id="late-1", session_id="s9", project="delta", hook_type="prompt_submit",
                        timestamp="2026-02-04T00:00:00Z", narrative="webhook relay retries exhausted")  # fmt: skip
@@ -123,7 +123,7 @@ async def _snapshotted(client: Client) -> dict[str, Any] | None:
 async def test_profile_reads_the_lifecycle_profile_and_falls_back_to_the_index(
     client: Client, spawn: Any
 ) -> None:
-    from functions.records import PROFILES_BUCKET, ProfileTerm, ProjectProfile, profile_key
+    from functions.kernel.records import PROFILES_BUCKET, ProfileTerm, ProjectProfile, profile_key
 
     spawn("workers.memory", env=ENV)
     first = await observe(client, "s1", "alpha", "Edit src/app/config.py to parse YAML")

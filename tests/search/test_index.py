@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from functions.records import Memory, MemoryAdded, Observation, ObservationAdded, RecordsRemoved
+from functions.kernel.records import (
+    Memory,
+    MemoryAdded,
+    Observation,
+    ObservationAdded,
+    RecordsRemoved,
+)
 from functions.search.index import SearchConfig, SearchIndex
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from functions.records import (
+from functions.kernel.records import (
     MemEvent,
     Memory,
     MemoryAdded,

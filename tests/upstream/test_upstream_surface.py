@@ -455,7 +455,7 @@ async def test_a_3_mib_post_tool_use_event_is_stored_truncated_and_found(
 async def test_heal_drops_orphan_index_entries_and_reindexes_lost_records(
     stack: Stack, tmp_path: Path
 ) -> None:
-    from functions.records import MEMORIES_BUCKET, OBSERVATIONS_BUCKET, Memory
+    from functions.kernel.records import MEMORIES_BUCKET, OBSERVATIONS_BUCKET, Memory
 
     sid = "index-heal-session"
     post_tool(stack, sid, tmp_path, "Bash", {"command": "terraform plan -out quokka.plan"},

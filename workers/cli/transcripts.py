@@ -1,6 +1,6 @@
 """Claude Code transcripts for `agentmemory import-jsonl`: each file goes to the server's
 import (POST /agentmemory/replay/import-jsonl, which parses, stores, marks origin `import`
-and learns lessons; the parser is functions.memory.transcripts), in pieces when it is large.
+and learns lessons; the parser is functions.replay.transcripts), in pieces when it is large.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
-from functions.memory.transcripts import TranscriptSession, find_transcripts, parse
+from functions.replay.transcripts import TranscriptSession, find_transcripts, parse
 
 __all__ = ["TranscriptSession", "chunks", "find_transcripts", "parse"]
 

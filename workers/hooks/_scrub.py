@@ -2,7 +2,7 @@
 
 The server scrubs everything it stores; this copy exists because the spool is written
 while the server is down, and a secret must not sit in a file on disk either. It knows
-our own common shapes and loads the server's rule set (functions/memory/secret_rules.json:
+our own common shapes and loads the server's rule set (functions/kernel/secret_rules.json:
 gitleaks' rules and ours) from the installed tree, compiling only the rules whose needles
 (anchors or keywords) occur in the text, with gitleaks' entropy and allowlist checks.
 
@@ -28,7 +28,7 @@ REDACTED = "[REDACTED]"
 RULES_FILE = os.path.join(
     os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
     "functions",
-    "memory",
+    "kernel",
     "secret_rules.json",
 )
 

@@ -3,16 +3,10 @@ its snapshot operation, and the redirect from `GET /agentmemory/viewer` on the R
 
 from __future__ import annotations
 
-from engine import Client, Context, HttpRequest, HttpResponse, Worker
+from engine import Client, Worker
 from functions.viewer.snapshot import ViewerService
 from workers.viewer.server import ViewerServer
 from workers.viewer.settings import ViewerSettings
-
-REDIRECT_SCHEMA = {
-    "type": "object",
-    "properties": {"viewer": {"type": "string", "format": "uri"}},
-    "required": ["viewer"],
-}
 
 
 def build(settings: ViewerSettings | None = None) -> Worker:
@@ -21,22 +15,6 @@ def build(settings: ViewerSettings | None = None) -> Worker:
     service = ViewerService(settings.port)
     server = ViewerServer(settings)
     worker.serve(service)
-
-    @worker.function("mem::viewer::open", description="Open the viewer (a redirect to its port)")
-    async def open_viewer(req: HttpRequest, ctx: Context) -> HttpResponse:
-        return await service.open_viewer(req)
-
-    worker.trigger(
-        "http",
-        "mem::viewer::open",
-        method="GET",
-        path="/agentmemory/viewer",
-        auth="none",
-        status=302,
-        summary="Open the viewer: a browser is redirected to the viewer's port",
-        tags=["viewer"],
-        response_schema=REDIRECT_SCHEMA,
-    )
 
     @worker.on_start
     async def _start(client: Client) -> None:

@@ -29,9 +29,7 @@ from nats.aio.msg import Msg
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from engine import BusError, Client, FunctionError, StreamMessage
-from functions.memory.store import events_stream
-from functions.memory.wire import AuditEntryView, SessionView
-from functions.records import (
+from functions.kernel.records import (
     AUDIT_BUCKET,
     GRAPH_BUCKET,
     LESSONS_BUCKET,
@@ -41,9 +39,10 @@ from functions.records import (
     Lesson,
     Session,
 )
+from functions.kernel.store import events_stream
+from functions.kernel.views import AuditEntryView, SessionView, as_view, view
 from functions.viewer.activity import item_of
 from functions.viewer.snapshot import HealthView, health_of
-from functions.views import as_view, view
 
 log = logging.getLogger("viewer.live")
 

@@ -1,0 +1,1 @@
+"""Diagnostics and heal: find broken state and repair what can be repaired."""

@@ -1,0 +1,519 @@
+"""Diagnostics and heal: find broken state and fix what can be fixed.
+
+Checks by category: sessions (active long after their last activity), memories (version
+links to records that are gone, expired TTLs), summaries of sessions that were forgotten,
+facets and relations pointing at missing records, slots over their size limit, the search
+index against KV (orphan entries, unindexed records) and project profiles behind the
+event stream. Heal repairs each fixable finding the way the store itself would: through
+the event stream for indexes, compare-and-set for records, audited.
+
+Categories of the coordination layer (actions, leases, sentinels, sketches, signals,
+crystals, mesh) are accepted and reported as not kept by this service.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args
+
+import msgspec
+
+from engine import FunctionError, Tool, operation
+from functions.kernel import clock
+from functions.kernel.clock import Clocked, when
+from functions.kernel.ids import kv_key
+from functions.kernel.names import choices_pattern, names
+from functions.kernel.owned import OwnedService, routes
+from functions.kernel.records import (
+    FACETS_BUCKET,
+    LESSONS_BUCKET,
+    PROFILES_BUCKET,
+    RELATIONS_BUCKET,
+    SLOTS_BUCKET,
+    Facet,
+    Memory,
+    MemoryAdded,
+    Observation,
+    ObservationAdded,
+    ProjectProfile,
+    RecordsRemoved,
+    Relation,
+    Session,
+    SessionSummary,
+    Slot,
+    SummaryAdded,
+)
+from functions.lifecycle.wire import AutoForgetIn, DigestIn, SweepIn
+
+if TYPE_CHECKING:
+    from functions.lifecycle.service import LifecycleService  # the owner, imported by it
+
+
+Category = Literal[
+    "sessions", "memories", "summaries", "facets", "relations", "slots", "index", "profile",
+    "lessons", "actions", "leases", "sentinels", "sketches", "signals", "crystals", "mesh",
+    "semantic", "procedural", "insights",
+]  # fmt: skip
+CATEGORIES: tuple[str, ...] = get_args(Category)
+OURS = CATEGORIES[:9]
+"""Kept by this service; the rest are the coordination layer's (accepted, reported skipped)."""
+ELSEWHERE = CATEGORIES[9:]
+Categories = list[Category] | Annotated[str, msgspec.Meta(pattern=choices_pattern(CATEGORIES))]
+STALE_SESSION = timedelta(hours=24)
+PROFILE_LAG = 1000
+"""MEM_EVENTS a profile may trail before it counts as stale (the feed runs every minute)."""
+Status = Literal["pass", "warn", "fail"]
+
+
+class DiagnoseIn(Clocked, kw_only=True):
+    categories: Categories = msgspec.field(default_factory=list)
+    """Default all."""
+
+    def __post_init__(self) -> None:
+        self.categories = names(self.categories)  # type: ignore[assignment]  # the schema held them to the vocabulary
+
+
+class HealIn(DiagnoseIn, kw_only=True):
+    dry_run: bool | Literal["true", "false"] = False
+
+
+class Check(msgspec.Struct, kw_only=True):
+    name: str
+    category: str
+    status: Status
+    message: str
+    fixable: bool = False
+
+
+class Summary(msgspec.Struct, kw_only=True):
+    pass_: int = msgspec.field(name="pass", default=0)
+    warn: int = 0
+    fail: int = 0
+    fixable: int = 0
+
+
+class DiagnoseOut(msgspec.Struct, kw_only=True):
+    success: bool
+    checks: list[Check]
+    summary: Summary
+    skipped: list[str]
+    """Categories this service does not keep (the coordination layer's)."""
+
+
+class HealOut(msgspec.Struct, rename="camel", kw_only=True):
+    success: bool
+    dry_run: bool
+    fixed: int
+    skipped: int
+    details: list[str]
+
+
+class FollowupOut(msgspec.Struct, rename="camel", kw_only=True):
+    success: bool
+    window_seconds: int
+    agent_initiated_searches: int
+    followup_within_window: int
+    rate: float
+    caveat: str
+
+
+@dataclass
+class Finding:
+    check: Check
+    fix: Any = None
+    """An async callable that repairs it (None: report only)."""
+
+
+def found(*, name: str, category: str, status: Status, message: str, fix: Any = None) -> Finding:
+    """A finding is fixable exactly when it comes with its repair."""
+    return Finding(
+        Check(
+            name=name, category=category, status=status, message=message, fixable=fix is not None
+        ),
+        fix,
+    )
+
+
+rest = routes("diagnostics")
+
+
+class DiagnosticsService(OwnedService["LifecycleService"]):
+    """Served beside the worker's main service, over its store."""
+
+    owner: LifecycleService
+
+    async def _findings(self, cats: list[str], now: datetime) -> list[Finding]:
+        want = set(cats or OURS)
+        out: list[Finding] = []
+        st = self.store
+        memories = (
+            await st.load_all(st.memories, Memory)
+            if want & {"memories", "relations", "facets"}
+            else []
+        )
+        mem_ids = {m.id for m in memories}
+        if "sessions" in want:
+            out += await self._sessions(now)
+        if "memories" in want:
+            out += self._memories(memories, mem_ids, now)
+        if "summaries" in want:
+            live = set(await st.keys(st.sessions))
+            for sm in await st.load_all(st.summaries, SessionSummary):
+                if kv_key(sm.session_id) not in live:
+                    out.append(
+                        found(
+                            name=f"orphan-summary:{sm.session_id}",
+                            category="summaries",
+                            status="warn",
+                            message=f"summary of session {sm.session_id}, which is gone",
+                            fix=self._drop_summary(sm.session_id),
+                        )
+                    )
+        if "facets" in want or "relations" in want:
+            out += await self._links(want, mem_ids)
+        if "slots" in want:
+            async for key, s in (await st.client.state(SLOTS_BUCKET)).scan(">", Slot):
+                if len(s.content) > s.size_limit:
+                    out.append(
+                        found(
+                            name=f"slot-over-limit:{s.label}",
+                            category="slots",
+                            status="fail",
+                            message=f"slot {s.label} holds {len(s.content)} chars over its "
+                            f"limit {s.size_limit}",
+                            fix=self._trim_slot(key),
+                        )
+                    )
+        if "index" in want:
+            out += await self._index()
+        if "profile" in want:
+            out += await self._profiles()
+        return out
+
+    async def _sessions(self, now: datetime) -> list[Finding]:
+        out = []
+        for s in await self.store.load_all(self.store.sessions, Session):
+            seen = clock.parse(s.last_seen or s.started_at)
+            if s.status == "active" and now - seen > STALE_SESSION:
+                out.append(
+                    found(
+                        name=f"stale-session:{s.id}",
+                        category="sessions",
+                        status="warn",
+                        message=f"session {s.id} is active but silent since {s.last_seen}",
+                        fix=self._sweep,
+                    )
+                )
+        return out
+
+    def _memories(self, memories: list[Memory], ids: set[str], now: datetime) -> list[Finding]:
+        out = []
+        for m in memories:
+            if m.superseded_by and m.superseded_by not in ids:
+                out.append(
+                    found(
+                        name=f"dangling-supersededBy:{m.id}",
+                        category="memories",
+                        status="fail",
+                        message=f"memory {m.id} is superseded by "
+                        f"{m.superseded_by}, which is gone: it is hidden from search",
+                        fix=self._unsupersede(m.id),
+                    )
+                )
+            if m.ttl_days and not m.pinned and clock.days_between(m.created_at, now) > m.ttl_days:
+                out.append(
+                    found(
+                        name=f"expired-memory:{m.id}",
+                        category="memories",
+                        status="warn",
+                        message=f"memory {m.id} is past its {m.ttl_days}-day TTL",
+                        fix=self._auto_forget,
+                    )
+                )
+        return out
+
+    async def _links(self, want: set[str], mem_ids: set[str]) -> list[Finding]:
+        st = self.store
+        out: list[Finding] = []
+        if "facets" in want:
+            fstate = await st.client.state(FACETS_BUCKET)
+            async for key, f in fstate.scan(">", Facet):
+                if not await self._exists(f.target_type, f.target_id, mem_ids):
+                    out.append(
+                        found(
+                            name=f"orphan-facet:{f.id}",
+                            category="facets",
+                            status="fail",
+                            message=f"facet {f.dimension}:{f.value} tags {f.target_type} "
+                            f"{f.target_id}, which is gone",
+                            fix=self._delete(FACETS_BUCKET, key),
+                        )
+                    )
+        if "relations" in want:
+            rstate = await st.client.state(RELATIONS_BUCKET)
+            async for key, r in rstate.scan(">", Relation):
+                missing = [x for x in (r.source_id, r.target_id) if x not in mem_ids]
+                if missing:
+                    out.append(
+                        found(
+                            name=f"orphan-relation:{r.id}",
+                            category="relations",
+                            status="fail",
+                            message=f"relation {r.type} names missing memories {missing}",
+                            fix=self._delete(RELATIONS_BUCKET, key),
+                        )
+                    )
+        return out
+
+    async def _exists(self, kind: str, rid: str, mem_ids: set[str]) -> bool:
+        st = self.store
+        if kind == "memory":
+            return rid in mem_ids
+        if kind == "observation":
+            return await st.get(st.observations, rid, Observation) is not None
+        if kind == "session":
+            return await st.get(st.sessions, rid, Session) is not None
+        if kind == "lesson":
+            lessons = await st.client.state(LESSONS_BUCKET)
+            return await lessons.presence(kv_key(rid)) == "present"
+        return True  # not ours to judge (actions, insights)
+
+    async def _index(self) -> list[Finding]:
+        try:
+            audit: dict[str, Any] = await self.store.client.call("mem::index-audit", {}, timeout=60)
+        except FunctionError as err:
+            return [
+                found(
+                    name="index-unreachable",
+                    category="index",
+                    status="warn",
+                    message=f"the search index did not answer: {err.message}",
+                )
+            ]
+        out = []
+        if audit["orphanCount"]:
+            out.append(
+                found(
+                    name="index-orphans",
+                    category="index",
+                    status="fail",
+                    message=f"{audit['orphanCount']} indexed records are gone from KV "
+                    f"(e.g. {audit['orphans'][:3]}): search may return them",
+                    fix=self._drop_from_index(audit["orphans"]),
+                )
+            )
+        if audit["unindexedCount"]:
+            out.append(
+                found(
+                    name="index-unindexed",
+                    category="index",
+                    status="fail",
+                    message=f"{audit['unindexedCount']} stored records are not in the index "
+                    f"(e.g. {audit['unindexed'][:3]}): search cannot find them",
+                    fix=self._reindex(audit["unindexed"]),
+                )
+            )
+        if not out:
+            out.append(
+                found(
+                    name="index-ok",
+                    category="index",
+                    status="pass",
+                    message=f"{audit['documents']} indexed records match KV",
+                )
+            )
+        return out
+
+    async def _profiles(self) -> list[Finding]:
+        last = (await self.store.events.info()).last_seq
+        out = []
+        async for _, p in (await self.store.client.state(PROFILES_BUCKET)).scan(
+            ">", ProjectProfile
+        ):
+            if last - p.seq > PROFILE_LAG:
+                out.append(
+                    found(
+                        name=f"stale-profile:{p.project}",
+                        category="profile",
+                        status="warn",
+                        message=f"profile of {p.project!r} is {last - p.seq} events behind",
+                        fix=self._refold,
+                    )
+                )
+        return out
+
+    # ---- fixes -------------------------------------------------------------------------
+    async def _sweep(self) -> str:
+        out = await self.owner.sweep(SweepIn(stale_hours=24))
+        return f"swept sessions: abandoned {len(out.abandoned)}"
+
+    async def _auto_forget(self) -> str:
+        out = await self.owner.auto_forget(AutoForgetIn())
+        return f"auto-forget removed {sum(out.removed.values())}"
+
+    async def _refold(self) -> str:
+        out = await self.owner.digest_events(DigestIn())
+        return f"profiles refolded: {out.folded}"
+
+    def _unsupersede(self, mid: str) -> Any:
+        async def fix() -> str:
+            def clear(cur: Memory | None) -> Memory | None:
+                if cur is None or not cur.superseded_by:
+                    return None
+                cur.superseded_by = None
+                return cur
+
+            m = await self.store.memories.update(kv_key(mid), clear, type=Memory)
+            if m is not None:
+                await self.store.publish(MemoryAdded(memory=m))
+            await self.store.audit("heal", [mid], reason="dangling supersededBy cleared")
+            return f"memory {mid} is current again"
+
+        return fix
+
+    def _drop_summary(self, sid: str) -> Any:
+        async def fix() -> str:
+            await self.store.summaries.delete(kv_key(sid))
+            await self.store.publish(RecordsRemoved(ids=[f"summary:{sid}"], reason="heal"))
+            await self.store.audit("heal", [sid], reason="orphan summary removed")
+            return f"summary of {sid} removed"
+
+        return fix
+
+    def _delete(self, bucket: str, key: str) -> Any:
+        async def fix() -> str:
+            await (await self.store.client.state(bucket)).delete(key)
+            await self.store.audit("heal", [key], reason=f"orphan {bucket} entry removed")
+            return f"{bucket} {key} removed"
+
+        return fix
+
+    def _trim_slot(self, key: str) -> Any:
+        async def fix() -> str:
+            def trim(cur: Slot | None) -> Slot | None:
+                if cur is None or len(cur.content) <= cur.size_limit:
+                    return None
+                cur.content = cur.content[-cur.size_limit :]
+                return cur
+
+            await (await self.store.client.state(SLOTS_BUCKET)).update(key, trim, type=Slot)
+            return f"slot {key} trimmed to its limit"
+
+        return fix
+
+    def _drop_from_index(self, ids: list[str]) -> Any:
+        async def fix() -> str:
+            await self.store.publish(RecordsRemoved(ids=ids, reason="heal: orphan index entries"))
+            await self.store.audit("heal", ids[:50], reason="orphan index entries dropped")
+            return f"{len(ids)} orphan index entries dropped"
+
+        return fix
+
+    def _reindex(self, ids: list[str]) -> Any:
+        async def fix() -> str:
+            st = self.store
+            n = 0
+            for rid in ids:
+                event: Any = None
+                if rid.startswith("summary:"):
+                    sm = await st.get(st.summaries, rid.removeprefix("summary:"), SessionSummary)
+                    event = SummaryAdded(summary=sm) if sm else None
+                elif (m := await st.get(st.memories, rid, Memory)) is not None:
+                    event = MemoryAdded(memory=m)
+                elif (o := await st.get(st.observations, rid, Observation)) is not None:
+                    event = ObservationAdded(observation=o)
+                if event is not None:
+                    await st.publish(event)
+                    n += 1
+            await st.audit("heal", ids[:50], reason="unindexed records re-published")
+            return f"{n} records re-published to the indexes"
+
+        return fix
+
+    # ---- operations --------------------------------------------------------------------
+    @operation(
+        "mem::diagnose",
+        description="Health checks of sessions, memories, summaries, facets, relations, "
+        "slots, the search index and project profiles: stuck, orphaned and inconsistent state.",
+        timeout=300,
+        http=rest("POST", "diagnostics"),
+        tool=Tool("memory_diagnose", tier="core"),
+    )
+    async def diagnose(self, req: DiagnoseIn) -> DiagnoseOut:
+        now = when(req)
+        found = await self._findings([c for c in req.categories if c in OURS], now)
+        checks = [f.check for f in found]
+        cats = [c for c in req.categories if c in OURS] or list(OURS)
+        for cat in cats:
+            if not any(c.category == cat for c in checks):
+                checks.append(
+                    Check(
+                        name=f"{cat}-ok",
+                        category=cat,
+                        status="pass",
+                        message=f"no problem found in {cat}",
+                    )
+                )
+        summary = Summary(
+            pass_=sum(c.status == "pass" for c in checks),
+            warn=sum(c.status == "warn" for c in checks),
+            fail=sum(c.status == "fail" for c in checks),
+            fixable=sum(c.fixable for c in checks),
+        )
+        skipped = [c for c in (req.categories or ELSEWHERE) if c in ELSEWHERE]
+        return DiagnoseOut(success=True, checks=checks, summary=summary, skipped=skipped)
+
+    @operation(
+        "mem::heal",
+        description="Fix what diagnostics found fixable: orphan index entries, unindexed "
+        "records, dangling version links, orphan facets and relations, stale sessions and "
+        "profiles (dryRun lists the fixes).",
+        timeout=600,
+        http=rest("POST", "diagnostics/heal"),
+        tool=Tool("memory_heal"),
+    )
+    async def heal(self, req: HealIn) -> HealOut:
+        dry = req.dry_run is True or str(req.dry_run).lower() == "true"
+        now = when(req)
+        found = await self._findings([c for c in req.categories if c in OURS], now)
+        details: list[str] = []
+        fixed = skipped = 0
+        done: set[Any] = set()
+        for f in found:
+            if f.fix is None:
+                continue
+            if dry:
+                details.append(f"[dry-run] would fix {f.check.name}: {f.check.message}")
+                fixed += 1
+                continue
+            if f.fix in done:  # one sweep or refold fixes every finding of its kind
+                fixed += 1
+                continue
+            try:
+                details.append(await f.fix())
+                done.add(f.fix)
+                fixed += 1
+            except FunctionError as err:
+                details.append(f"could not fix {f.check.name}: {err.message}")
+                skipped += 1
+        return HealOut(
+            success=skipped == 0, dry_run=dry, fixed=fixed, skipped=skipped, details=details
+        )
+
+    @operation(
+        "mem::diagnostic::followup-stats",
+        description="How often an agent's search is followed by another within the window "
+        "(a sign the first missed)",
+        http=rest("GET", "diagnostics/followup", source="none"),
+    )
+    async def followup(self) -> FollowupOut:
+        return FollowupOut(
+            success=True,
+            window_seconds=30,
+            agent_initiated_searches=0,
+            followup_within_window=0,
+            rate=0.0,
+            caveat="Not tracked by this service: searches are not logged per "
+            "session. Directional signal upstream.",
+        )

@@ -1,0 +1,1 @@
+"""Facets: typed tags on memories, observations, sessions and lessons."""

@@ -1,0 +1,1 @@
+"""Flows: a completed chain of actions compressed into one workflow memory."""

@@ -1,0 +1,1 @@
+"""Governance beyond one id: bulk deletion by filter, and migration of old data."""

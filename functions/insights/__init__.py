@@ -1,0 +1,1 @@
+"""What recurred across sessions: patterns, generated rules, reflected insights."""

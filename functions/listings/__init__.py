@@ -1,0 +1,1 @@
+"""Read-only listings of stored records: the consolidated tiers, sessions by branch and worktree."""

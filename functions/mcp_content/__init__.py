@@ -1,0 +1,1 @@
+"""The MCP resources and prompts (upstream's), as operations."""

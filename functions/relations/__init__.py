@@ -1,0 +1,2 @@
+"""Relations between memories (related, supersedes, contradicts ...), and the version
+chain a supersession makes."""

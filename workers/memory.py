@@ -1,0 +1,94 @@
+"""The memory worker: `python -m workers.memory`. The write path (`MemoryService`) and the
+families served beside it over its store (slots, facets, relations, provenance, listings,
+governance, files, replay, the service's own surface, MCP resources and prompts), the
+coordination layer, and, unless AGENTMEMORY_SEARCH=off, retrieval in the same process.
+(`GET /agentmemory/viewer` is the viewer worker's: a redirect to the viewer's port.)"""
+
+from __future__ import annotations
+
+import os
+
+from engine import Client, Worker
+from functions.coordination.records import CHECKPOINTS_BUCKET, LEASES_BUCKET, TIMERS_BUCKET
+from functions.coordination.service import CoordinationService
+from functions.facets.service import FacetService
+from functions.files.service import FileService
+from functions.governance.service import GovernanceService
+from functions.listings.service import ListingService
+from functions.mcp_content.service import McpContentService
+from functions.memory.service import MemoryService
+from functions.provenance.service import ProvenanceService
+from functions.relations.service import RelationService
+from functions.replay.service import ReplayService
+from functions.slots.service import SlotService
+from functions.surface.service import SurfaceService
+from workers.search import serve_search
+
+SWEEP_SCHEDULE = "@every 2m"
+"""The fallback for leases whose expiry marker nobody acted on (the state trigger on the
+marker hands an expired lease back first)."""
+CRYSTALS_SCHEDULE = "17 3 * * *"
+
+
+def serve_memory(worker: Worker, service: MemoryService | None = None) -> MemoryService:
+    """The write path and the families over its store."""
+    svc = service or MemoryService()
+    worker.on_start(svc.start)
+    worker.on_stop(svc.stop)
+    worker.serve(svc)
+    slots = SlotService(svc)
+    for part in (
+        slots,
+        FacetService(svc),
+        RelationService(svc),
+        ProvenanceService(svc),
+        ListingService(svc),
+        GovernanceService(svc),
+        FileService(svc),
+        ReplayService(svc),
+        SurfaceService(svc),
+        McpContentService(svc),
+    ):
+        worker.serve(part)
+
+    async def seed(client: Client) -> None:
+        await slots.seed()
+
+    worker.on_start(seed)
+    return svc
+
+
+def serve_coordination(
+    worker: Worker, service: CoordinationService | None = None
+) -> CoordinationService:
+    """The coordination operations (both memory replicas serve them, so the :3111 routes
+    reach them in-process) and the triggers that drive them: state triggers on leases
+    (expiry), timers and checkpoints, and cron for the sweep and the daily crystals. The
+    pattern sentinels' scan of MEM_EVENTS is a cron trigger that exists only while a
+    pattern sentinel watches (sentinels.Patterns arms and disarms it): an idle install has
+    no firing every two seconds."""
+    svc = service or CoordinationService()
+    worker.on_start(svc.start)
+    worker.on_stop(svc.stop)
+    worker.serve(svc)
+    worker.trigger("state", "mem::lease-changed", bucket=LEASES_BUCKET, deliver="new")
+    worker.trigger("state", "mem::coord-timer", bucket=TIMERS_BUCKET, deliver="new")
+    worker.trigger("state", "mem::sentinel-checkpoint", bucket=CHECKPOINTS_BUCKET, deliver="new")
+    worker.trigger("cron", "mem::coord-sweep", schedule=SWEEP_SCHEDULE, catch_up="skip")
+    worker.trigger("cron", "mem::crystal-auto", schedule=CRYSTALS_SCHEDULE)
+    return svc
+
+
+def build() -> Worker:
+    worker = Worker("memory", description="agentmemory write path and REST API")
+    serve_memory(worker)
+    serve_coordination(worker)
+    # AGENTMEMORY_SEARCH=off runs the write path alone (tests of the write path, or a
+    # deployment that hosts retrieval in another worker).
+    if os.environ.get("AGENTMEMORY_SEARCH", "on").lower() not in ("0", "off", "false", "no"):
+        serve_search(worker)
+    return worker
+
+
+if __name__ == "__main__":
+    build().run()

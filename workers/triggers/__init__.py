@@ -1,1 +1,0 @@
-"""Trigger workers: processes hosting trigger plug-ins (`python -m workers.triggers http cron`)."""
