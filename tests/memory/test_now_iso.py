@@ -9,8 +9,7 @@ from datetime import UTC, datetime, timedelta
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from functions.kernel.clock import now_iso
-from functions.kernel.store import _iso_millis
+from functions.kernel.clock import _iso_millis, now_iso
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
