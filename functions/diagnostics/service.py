@@ -23,7 +23,7 @@ from engine import FunctionError, Tool, operation
 from functions.kernel import clock
 from functions.kernel.clock import Clocked, when
 from functions.kernel.ids import kv_key
-from functions.kernel.names import choices_pattern, names
+from functions.kernel.names import choices_pattern, chosen
 from functions.kernel.owned import OwnedService, routes
 from functions.kernel.records import (
     FACETS_BUCKET,
@@ -55,7 +55,7 @@ Category = Literal[
     "lessons", "actions", "leases", "sentinels", "sketches", "signals", "crystals", "mesh",
     "semantic", "procedural", "insights",
 ]  # fmt: skip
-CATEGORIES: tuple[str, ...] = get_args(Category)
+CATEGORIES: tuple[Category, ...] = get_args(Category)
 OURS = CATEGORIES[:9]
 """Kept by this service; the rest are the coordination layer's (accepted, reported skipped)."""
 ELSEWHERE = CATEGORIES[9:]
@@ -71,7 +71,7 @@ class DiagnoseIn(Clocked, kw_only=True):
     """Default all."""
 
     def __post_init__(self) -> None:
-        self.categories = names(self.categories)  # type: ignore[assignment]  # the schema held them to the vocabulary
+        self.categories = chosen(self.categories, CATEGORIES)
 
 
 class HealIn(DiagnoseIn, kw_only=True):
@@ -461,7 +461,7 @@ class DiagnosticsService(OwnedService["LifecycleService"]):
             fail=sum(c.status == "fail" for c in checks),
             fixable=sum(c.fixable for c in checks),
         )
-        skipped = [c for c in (req.categories or ELSEWHERE) if c in ELSEWHERE]
+        skipped: list[str] = [c for c in (req.categories or ELSEWHERE) if c in ELSEWHERE]
         return DiagnoseOut(success=True, checks=checks, summary=summary, skipped=skipped)
 
     @operation(

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections import Counter, defaultdict
-from typing import Annotated, Any, Literal, get_args
+from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args
 
 import msgspec
 
@@ -29,9 +29,13 @@ from functions.kernel.records import (
 )
 from functions.kernel.scrub import scrub
 from functions.kernel.store import StoreOwner
-from functions.kernel.views import as_view, view
+from functions.kernel.views import as_view, view, wire_of
 
-FacetView = view(Facet)
+# To the type checker a view is its record (the same attributes).
+if TYPE_CHECKING:
+    FacetView = Facet
+else:
+    FacetView = view(Facet)
 TargetType = Literal["memory", "observation", "lesson", "session", "action", "insight", "summary"]
 TARGET_TYPES: tuple[str, ...] = get_args(TargetType)
 Word = Annotated[str, msgspec.Meta(min_length=1, max_length=200, pattern=NONBLANK)]
@@ -112,7 +116,7 @@ class FacetStatsIn(msgspec.Struct, rename="camel", kw_only=True):
 
 class FacetTagOut(msgspec.Struct, kw_only=True):
     success: bool
-    facet: FacetView  # type: ignore[valid-type]
+    facet: FacetView
     skipped: bool = False
     """True when the record already had this tag."""
 
@@ -186,7 +190,7 @@ class FacetService(OwnedService[StoreOwner]):
             return None
         if found is None:
             return None
-        return msgspec.to_builtins(as_view(found, view(type(found))))  # type: ignore[no-any-return, arg-type]
+        return wire_of(found)
 
     async def all(self) -> list[Facet]:
         return [f async for _, f in (await self.state()).scan(">", Facet)]

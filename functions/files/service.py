@@ -15,7 +15,7 @@ import msgspec
 from engine import FunctionError, Tool, operation
 from functions.files.markdown import compress_markdown, problems
 from functions.kernel.clock import now_iso
-from functions.kernel.names import choices_pattern, names
+from functions.kernel.names import choices_pattern, chosen
 from functions.kernel.owned import routes
 from functions.kernel.records import LESSONS_BUCKET, Lesson, Memory, Session
 from functions.kernel.store import MemoryStore
@@ -24,7 +24,7 @@ from functions.memory.service import MemoryService
 SENSITIVE = ("secret", "credential", "private_key", ".env", "id_rsa", "token", ".ssh")
 MAX_MD_BYTES = 2 * 1024 * 1024
 VaultType = Literal["memories", "lessons", "sessions", "crystals"]
-VAULT_TYPES: tuple[str, ...] = get_args(VaultType)
+VAULT_TYPES: tuple[VaultType, ...] = get_args(VaultType)
 VaultTypes = list[VaultType] | Annotated[str, msgspec.Meta(pattern=choices_pattern(VAULT_TYPES))]
 _UNSAFE = re.compile(r'[<>:"/\\|?*\x00-\x1f]')
 
@@ -78,7 +78,7 @@ class VaultIn(msgspec.Struct, rename="camel", kw_only=True):
     project: str = ""
 
     def __post_init__(self) -> None:
-        self.types = names(self.types)  # type: ignore[assignment]  # the schema held them to the vocabulary
+        self.types = chosen(self.types, VAULT_TYPES)
 
 
 class VaultCounts(msgspec.Struct, kw_only=True):

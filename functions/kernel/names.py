@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeVar
+
+V = TypeVar("V", bound=str)
 
 Names = list[str] | str
 
@@ -47,3 +49,9 @@ def names(value: str | Sequence[str]) -> list[str]:
     dropped (a blank name names nothing)."""
     parts = value.split(",") if isinstance(value, str) else value
     return [p.strip() for p in parts if p.strip()]
+
+
+def chosen(value: str | Sequence[str], vocabulary: tuple[V, ...]) -> list[V]:
+    """The names of `value` that are words of `vocabulary` (a Literal's values), in order and
+    typed as such: what a field restricted to a vocabulary holds once decoded."""
+    return [word for name in names(value) for word in vocabulary if word == name]

@@ -74,6 +74,12 @@ def as_view(value: Any, type_: Any) -> Any:
     return msgspec.convert(value, type_, from_attributes=True)
 
 
+def wire_of(record: msgspec.Struct) -> dict[str, Any]:
+    """A record of any type as the JSON object its view is on the wire."""
+    out: dict[str, Any] = msgspec.to_builtins(as_view(record, view(type(record))))
+    return out
+
+
 # The views of the kernel's records. To the type checker a view is its record: the same
 # attributes under the same names (only the names on the wire differ), so code that builds
 # or reads a view type-checks; at run time it is the camelCase type `view` makes.

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import msgspec
 
@@ -72,24 +72,11 @@ LessonIdRequest = Annotated[
 """A lesson by `lessonId` (upstream) or `id`."""
 
 
-if TYPE_CHECKING:
-
-    class ScoredLesson(LessonView):
-        """A lesson with its relevance to the query (`score`) and current strength
-        (`confidence`)."""
-
-        score: float
-        confidence: float
-
-else:
-    ScoredLesson = msgspec.defstruct(
-        "ScoredLesson",
-        [("score", float), ("confidence", float)],
-        bases=(LessonView,),
-        rename="camel",
-        kw_only=True,
-    )
+class ScoredLesson(LessonView, kw_only=True):
     """A lesson with its relevance to the query (`score`) and current strength (`confidence`)."""
+
+    score: float
+    confidence: float
 
 
 class LessonOut(msgspec.Struct, kw_only=True, omit_defaults=True):

@@ -9,7 +9,7 @@ import asyncio
 import os
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import msgspec
 
@@ -28,11 +28,15 @@ from functions.kernel.records import (
 )
 from functions.kernel.scrub import scrub
 from functions.kernel.store import StoreOwner
-from functions.kernel.views import ObservationView, SessionView, as_view, view
+from functions.kernel.views import ObservationView, SessionView, as_view, view, wire_of
 
 Id = Annotated[str, msgspec.Meta(min_length=1, max_length=512)]
 Sha = Annotated[str, msgspec.Meta(pattern=r"^[0-9a-fA-F]{4,64}$")]
-CommitView = view(CommitLink)
+# To the type checker a view is its record (the same attributes).
+if TYPE_CHECKING:
+    CommitView = CommitLink
+else:
+    CommitView = view(CommitLink)
 Status = Literal["present", "forgotten", "missing"]
 
 
@@ -83,11 +87,11 @@ class ByCommitIn(msgspec.Struct, rename="camel", kw_only=True):
 
 
 class CommitOut(msgspec.Struct, kw_only=True):
-    commit: CommitView  # type: ignore[valid-type]
+    commit: CommitView
 
 
 class ByCommitOut(msgspec.Struct, kw_only=True):
-    commit: CommitView | None  # type: ignore[valid-type]
+    commit: CommitView | None
     sessions: list[SessionView]
     observations: list[ObservationView] = msgspec.field(default_factory=list)
     """What those sessions did to the commit's files (observations naming one of them)."""
@@ -101,7 +105,7 @@ class CommitsIn(msgspec.Struct, rename="camel", kw_only=True):
 
 
 class CommitsOut(msgspec.Struct, kw_only=True):
-    commits: list[CommitView]  # type: ignore[valid-type]
+    commits: list[CommitView]
 
 
 class ScanIn(msgspec.Struct, rename="camel", kw_only=True):
@@ -119,7 +123,7 @@ class ScanOut(msgspec.Struct, rename="camel", kw_only=True):
     scanned: int
     linked: int
     """Commits linked to at least one session."""
-    commits: list[CommitView]  # type: ignore[valid-type]
+    commits: list[CommitView]
 
 
 rest = routes("provenance")
@@ -199,7 +203,7 @@ class ProvenanceService(OwnedService[StoreOwner]):
             citations=cites,
             citation_count=len(cites),
             broken=broken,
-            record=msgspec.to_builtins(as_view(record, view(type(record)))),  # type: ignore[arg-type]
+            record=wire_of(record),
         )
 
     # ---- commits ---------------------------------------------------------------------
@@ -264,7 +268,7 @@ class ProvenanceService(OwnedService[StoreOwner]):
             if (not req.branch or c.branch == req.branch) and (not req.repo or c.repo == req.repo)
         ]
         found.sort(key=lambda c: (c.linked_at, c.sha), reverse=True)
-        return CommitsOut(commits=as_view(found[: req.limit], list[CommitView]))  # type: ignore[valid-type]
+        return CommitsOut(commits=as_view(found[: req.limit], list[CommitView]))
 
     @operation(
         "mem::commits-scan",

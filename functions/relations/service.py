@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import deque
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import msgspec
 
@@ -33,7 +33,11 @@ from functions.kernel.store import StoreOwner
 from functions.kernel.views import MemoryView, as_view, view
 
 Id = Annotated[str, msgspec.Meta(min_length=1, max_length=512)]
-RelationView = view(Relation)
+# To the type checker a view is its record (the same attributes).
+if TYPE_CHECKING:
+    RelationView = Relation
+else:
+    RelationView = view(Relation)
 Unit = Annotated[float, msgspec.Meta(ge=0, le=1)]
 
 
@@ -76,12 +80,12 @@ class CascadeIn(msgspec.Struct, rename="camel", kw_only=True):
 class RelateOut(msgspec.Struct, rename="camel", kw_only=True):
     success: bool
     relation_id: str
-    relation: RelationView  # type: ignore[valid-type]
+    relation: RelationView
     created: bool
 
 
 class RelationsOut(msgspec.Struct, kw_only=True):
-    relations: list[RelationView]  # type: ignore[valid-type]
+    relations: list[RelationView]
 
 
 class RelatedHit(msgspec.Struct, kw_only=True):
@@ -182,7 +186,7 @@ class RelationService(OwnedService[StoreOwner]):
             if not req.memory_id or req.memory_id in (r.source_id, r.target_id)
         ]
         rels.sort(key=lambda r: r.created_at, reverse=True)
-        return RelationsOut(relations=as_view(rels[: req.limit], list[RelationView]))  # type: ignore[valid-type]
+        return RelationsOut(relations=as_view(rels[: req.limit], list[RelationView]))
 
     @operation(
         "mem::get-related",

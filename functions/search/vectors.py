@@ -168,10 +168,9 @@ class VectorIndex:
         allowed = np.flatnonzero(inside & mask[np.minimum(cd, len(mask) - 1)])
         if not len(allowed):
             return []
-        params = faiss.SearchParameters(
-            # type: ignore[call-arg]
-            sel=faiss.IDSelectorBatch(allowed.astype(np.int64))
-        )
+        selector = faiss.IDSelectorBatch(allowed.astype(np.int64))
+        params = faiss.SearchParameters()
+        params.sel = selector  # the local keeps the selector alive until the search returns
         q = np.ascontiguousarray(query.reshape(1, -1), dtype=np.float32)
         _dist, ids = self._index.search(q, min(k * 4, len(allowed)), params=params)
         out: list[int] = []

@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 from collections import Counter
 from collections.abc import Callable
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import msgspec
 
@@ -29,7 +29,11 @@ DEFAULT_LIMIT = 2000
 Label = Annotated[str, msgspec.Meta(pattern=r"^[a-z][a-z0-9_]{0,63}$")]
 """Lower case, starts with a letter, [a-z0-9_], at most 64 characters."""
 Scope = Literal["project", "global"]
-SlotView = view(Slot)
+# To the type checker a view is its record (the same attributes).
+if TYPE_CHECKING:
+    SlotView = Slot
+else:
+    SlotView = view(Slot)
 
 # The slots every store starts with (empty until something writes them): upstream's set.
 DEFAULTS: list[tuple[str, int, str, bool, Scope]] = [
@@ -167,12 +171,12 @@ class SlotReflectIn(msgspec.Struct, rename="camel", kw_only=True):
 
 class SlotsOut(msgspec.Struct, kw_only=True):
     success: bool
-    slots: list[SlotView]  # type: ignore[valid-type]
+    slots: list[SlotView]
 
 
 class SlotOut(msgspec.Struct, kw_only=True, omit_defaults=True):
     success: bool
-    slot: SlotView  # type: ignore[valid-type]
+    slot: SlotView
     scope: str = ""
     size: int | None = None
 
@@ -258,7 +262,7 @@ class SlotService(OwnedService[StoreOwner]):
     )
     async def slot_list(self, req: SlotListIn) -> SlotsOut:
         slots = await visible_slots(await self.state(), req.project)
-        return SlotsOut(success=True, slots=as_view(slots, list[SlotView]))  # type: ignore[valid-type]
+        return SlotsOut(success=True, slots=as_view(slots, list[SlotView]))
 
     @operation(
         "mem::slot-get",

@@ -80,8 +80,8 @@ class TeamBook:
         if have is not None:
             return have, False
         memory = isinstance(record, Memory)
-        if memory and not root:
-            root = await self._root(record)  # type: ignore[arg-type]
+        if isinstance(record, Memory) and not root:
+            root = await self._root(record)
         copy = shared_copy(record, self.cfg.team, self.cfg.origin)
         item = TeamItem(
             id=record.id,

@@ -40,6 +40,7 @@ from functions.team.wire import (
     FeedOut,
     FileCount,
     PeersOut,
+    PeerStatus,
     PeerView,
     ProfileIn,
     ProfileOut,
@@ -152,7 +153,7 @@ class TeamService:
         out = []
         for name, peer in sorted(peers.items()):
             st = states.get(name)
-            status = "disconnected"
+            status: PeerStatus = "disconnected"
             if st is not None and st.error:
                 status = "error"
             elif st is not None and st.active is not None and st.active < STALE:
@@ -162,7 +163,7 @@ class TeamService:
                     id=name,
                     name=name,
                     url=peer.url,
-                    status=status,  # type: ignore[arg-type]
+                    status=status,
                     lag=st.lag if st else 0,
                     last_seen_seconds=st.active if st else None,
                     applied=self.book.applied.get(name, 0),

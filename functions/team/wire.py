@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-from functions.kernel.views import as_view, view
+from functions.kernel.views import wire_of
 from functions.team.records import TeamItem
 
 Name = Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9_-]{1,64}$")]
@@ -90,11 +90,14 @@ class ProfileOut(msgspec.Struct, rename="camel", kw_only=True):
     updated_at: str
 
 
+PeerStatus = Literal["connected", "syncing", "disconnected", "error"]
+
+
 class PeerView(msgspec.Struct, rename="camel", kw_only=True):
     id: str
     name: str
     url: str
-    status: Literal["connected", "syncing", "disconnected", "error"]
+    status: PeerStatus
     """connected: copying, nothing behind; syncing: copying, `lag` behind; disconnected: not
     heard from lately (the link is down); error: the server says why in `error`."""
     lag: int
@@ -187,8 +190,8 @@ class ReceiveOut(msgspec.Struct, kw_only=True):
 
 
 def item_view(item: TeamItem) -> TeamItemView:
-    record: Any = item.memory or item.observation
-    content = msgspec.to_builtins(as_view(record, view(type(record)))) if record else {}  # type: ignore[arg-type]
+    record = item.memory or item.observation
+    content = wire_of(record) if record else {}
     return TeamItemView(
         id="ts_" + item.id,
         item_id=item.id,
