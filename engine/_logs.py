@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-import sys
 import time
 from typing import Any
 
@@ -44,23 +43,6 @@ def _record(rec: logging.LogRecord, service: str, fmt: logging.Formatter) -> Log
     if rec.exc_info:
         out.exc = fmt.formatException(rec.exc_info)
     return out
-
-
-class JsonFormatter(logging.Formatter):
-    def __init__(self, service: str = "") -> None:
-        super().__init__()
-        self.service = service
-
-    def format(self, record: logging.LogRecord) -> str:
-        return msgspec.json.encode(_record(record, self.service, self)).decode()
-
-
-def json_logging(level: str, service: str = "") -> None:
-    h = logging.StreamHandler(sys.stderr)
-    h.setFormatter(JsonFormatter(service))
-    root = logging.getLogger()
-    root.handlers[:] = [h]
-    root.setLevel(level)
 
 
 class BusLogHandler(logging.Handler):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections import Counter, defaultdict
-from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import msgspec
 
@@ -37,7 +37,6 @@ if TYPE_CHECKING:
 else:
     FacetView = view(Facet)
 TargetType = Literal["memory", "observation", "lesson", "session", "action", "insight", "summary"]
-TARGET_TYPES: tuple[str, ...] = get_args(TargetType)
 Word = Annotated[str, msgspec.Meta(min_length=1, max_length=200, pattern=NONBLANK)]
 _PAIR = r"[^:,\s][^:,]*:[^,]*[^,\s]"
 Pair = Annotated[str, msgspec.Meta(pattern=rf"^\s*{_PAIR}\s*$")]

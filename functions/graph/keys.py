@@ -50,11 +50,6 @@ def parse_edge_key(key: str) -> tuple[str, str, str]:
     return src, dst, kind
 
 
-def edge_key_of(src: str, dst: str, kind: str) -> str:
-    """The key of an edge as stored (already canonical)."""
-    return f"e.{src}.{dst}.{kind}"
-
-
 class MemoryIndex(msgspec.Struct, kw_only=True):
     """`m.<memoryId>`"""
 

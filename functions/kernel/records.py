@@ -50,26 +50,6 @@ HookType = Literal[
     "session_end",
 ]
 
-ObservationType = Literal[
-    "file_read",
-    "file_write",
-    "file_edit",
-    "command",
-    "search",
-    "web",
-    "task",
-    "prompt",
-    "response",
-    "error",
-    "decision",
-    "discovery",
-    "subagent",
-    "notification",
-    "session",
-    "conversation",
-    "other",
-]
-
 
 class Observation(msgspec.Struct, omit_defaults=True, kw_only=True):
     """One compressed, scrubbed observation as stored (and indexed)."""

@@ -191,7 +191,3 @@ def events_stream(client: Client) -> Stream:
     return client.stream(
         EVENTS_STREAM, subjects=[f"{EVENTS_SUBJECT}.>"], duplicate_window=DUPLICATE_WINDOW
     )
-
-
-def decode_any(data: bytes) -> Any:
-    return msgspec.json.decode(data)

@@ -26,7 +26,7 @@ from functions.kernel.ids import kv_key
 from functions.kernel.records import Observation, ObservationAdded, Session
 from functions.kernel.scrub import scrub, scrub_value
 from functions.kernel.store import STORE_ERRORS, MemoryStore
-from functions.memory.compress import as_text, compress
+from functions.memory.compress import compress
 from functions.memory.inbox import Inbox, Pending
 from functions.memory.wire import ObserveIn, ObserveOut
 
@@ -295,7 +295,3 @@ class Observer:
             if status == "duplicate"
             else int((time.monotonic() - started) * 1000),
         )
-
-
-def observation_text(obs: Observation) -> str:
-    return as_text([obs.title, obs.narrative, obs.raw])

@@ -24,12 +24,7 @@ from functions.memory.inbox import PendingView
 NonEmpty = Annotated[str, msgspec.Meta(min_length=1, max_length=512)]
 Strategy = Literal["merge", "replace", "skip"]
 
-_CAMEL = re.compile(r"_([a-z0-9])")
 _SNAKE = re.compile(r"(?<=[a-z0-9])([A-Z])")
-
-
-def camel(name: str) -> str:
-    return _CAMEL.sub(lambda m: m.group(1).upper(), name)
 
 
 def snake(name: str) -> str:

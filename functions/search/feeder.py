@@ -127,12 +127,6 @@ class IndexHolder:
         self.stream_last_seq = max(self.stream_last_seq, msg.seq + msg.pending)
         self._applied.set()
 
-    def apply_local(self, event: MemEvent) -> None:
-        """Read-your-writes: the replica that handled a write applies it before replying.
-        The sequence is not advanced (the stream delivers the event again, harmlessly), so a
-        snapshot never claims events that an earlier, still undelivered one precedes."""
-        self.index.apply(event)
-
     async def caught_up(self, timeout: float = 5.0) -> bool:
         """Wait until every event in the stream right now has been applied: at most
         `timeout` seconds in all, asking the stream its last sequence included (a stream

@@ -25,7 +25,6 @@ LOG_SUBJECT = "team.log"
 """`team.log.<origin>.<record token>`: the origin's latest event about that record (the
 stream keeps one message per subject, so a forget replaces the share it undoes)."""
 
-ItemType = Literal["memory", "pattern", "observation"]
 _TOKEN = re.compile(r"^[-_=A-Za-z0-9]{1,128}$")
 
 
