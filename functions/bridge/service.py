@@ -22,9 +22,9 @@ import msgspec
 from engine import FunctionError, Tool, operation
 from functions.bridge import markdown
 from functions.kernel.clock import now_iso
-from functions.kernel.ids import kv_key, new_id
+from functions.kernel.ids import new_id
 from functions.kernel.owned import OwnedService, routes
-from functions.kernel.records import Memory, MemoryAdded, RecordsRemoved
+from functions.kernel.records import Memory
 from functions.kernel.scrub import scrub
 from functions.kernel.store import StoreOwner
 from functions.memory.remember import remember
@@ -228,17 +228,7 @@ class BridgeService(OwnedService[StoreOwner]):
             instance="",
             source_ids=[],
         )
-        await st.publish(MemoryAdded(memory=new), msg_id=new.id)
-        await st.memories.put(kv_key(new.id), new)
-
-        def mark(cur: Memory | None) -> Memory | None:
-            if cur is None:
-                return None
-            cur.superseded_by, cur.updated_at = new.id, now
-            return cur
-
-        await st.memories.update(kv_key(head.id), mark, type=Memory)
-        await st.publish(RecordsRemoved(ids=[head.id], reason="edited in MEMORY.md"))
+        await st.save_memory(new, supersedes=head.id, reason="edited in MEMORY.md")
         await st.audit("supersede", [head.id, new.id], reason="edited in MEMORY.md")
         return new
 

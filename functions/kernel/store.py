@@ -25,6 +25,7 @@ from functions.kernel.records import (
     SUMMARIES_BUCKET,
     AuditEntry,
     MemEvent,
+    Memory,
     MemoryAdded,
     ObservationAdded,
     RecordsRemoved,
@@ -100,6 +101,24 @@ class MemoryStore:
         except WrongLastSequence:
             return False
         return True
+
+    async def save_memory(self, memory: Memory, *, supersedes: str = "", reason: str = "") -> None:
+        """Store a memory: its event, then its record. A new version (`supersedes` names the
+        one it replaces) then marks the old one superseded and tells the read models it is
+        gone (`reason`), in that order, so a reader never sees two current versions."""
+        await self.publish(MemoryAdded(memory=memory), msg_id=memory.id)
+        await self.memories.put(kv_key(memory.id), memory)
+        if not supersedes:
+            return
+
+        def mark(cur: Memory | None) -> Memory | None:
+            if cur is None:
+                return None
+            cur.superseded_by, cur.updated_at = memory.id, memory.updated_at
+            return cur
+
+        await self.memories.update(kv_key(supersedes), mark, type=Memory)
+        await self.publish(RecordsRemoved(ids=[supersedes], reason=reason))
 
     async def kv_create_fast(self, state: State, key: str, value: Any) -> int | None:
         """KV create: None when the key holds a value or a tombstone (a deleted key is never

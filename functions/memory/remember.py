@@ -8,8 +8,8 @@ import re
 
 from engine import FunctionError
 from functions.kernel.clock import now_iso
-from functions.kernel.ids import kv_key, new_id
-from functions.kernel.records import Memory, MemoryAdded, RecordsRemoved
+from functions.kernel.ids import new_id
+from functions.kernel.records import Memory
 from functions.kernel.scrub import scrub
 from functions.kernel.store import MemoryStore
 from functions.kernel.views import MemoryView, as_view
@@ -77,19 +77,9 @@ async def remember(store: MemoryStore, req: RememberIn) -> RememberOut:
         memory.version = superseded.version + 1
         memory.pinned = superseded.pinned
 
-    await store.publish(MemoryAdded(memory=memory), msg_id=memory.id)
-    await store.memories.put(kv_key(memory.id), memory)
+    old_id = superseded.id if superseded is not None else ""
+    await store.save_memory(memory, supersedes=old_id, reason="superseded")
     if superseded is not None:
-        old_id = superseded.id
-
-        def mark(cur: Memory | None) -> Memory | None:
-            if cur is None:
-                return None
-            cur.superseded_by, cur.updated_at = memory.id, now
-            return cur
-
-        await store.memories.update(kv_key(old_id), mark, type=Memory)
-        await store.publish(RecordsRemoved(ids=[old_id], reason="superseded"))
         await store.audit(
             "supersede",
             [old_id, memory.id],

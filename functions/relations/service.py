@@ -17,15 +17,13 @@ import msgspec
 from engine import FunctionError, Tool, operation
 from functions.graph.keys import MemoryIndex
 from functions.kernel.clock import now_iso
-from functions.kernel.ids import kv_key, new_id
+from functions.kernel.ids import new_id
 from functions.kernel.names import NONBLANK
 from functions.kernel.owned import OwnedService, routes
 from functions.kernel.records import (
     GRAPH_BUCKET,
     RELATIONS_BUCKET,
     Memory,
-    MemoryAdded,
-    RecordsRemoved,
     Relation,
 )
 from functions.kernel.scrub import scrub
@@ -259,17 +257,7 @@ class RelationService(OwnedService[StoreOwner]):
             access_count=0,
         )
         st = self.store
-        await st.publish(MemoryAdded(memory=new), msg_id=new.id)
-        await st.memories.put(kv_key(new.id), new)
-
-        def mark(cur: Memory | None) -> Memory | None:
-            if cur is None:
-                return None
-            cur.superseded_by, cur.updated_at = new.id, now
-            return cur
-
-        await st.memories.update(kv_key(old.id), mark, type=Memory)
-        await st.publish(RecordsRemoved(ids=[old.id], reason="evolved"))
+        await st.save_memory(new, supersedes=old.id, reason="evolved")
         rid = relation_key(new.id, old.id, "supersedes")
         await (await self.state()).put(
             rid,

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
+import msgspec
+
 from functions.kernel.records import Memory, Observation, SessionSummary
 from functions.search.analysis import entities, tokenize
 
@@ -28,8 +30,9 @@ class FieldWeights:
     tool: float = 0.5
 
 
-@dataclass
-class Document:
+class Meta(msgspec.Struct, array_like=True):
+    """What a hit shows without a KV read; stored as is in snapshots (compact arrays)."""
+
     id: str
     kind: str
     project: str
@@ -39,6 +42,13 @@ class Document:
     title: str
     type: str
     importance: int
+
+
+@dataclass
+class Document:
+    """A record as the index takes it: what a hit shows (`meta`) and what is indexed."""
+
+    meta: Meta
     tfs: dict[str, float]
     length: float
     text: str
@@ -104,15 +114,17 @@ def document(record: Record, weights: FieldWeights) -> Document:
         ents = [*(f.lower() for f in record.files), *(c.lower() for c in record.concepts)]
         ents += entities(f"{record.title}\n{record.narrative}")
         return Document(
-            record.id,
-            KIND_OBSERVATION,
-            record.project,
-            record.agent_id,
-            record.session_id,
-            record.timestamp,
-            record.title,
-            record.type,
-            record.importance,
+            Meta(
+                record.id,
+                KIND_OBSERVATION,
+                record.project,
+                record.agent_id,
+                record.session_id,
+                record.timestamp,
+                record.title,
+                record.type,
+                record.importance,
+            ),
             tfs,
             length,
             text,
@@ -126,15 +138,17 @@ def document(record: Record, weights: FieldWeights) -> Document:
         ents = [*(f.lower() for f in record.files), *(c.lower() for c in record.concepts)]
         ents += entities(record.content)
         return Document(
-            record.id,
-            KIND_MEMORY,
-            record.project,
-            record.agent_id,
-            "",
-            record.updated_at or record.created_at,
-            record.title or record.content[:80],
-            record.type,
-            8 if record.pinned else 6,
+            Meta(
+                record.id,
+                KIND_MEMORY,
+                record.project,
+                record.agent_id,
+                "",
+                record.updated_at or record.created_at,
+                record.title or record.content[:80],
+                record.type,
+                8 if record.pinned else 6,
+            ),
             tfs,
             length,
             text,
@@ -153,15 +167,17 @@ def document(record: Record, weights: FieldWeights) -> Document:
     text = "\n".join(x for x in (record.title, record.narrative, *record.decisions) if x)
     ents = [*(f.lower() for f in record.files), *(c.lower() for c in record.concepts)]
     return Document(
-        summary_id(record.session_id),
-        KIND_SUMMARY,
-        record.project,
-        record.agent_id,
-        record.session_id,
-        record.created_at,
-        record.title,
-        "summary",
-        7,
+        Meta(
+            summary_id(record.session_id),
+            KIND_SUMMARY,
+            record.project,
+            record.agent_id,
+            record.session_id,
+            record.created_at,
+            record.title,
+            "summary",
+            7,
+        ),
         tfs,
         length,
         text,

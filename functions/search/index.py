@@ -32,6 +32,7 @@ from functions.search.documents import (
     KINDS,
     Document,
     FieldWeights,
+    Meta,
     Record,
     document,
 )
@@ -85,20 +86,6 @@ class Hit(msgspec.Struct, kw_only=True):
     """The retrievers that ranked it: bm25, vector, graph, session, time."""
 
 
-class Meta(msgspec.Struct, array_like=True):
-    """What a hit shows without a KV read; stored as is in snapshots (compact arrays)."""
-
-    id: str
-    kind: str
-    project: str
-    agent_id: str
-    session_id: str
-    timestamp: str
-    title: str
-    type: str
-    importance: int
-
-
 class _Codes:
     """Strings interned to small ints so filters are numpy comparisons."""
 
@@ -150,27 +137,25 @@ class SearchIndex:
         if isinstance(record, Memory) and record.supersedes:
             self.remove([record.supersedes])
         doc = document(record, self.config.fields)
-        self.remove([doc.id])
+        self.remove([doc.meta.id])
         self._insert(doc)
 
     def _insert(self, d: Document) -> None:
         n = len(self.meta)
-        self.meta.append(
-            Meta(d.id, d.kind, d.project, d.agent_id, d.session_id, d.timestamp, d.title,
-                 d.type, d.importance)
-        )  # fmt: skip
-        self.doc_of[d.id] = n
+        m = d.meta
+        self.meta.append(m)
+        self.doc_of[m.id] = n
         self.alive.append(1)
-        self.project.append(self.projects.code(d.project))
-        self.agent.append(self.agents.code(d.agent_id))
-        self.kind.append(KINDS.index(d.kind))
-        sc = self.sessions.code(f"{d.project}\x00{d.session_id}")
+        self.project.append(self.projects.code(m.project))
+        self.agent.append(self.agents.code(m.agent_id))
+        self.kind.append(KINDS.index(m.kind))
+        sc = self.sessions.code(f"{m.project}\x00{m.session_id}")
         self.session.append(sc)
         members = self.members.get(sc)
         if members is None:
             members = self.members[sc] = array("i")
         members.append(n)
-        self.day.append(day_number(d.timestamp))
+        self.day.append(day_number(m.timestamp))
         self.bm25.add(n, d.tfs, d.length, self.project[n])
         self.graph.add(n, d.entities, self.project[n])
         if self.vectors is not None and self.vectors.enabled and d.text:

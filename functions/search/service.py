@@ -28,9 +28,9 @@ from functions.kernel.records import (
     ProjectProfile,
     profile_key,
 )
-from functions.search.documents import KIND_MEMORY, KIND_OBSERVATION, KIND_SUMMARY, KINDS
+from functions.search.documents import KIND_MEMORY, KIND_OBSERVATION, KIND_SUMMARY, KINDS, Meta
 from functions.search.feeder import IndexHolder
-from functions.search.index import Hit, Meta
+from functions.search.index import Hit
 from functions.search.wire import (
     CompactHit,
     ContextIn,

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import msgspec
 
-from functions.search.index import Meta, SearchIndex
+from functions.search.documents import Meta
+from functions.search.index import SearchIndex
 
 FORMAT = 3
 
