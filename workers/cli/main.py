@@ -1,4 +1,4 @@
-"""The `agentmemory` command line: the engine's lifecycle and agent wiring live here, the
+"""The `agentmemory` command line: starting and stopping the service and wiring agents live here, the
 commands over stored memory in `memory_cmds`."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from rich.panel import Panel
 
 from engine.paths import load_settings
 from workers.cli import connect as connect_mod
-from workers.cli import lifecycle
+from workers.cli import supervisor
 from workers.cli.app import (
     DataDir,
     InstanceOpt,
@@ -71,19 +71,19 @@ def start(
     target = target_of(ctx, data_dir, port, instance, local=True)
     running = target.instance.running_pid()
     if running:
-        lifecycle.drain_spool(target)  # what `doctor` suggests for a backlog
+        supervisor.drain_spool(target)  # what `doctor` suggests for a backlog
         out.print(_ready_panel(target, running))
         out.print("[yellow]already running[/yellow]")
         return
     if detach:
         with out.status("starting agentmemory…"):
             try:
-                pid = lifecycle.start_detached(target, config)
-            except lifecycle.StartFailed as exc:
+                pid = supervisor.start_detached(target, config)
+            except supervisor.StartFailed as exc:
                 raise fail(f"the engine did not start:\n{exc}") from None
         register(target.instance)
-        if lifecycle.wait_serving(target):
-            lifecycle.drain_spool(target)
+        if supervisor.wait_serving(target):
+            supervisor.drain_spool(target)
         else:
             err.print(f"[yellow]REST is not answering yet at {target.url}[/yellow]")
         out.print(_ready_panel(target, pid))
@@ -91,11 +91,11 @@ def start(
 
     def ready() -> None:
         register(target.instance)
-        if lifecycle.wait_serving(target):
-            lifecycle.drain_spool(target)
+        if supervisor.wait_serving(target):
+            supervisor.drain_spool(target)
         out.print(_ready_panel(target))
 
-    raise typer.Exit(lifecycle.run_foreground(target, config, ready))
+    raise typer.Exit(supervisor.run_foreground(target, config, ready))
 
 
 @app.command()
@@ -103,7 +103,7 @@ def stop(
     ctx: typer.Context, data_dir: DataDir = None, port: Port = None, instance: InstanceOpt = None
 ) -> None:
     """Stop a running instance (triggers first, NATS last)."""
-    code, text = lifecycle.stop(target_of(ctx, data_dir, port, instance, local=True))
+    code, text = supervisor.stop(target_of(ctx, data_dir, port, instance, local=True))
     (out if code == 0 else err).print(text)
     raise typer.Exit(code)
 
@@ -248,7 +248,7 @@ def console(
 
 
 def main() -> None:
-    # Imported here so that `--help` lists the lifecycle commands first.
+    # Imported here so that `--help` lists start, stop and status first.
     from workers.cli import memory_cmds
 
     del memory_cmds  # registered on `app` by importing it

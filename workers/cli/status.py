@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from workers.cli import lifecycle
+from workers.cli import supervisor
 from workers.cli.target import Target
 
 _NOUNS = {
@@ -24,7 +24,7 @@ def collect(target: Target) -> dict[str, Any]:
     # A server named by --url may live on another machine: the local engine is not it.
     eng: dict[str, Any] = {"running": False}
     if not target.remote:
-        eng = lifecycle.engine_status(target)
+        eng = supervisor.engine_status(target)
     with target.client(timeout=3) as rest:
         serving = rest.alive()
     p = target.instance.ports
@@ -54,8 +54,8 @@ def collect(target: Target) -> dict[str, Any]:
         },
         "data_dir": str(target.instance.data_dir),
         "url": target.url,
-        "counts": lifecycle.counts(target) if serving else None,
-        "embedding_mode": lifecycle.embedding_mode(),
+        "counts": supervisor.counts(target) if serving else None,
+        "embedding_mode": supervisor.embedding_mode(),
     }
 
 
