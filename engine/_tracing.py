@@ -432,26 +432,3 @@ async def shutdown() -> None:
         if _exporter.task is not None:
             _exporter.task.cancel()
         await _exporter.flush()
-
-
-__all__ = [
-    "TRACES_STREAM",
-    "TRACES_SUBJECT",
-    "LeanSpan",
-    "SpanContext",
-    "SpanKind",
-    "SpanRecord",
-    "attach",
-    "current_context",
-    "current_span",
-    "detach",
-    "enabled",
-    "extract",
-    "fail",
-    "inject",
-    "scrub_payload",
-    "setup",
-    "shutdown",
-    "start",
-    "untraced",
-]

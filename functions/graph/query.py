@@ -25,7 +25,14 @@ from engine import FunctionError, State
 from functions.graph.adjacency import READS, Adjacency, read_many
 from functions.graph.keys import STATS, node_key, parse_edge_key
 from functions.graph.mirror import GraphMirror, mirror
-from functions.graph.wire import MAX_DEPTH, MAX_LIMIT, GraphQueryIn, edge_wire, node_wire
+from functions.graph.wire import (
+    MAX_DEPTH,
+    MAX_LIMIT,
+    GraphQueryIn,
+    edge_wire,
+    node_wire,
+    stats_wire,
+)
 from functions.kernel.records import GraphEdge, GraphNode, GraphStats
 
 WALK_CAP = 5000
@@ -85,15 +92,7 @@ class GraphQuery:
             got = self.mirror.stats
         else:
             got = await self.state.get(STATS, GraphStats)
-        s = got or GraphStats()
-        return {
-            "totalNodes": sum(s.nodes_by_type.values()),
-            "totalEdges": sum(s.edges_by_type.values()),
-            "nodesByType": dict(sorted(s.nodes_by_type.items())),
-            "edgesByType": dict(sorted(s.edges_by_type.items())),
-            "expiredEdges": s.expired_edges,
-            "compactedAt": s.compacted_at,
-        }
+        return stats_wire(got or GraphStats())
 
     async def query(self, req: GraphQueryIn) -> dict[str, Any]:
         limit = min(req.limit, MAX_LIMIT)

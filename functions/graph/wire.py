@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-from functions.kernel.records import GraphEdge, GraphNode
+from functions.kernel.records import GraphEdge, GraphNode, GraphStats
 
 NodeType = Literal["file", "symbol", "package", "error", "command", "concept"]
 MAX_DEPTH = 5
@@ -63,3 +63,15 @@ def edge_wire(e: GraphEdge) -> dict[str, Any]:
         "createdAt": e.valid_from,
     }
     return out
+
+
+def stats_wire(s: GraphStats) -> dict[str, Any]:
+    """Graph counts as `GET /agentmemory/graph/stats` answers them."""
+    return {
+        "totalNodes": sum(s.nodes_by_type.values()),
+        "totalEdges": sum(s.edges_by_type.values()),
+        "nodesByType": dict(sorted(s.nodes_by_type.items())),
+        "edgesByType": dict(sorted(s.edges_by_type.items())),
+        "expiredEdges": s.expired_edges,
+        "compactedAt": s.compacted_at,
+    }

@@ -29,6 +29,7 @@ from nats.aio.msg import Msg
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from engine import BusError, Client, FunctionError, StreamMessage
+from functions.graph.wire import stats_wire
 from functions.kernel.records import (
     AUDIT_BUCKET,
     GRAPH_BUCKET,
@@ -59,18 +60,6 @@ _WATCHED: dict[str, tuple[str, str, Any, Any]] = {
 }
 
 
-def _graph_wire(s: GraphStats) -> dict[str, Any]:
-    """As `GET /agentmemory/graph/stats` answers."""
-    return {
-        "totalNodes": sum(s.nodes_by_type.values()),
-        "totalEdges": sum(s.edges_by_type.values()),
-        "nodesByType": dict(sorted(s.nodes_by_type.items())),
-        "edgesByType": dict(sorted(s.edges_by_type.items())),
-        "expiredEdges": s.expired_edges,
-        "compactedAt": s.compacted_at,
-    }
-
-
 def kv_message(bucket: str, key: str, op: str, data: bytes) -> bytes | None:
     kind, _, record, shown = _WATCHED[bucket]
     value: Any = None
@@ -79,7 +68,7 @@ def kv_message(bucket: str, key: str, op: str, data: bytes) -> bytes | None:
             rec = msgspec.json.decode(data, type=record)
         except (msgspec.DecodeError, msgspec.ValidationError):
             return None
-        value = _graph_wire(rec) if shown is None else msgspec.to_builtins(as_view(rec, shown))
+        value = stats_wire(rec) if shown is None else msgspec.to_builtins(as_view(rec, shown))
     return msgspec.json.encode({"type": "kv", "kind": kind, "key": key, "op": op, "value": value})
 
 
