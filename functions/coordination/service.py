@@ -9,17 +9,15 @@ from typing import Any
 import msgspec
 
 from engine import Context, FunctionError, NoArgs, Tool, operation
-from functions.coordination import (
-    actions,
-    checkpoints,
-    crystals,
-    leases,
-    routines,
-    sentinels,
-    signals,
-    sketches,
-)
+from functions.coordination.actions import core as actions
+from functions.coordination.checkpoints import core as checkpoints
+from functions.coordination.crystals import core as crystals
+from functions.coordination.leases import core as leases
 from functions.coordination.records import Checkpoint, Timer
+from functions.coordination.routines import core as routines
+from functions.coordination.sentinels import core as sentinels
+from functions.coordination.signals import core as signals
+from functions.coordination.sketches import core as sketches
 from functions.coordination.store import CoordStore
 from functions.coordination.wire import (
     ActionCreateIn,

@@ -10,7 +10,7 @@ from typing import Any
 import msgspec
 
 from engine import CasConflict, FunctionError
-from functions.coordination import actions
+from functions.coordination.actions import core as actions
 from functions.coordination.records import Checkpoint, Edge
 from functions.coordination.store import CoordStore
 from functions.coordination.wire import (

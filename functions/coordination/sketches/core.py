@@ -11,7 +11,7 @@ from typing import Any
 import msgspec
 
 from engine import CasConflict, FunctionError
-from functions.coordination import actions
+from functions.coordination.actions import core as actions
 from functions.coordination.records import Action, Edge, Sketch, SketchListing
 from functions.coordination.store import CoordStore
 from functions.coordination.wire import (

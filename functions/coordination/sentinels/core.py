@@ -22,8 +22,8 @@ from typing import Any
 import msgspec
 
 from engine import TRIGGERS_BUCKET, CasConflict, Change, FunctionError, SnapshotEnd, TriggerSpec
-from functions.coordination import actions
-from functions.coordination.checkpoints import gate
+from functions.coordination.actions import core as actions
+from functions.coordination.checkpoints.core import gate
 from functions.coordination.records import Checkpoint, Sentinel
 from functions.coordination.store import CoordStore
 from functions.coordination.wire import (

@@ -23,7 +23,7 @@ import math
 import msgspec
 
 from engine import CasConflict, FunctionError
-from functions.coordination.actions import Gates, unblock_dependents, view
+from functions.coordination.actions.core import Gates, unblock_dependents, view
 from functions.coordination.records import Action, Lease
 from functions.coordination.store import CoordStore
 from functions.coordination.wire import LeaseIn, LeaseOut, LeaseView, StateChange
