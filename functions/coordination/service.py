@@ -10,16 +10,7 @@ import msgspec
 
 from engine import Context, FunctionError, NoArgs, Tool, operation
 from functions.coordination.actions import core as actions
-from functions.coordination.checkpoints import core as checkpoints
-from functions.coordination.crystals import core as crystals
-from functions.coordination.leases import core as leases
-from functions.coordination.records import Checkpoint, Timer
-from functions.coordination.routines import core as routines
-from functions.coordination.sentinels import core as sentinels
-from functions.coordination.signals import core as signals
-from functions.coordination.sketches import core as sketches
-from functions.coordination.store import CoordStore
-from functions.coordination.wire import (
+from functions.coordination.actions.wire import (
     ActionCreateIn,
     ActionCreateOut,
     ActionGetIn,
@@ -28,26 +19,36 @@ from functions.coordination.wire import (
     ActionOut,
     ActionsOut,
     ActionUpdateIn,
+    EdgeCreateIn,
+    EdgeOut,
+    FrontierIn,
+    FrontierOut,
+    NextIn,
+    NextOut,
+)
+from functions.coordination.checkpoints import core as checkpoints
+from functions.coordination.checkpoints.wire import (
     CheckpointCreateIn,
     CheckpointListIn,
     CheckpointOpIn,
     CheckpointOut,
     CheckpointResolveIn,
+)
+from functions.coordination.crystals import core as crystals
+from functions.coordination.crystals.wire import (
     CrystalAutoIn,
     CrystalAutoOut,
     CrystalListIn,
     CrystallizeRequest,
     CrystalOut,
     CrystalsOut,
-    EdgeCreateIn,
-    EdgeOut,
-    FrontierIn,
-    FrontierOut,
-    LeaseIn,
-    LeaseOpIn,
-    LeaseOut,
-    NextIn,
-    NextOut,
+)
+from functions.coordination.inputs import StateChange
+from functions.coordination.leases import core as leases
+from functions.coordination.leases.wire import LeaseIn, LeaseOpIn, LeaseOut
+from functions.coordination.records import Checkpoint, Timer
+from functions.coordination.routines import core as routines
+from functions.coordination.routines.wire import (
     RoutineCreateIn,
     RoutineListIn,
     RoutineOut,
@@ -56,6 +57,9 @@ from functions.coordination.wire import (
     RoutinesOut,
     RoutineStatusIn,
     RoutineStatusOut,
+)
+from functions.coordination.sentinels import core as sentinels
+from functions.coordination.sentinels.wire import (
     SentinelCheckOut,
     SentinelCreateIn,
     SentinelIdIn,
@@ -63,10 +67,11 @@ from functions.coordination.wire import (
     SentinelOut,
     SentinelsOut,
     SentinelTriggerIn,
-    SignalOut,
-    SignalReadIn,
-    SignalSendIn,
-    SignalsOut,
+)
+from functions.coordination.signals import core as signals
+from functions.coordination.signals.wire import SignalOut, SignalReadIn, SignalSendIn, SignalsOut
+from functions.coordination.sketches import core as sketches
+from functions.coordination.sketches.wire import (
     SketchAddIn,
     SketchAddOut,
     SketchCreateIn,
@@ -77,9 +82,8 @@ from functions.coordination.wire import (
     SketchListIn,
     SketchOut,
     SketchPromoteOut,
-    StateChange,
-    SweepOut,
 )
+from functions.coordination.store import CoordStore
 from functions.kernel.owned import routes, started
 
 P = "/agentmemory/"
@@ -90,6 +94,12 @@ false, error, ...}` reply, with status 409."""
 
 
 rest = routes("coordination", headers=AGENT)
+
+
+class SweepOut(msgspec.Struct, rename="camel", kw_only=True):
+    leases_handed_back: int
+    timers_fired: int
+    sketches_collected: int
 
 
 class CoordinationService:

@@ -15,9 +15,7 @@ from typing import Any
 import msgspec
 
 from engine import CasConflict, FunctionError
-from functions.coordination.records import Action, Checkpoint, Edge, Lease, Sentinel
-from functions.coordination.store import CoordStore
-from functions.coordination.wire import (
+from functions.coordination.actions.wire import (
     ActionCreateIn,
     ActionCreateOut,
     ActionGetOut,
@@ -27,6 +25,7 @@ from functions.coordination.wire import (
     ActionUpdateIn,
     ActionView,
     EdgeCreateIn,
+    EdgeKind,
     EdgeOut,
     EdgeView,
     FrontierIn,
@@ -36,6 +35,8 @@ from functions.coordination.wire import (
     NextOut,
     Suggestion,
 )
+from functions.coordination.records import Action, Checkpoint, Edge, EdgeType, Lease, Sentinel
+from functions.coordination.store import CoordStore
 from functions.kernel.clock import ms_of, now_iso, now_ms
 from functions.kernel.ids import kv_key, new_id
 from functions.kernel.names import names
@@ -48,20 +49,25 @@ NEAR_TIE = 1.0
 takes its own pick among them, so agents asking at once do not all race for one action."""
 
 
-def view(a: Action) -> Any:
-    return as_view(a, ActionView)
+def view(a: Action) -> ActionView:
+    v: ActionView = as_view(a, ActionView)
+    return v
 
 
-def edge_view(e: Edge) -> Any:
-    return as_view(e, EdgeView)
+def edge_view(e: Edge) -> EdgeView:
+    v: EdgeView = as_view(e, EdgeView)
+    return v
 
 
-def _edge(kind: str, source: str, target: str, now: str, meta: dict[str, Any]) -> Edge:
+def _edge(kind: EdgeKind, source: str, target: str, now: str, meta: dict[str, Any]) -> Edge:
+    stored: EdgeType
     if kind == "blocks":  # source blocks target: target requires source
-        kind, source, target = "requires", target, source
+        stored, source, target = "requires", target, source
+    else:
+        stored = kind
     return Edge(
         id=new_id("ae"),
-        type=kind,  # type: ignore[arg-type]
+        type=stored,
         source_action_id=source,
         target_action_id=target,
         created_at=now,
@@ -166,7 +172,7 @@ async def create(cs: CoordStore, req: ActionCreateIn) -> ActionCreateOut:
     )
     if req.parent_id:
         await load(cs, req.parent_id, "parentId")
-    specs = [("requires", t) for t in names(req.requires)] + [
+    specs: list[tuple[EdgeKind, str]] = [("requires", t) for t in names(req.requires)] + [
         (e.type, e.target_action_id) for e in req.edges
     ]
     edges: list[Edge] = []

@@ -5,21 +5,19 @@ unblocks those whose every gate passed and every dependency is done. An expiry i
 
 from __future__ import annotations
 
-from typing import Any
-
 import msgspec
 
 from engine import CasConflict, FunctionError
 from functions.coordination.actions import core as actions
-from functions.coordination.records import Checkpoint, Edge
-from functions.coordination.store import CoordStore
-from functions.coordination.wire import (
+from functions.coordination.checkpoints.wire import (
     CheckpointCreateIn,
     CheckpointListIn,
     CheckpointOut,
     CheckpointResolveIn,
     CheckpointView,
 )
+from functions.coordination.records import Checkpoint, Edge
+from functions.coordination.store import CoordStore
 from functions.kernel.clock import iso_ms, ms_of, now_iso, now_ms
 from functions.kernel.ids import kv_key, new_id
 from functions.kernel.names import names
@@ -27,8 +25,9 @@ from functions.kernel.scrub import scrub
 from functions.kernel.views import as_view
 
 
-def view(c: Checkpoint) -> Any:
-    return as_view(c, CheckpointView)
+def view(c: Checkpoint) -> CheckpointView:
+    v: CheckpointView = as_view(c, CheckpointView)
+    return v
 
 
 async def gate(cs: CoordStore, action_ids: list[str], gate_id: str, actor: str) -> None:

@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import logging
 import re
+from collections.abc import AsyncGenerator
 from typing import Any
 
 import msgspec
@@ -24,9 +25,9 @@ import msgspec
 from engine import TRIGGERS_BUCKET, CasConflict, Change, FunctionError, SnapshotEnd, TriggerSpec
 from functions.coordination.actions import core as actions
 from functions.coordination.checkpoints.core import gate
+from functions.coordination.inputs import StateChange, json_value
 from functions.coordination.records import Checkpoint, Sentinel
-from functions.coordination.store import CoordStore
-from functions.coordination.wire import (
+from functions.coordination.sentinels.wire import (
     SentinelCheckOut,
     SentinelCreateIn,
     SentinelListIn,
@@ -34,9 +35,8 @@ from functions.coordination.wire import (
     SentinelsOut,
     SentinelTriggerIn,
     SentinelView,
-    StateChange,
-    json_value,
 )
+from functions.coordination.store import CoordStore
 from functions.kernel.clock import iso_ms, ms_of, now_iso, now_ms
 from functions.kernel.ids import kv_key, new_id
 from functions.kernel.names import names
@@ -53,8 +53,9 @@ MATCH_TEXT_MAX = 4000
 """Characters of an observation a pattern is matched against."""
 
 
-def view(s: Sentinel) -> Any:
-    return as_view(s, SentinelView)
+def view(s: Sentinel) -> SentinelView:
+    v: SentinelView = as_view(s, SentinelView)
+    return v
 
 
 def _config(req: SentinelCreateIn) -> dict[str, Any]:
@@ -327,8 +328,8 @@ async def scan_patterns(cs: CoordStore) -> list[str]:
     start = max(cursor, min(s.after_seq for s in watching))
     fired: list[str] = []
     last = start
-    reader = events_stream(cs.client).read(after=start, subject=OBSERVATION_EVENTS)
-    async with contextlib.aclosing(reader) as msgs:  # type: ignore[type-var]
+    msgs = events_stream(cs.client).read(after=start, subject=OBSERVATION_EVENTS)
+    try:
         async for m in msgs:
             last = m.seq
             try:
@@ -348,6 +349,10 @@ async def scan_patterns(cs: CoordStore) -> list[str]:
                 }
                 if await fire(cs, s.id, result, "") is not None:
                     fired.append(s.id)
+    finally:
+        # read() is an async generator: closing it now ends its consumer (not at collection)
+        if isinstance(msgs, AsyncGenerator):
+            await msgs.aclose()
     if last > cursor:
         await cs.update(cs.cursors, PATTERN_CURSOR, lambda c: max(c or 0, last), int)
     return fired

@@ -6,15 +6,12 @@ discard or a promotion loses cleanly."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import msgspec
 
 from engine import CasConflict, FunctionError
 from functions.coordination.actions import core as actions
 from functions.coordination.records import Action, Edge, Sketch, SketchListing
-from functions.coordination.store import CoordStore
-from functions.coordination.wire import (
+from functions.coordination.sketches.wire import (
     SketchAddIn,
     SketchAddOut,
     SketchCreateIn,
@@ -28,14 +25,16 @@ from functions.coordination.wire import (
     SketchPromoteOut,
     SketchView,
 )
+from functions.coordination.store import CoordStore
 from functions.kernel.clock import iso_ms, ms_of, now_iso, now_ms
 from functions.kernel.ids import kv_key, new_id
 from functions.kernel.scrub import scrub
 from functions.kernel.views import as_view
 
 
-def view(s: Sketch) -> Any:
-    return as_view(s, SketchView)
+def view(s: Sketch) -> SketchView:
+    v: SketchView = as_view(s, SketchView)
+    return v
 
 
 async def create(cs: CoordStore, req: SketchCreateIn) -> SketchOut:
