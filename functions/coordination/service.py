@@ -15,7 +15,7 @@ from functions.coordination.checkpoints import core as checkpoints
 from functions.coordination.inputs import StateChange
 from functions.coordination.leases import core as leases
 from functions.coordination.records import Checkpoint, Timer
-from functions.coordination.sentinels import core as sentinels
+from functions.coordination.sentinels import firing as sentinels
 from functions.coordination.sketches import core as sketches
 from functions.coordination.store import CoordStore
 from functions.kernel.owned import started

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from engine import Tool, operation
-from functions.coordination.actions import core
+from functions.coordination.actions import core, frontier
 from functions.coordination.actions.wire import (
     ActionCreateIn,
     ActionCreateOut,
@@ -77,7 +77,7 @@ class ActionService(ConceptService[CoordOwner]):
         tool=Tool("memory_frontier"),
     )
     async def frontier(self, req: FrontierIn) -> FrontierOut:
-        return await core.frontier(self.cs, req)
+        return await frontier.frontier(self.cs, req)
 
     @operation(
         "mem::next",
@@ -87,4 +87,4 @@ class ActionService(ConceptService[CoordOwner]):
         tool=Tool("memory_next"),
     )
     async def next(self, req: NextIn) -> NextOut:
-        return await core.next_for(self.cs, req)
+        return await frontier.next_for(self.cs, req)

@@ -9,6 +9,7 @@ import msgspec
 
 from engine import CasConflict, FunctionError
 from functions.coordination.actions import core as actions
+from functions.coordination.actions.gates import refresh_status, unblock_gated
 from functions.coordination.checkpoints.wire import (
     CheckpointCreateIn,
     CheckpointListIn,
@@ -41,7 +42,7 @@ async def gate(cs: CoordStore, action_ids: list[str], gate_id: str, actor: str) 
             created_at=now_iso(),
         )
         await actions.attach(cs, e)
-        await actions.refresh_status(cs, aid, actor)
+        await refresh_status(cs, aid, actor)
 
 
 async def create(cs: CoordStore, req: CheckpointCreateIn) -> CheckpointOut:
@@ -108,7 +109,7 @@ async def resolve(cs: CoordStore, req: CheckpointResolveIn) -> CheckpointOut:
     )
     unblocked = 0
     if cp.status == "passed":
-        unblocked = await actions.unblock_gated(cs, cp.linked_action_ids, cp.resolved_by)
+        unblocked = await unblock_gated(cs, cp.linked_action_ids, cp.resolved_by)
     return CheckpointOut(success=True, checkpoint=view(cp), unblocked_count=unblocked)
 
 

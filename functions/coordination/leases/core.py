@@ -23,7 +23,8 @@ import math
 import msgspec
 
 from engine import CasConflict, FunctionError
-from functions.coordination.actions.core import Gates, unblock_dependents, view
+from functions.coordination.actions.core import view
+from functions.coordination.actions.gates import Gates, unblock_dependents
 from functions.coordination.inputs import StateChange
 from functions.coordination.leases.wire import LeaseIn, LeaseOut, LeaseView
 from functions.coordination.records import Action, Lease

@@ -8,8 +8,8 @@ from typing import Protocol
 
 from engine import NoArgs, Tool, operation
 from functions.coordination.inputs import StateChange
-from functions.coordination.sentinels import core
-from functions.coordination.sentinels.core import Patterns
+from functions.coordination.sentinels import core, firing
+from functions.coordination.sentinels.firing import Patterns
 from functions.coordination.sentinels.wire import (
     SentinelCheckOut,
     SentinelCreateIn,
@@ -68,7 +68,7 @@ class SentinelService(ConceptService[PatternOwner]):
         timeout=120,
     )
     async def sentinel_check(self) -> SentinelCheckOut:
-        return await core.check(self.cs)
+        return await firing.check(self.cs)
 
     @operation(
         "mem::sentinel-list",
@@ -83,7 +83,7 @@ class SentinelService(ConceptService[PatternOwner]):
         description="State trigger: a checkpoint changed; fire the sentinels watching it",
     )
     async def sentinel_checkpoint(self, ev: StateChange) -> None:
-        await core.on_checkpoint(self.cs, ev)
+        await firing.on_checkpoint(self.cs, ev)
 
     @operation(
         "mem::sentinel-scan",
@@ -93,4 +93,4 @@ class SentinelService(ConceptService[PatternOwner]):
     )
     async def sentinel_scan(self, req: NoArgs) -> None:
         if self.owner.patterns.watching:
-            await core.scan_patterns(self.cs)
+            await firing.scan_patterns(self.cs)

@@ -10,6 +10,7 @@ import msgspec
 
 from engine import CasConflict, FunctionError
 from functions.coordination.actions import core as actions
+from functions.coordination.actions.gates import refresh_status
 from functions.coordination.records import Action, Edge, Sketch, SketchListing
 from functions.coordination.sketches.wire import (
     SketchAddIn,
@@ -107,7 +108,7 @@ async def add(cs: CoordStore, req: SketchAddIn) -> SketchAddOut:
     for e in edges:
         await _dependent(cs, e.target_action_id, aid)
     if edges:
-        await actions.refresh_status(cs, aid)
+        await refresh_status(cs, aid)
     if (await cs.get(cs.sketches, kv_key(sk.id), Sketch) or sk).status == "discarded":
         await cs.actions.delete(kv_key(aid))
         raise FunctionError("CONFLICT", "sketch was discarded", field="sketchId")
