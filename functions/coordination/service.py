@@ -28,6 +28,9 @@ class SweepOut(msgspec.Struct, rename="camel", kw_only=True):
 
 
 class CoordinationService:
+    """Opens the store when the worker starts (each concept's service reads it through this
+    one's `cs`) and keeps the watch of pattern sentinels that arms their scan."""
+
     def __init__(self) -> None:
         self._cs: CoordStore | None = None
         self.patterns = sentinels.Patterns()
