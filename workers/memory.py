@@ -9,8 +9,16 @@ from __future__ import annotations
 import os
 
 from engine import Client, Worker
+from functions.coordination.actions.service import ActionService
+from functions.coordination.checkpoints.service import CheckpointService
+from functions.coordination.crystals.service import CrystalService
+from functions.coordination.leases.service import LeaseService
 from functions.coordination.records import CHECKPOINTS_BUCKET, LEASES_BUCKET, TIMERS_BUCKET
+from functions.coordination.routines.service import RoutineService
+from functions.coordination.sentinels.service import SentinelService
 from functions.coordination.service import CoordinationService
+from functions.coordination.signals.service import SignalService
+from functions.coordination.sketches.service import SketchService
 from functions.facets.service import FacetService
 from functions.files.service import FileService
 from functions.governance.service import GovernanceService
@@ -62,15 +70,26 @@ def serve_coordination(
     worker: Worker, service: CoordinationService | None = None
 ) -> CoordinationService:
     """The coordination operations (both memory replicas serve them, so the :3111 routes
-    reach them in-process) and the triggers that drive them: state triggers on leases
-    (expiry), timers and checkpoints, and cron for the sweep and the daily crystals. The
-    pattern sentinels' scan of MEM_EVENTS is a cron trigger that exists only while a
-    pattern sentinel watches (sentinels.Patterns arms and disarms it): an idle install has
-    no firing every two seconds."""
+    reach them in-process): the owner of the store and each concept's service over it, and
+    the triggers that drive them: state triggers on leases (expiry), timers and checkpoints,
+    and cron for the sweep and the daily crystals. The pattern sentinels' scan of MEM_EVENTS
+    is a cron trigger that exists only while a pattern sentinel watches (the owner's
+    `patterns` arms and disarms it): an idle install has no firing every two seconds."""
     svc = service or CoordinationService()
     worker.on_start(svc.start)
     worker.on_stop(svc.stop)
     worker.serve(svc)
+    for part in (
+        ActionService(svc),
+        LeaseService(svc),
+        RoutineService(svc),
+        SignalService(svc),
+        CheckpointService(svc),
+        SentinelService(svc),
+        SketchService(svc),
+        CrystalService(svc),
+    ):
+        worker.serve(part)
     worker.trigger("state", "mem::lease-changed", bucket=LEASES_BUCKET, deliver="new")
     worker.trigger("state", "mem::coord-timer", bucket=TIMERS_BUCKET, deliver="new")
     worker.trigger("state", "mem::sentinel-checkpoint", bucket=CHECKPOINTS_BUCKET, deliver="new")

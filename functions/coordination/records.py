@@ -37,6 +37,8 @@ SentinelType = Literal[
 ]
 SentinelStatus = Literal["watching", "triggered", "cancelled", "expired"]
 TimerKind = Literal["sentinel", "sentinel-expiry", "checkpoint-expiry", "sketch-expiry"]
+CrystalMethod = Literal["synthetic", "llm"]
+"""How a crystal's digest was written: from the actions' own text, or by an LLM."""
 
 
 class Edge(msgspec.Struct, omit_defaults=True, kw_only=True):
@@ -208,7 +210,7 @@ class Crystal(msgspec.Struct, omit_defaults=True, kw_only=True):
     created_at: str
     memory_id: str = ""
     """The memory the digest was saved as (searchable like any other)."""
-    method: Literal["synthetic", "llm"] = "synthetic"
+    method: CrystalMethod = "synthetic"
 
 
 class Timer(msgspec.Struct, kw_only=True):

@@ -1,15 +1,18 @@
-"""Coordination's state: its buckets, opened once per process, the audit log it shares with
-the memory service."""
+"""Coordination's state: its buckets, opened once per process (by the `CoordinationService`,
+`functions.coordination.service`), the audit log it shares with the memory service; and what
+each concept's service stands on: that one store (`ConceptService`) and the routes it
+declares under /agentmemory/ (`rest`)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from engine import Client, Entry, FunctionError, State
 from functions.coordination import records as r
 from functions.kernel.clock import iso_ms, now_ms
 from functions.kernel.ids import kv_key
+from functions.kernel.owned import routes
 from functions.kernel.records import AUDIT_BUCKET, AuditEntry
 from functions.kernel.store import write_audit
 
@@ -102,3 +105,29 @@ class CoordStore:
             r.Timer(kind=kind, target_id=target_id, due_at=iso_ms(due_ms)),
             ttl=ttl,
         )
+
+
+AGENT = {"x-agent-id": "agentId"}
+rest = routes("coordination", headers=AGENT)
+"""A coordination route; `agentId` defaults to the `x-agent-id` header (upstream's)."""
+
+
+class CoordOwner(Protocol):
+    """The service that opens the process's one coordination store (its start hook)."""
+
+    @property
+    def cs(self) -> CoordStore: ...
+
+
+Owner = TypeVar("Owner", bound=CoordOwner)
+
+
+class ConceptService(Generic[Owner]):
+    """One concept's operations, served beside their owner (of type `Owner`) over its store."""
+
+    def __init__(self, owner: Owner) -> None:
+        self.owner = owner
+
+    @property
+    def cs(self) -> CoordStore:
+        return self.owner.cs

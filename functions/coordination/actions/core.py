@@ -1,23 +1,22 @@
-"""Actions: work items with typed edges, statuses, priority and assignee; what blocks one;
-completion unblocking its dependents; the frontier of unblocked work and the best next one
-for an agent.
-
-An action's status "blocked" is kept for readers, but what blocks it is always computed
-from its edges (a dependency not done, a gate not passed, a conflicting action active), so
-a lease is refused or granted on the facts even while a status catches up."""
+"""Actions: work items with typed edges, statuses, priority and assignee; creating,
+updating and linking them (an edge stored on both ends where both need it), listing one or
+many. What blocks one and what completion unblocks: `gates`; the frontier of unblocked work
+and the best next one for an agent: `frontier`."""
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Iterable
 from typing import Any
 
 import msgspec
 
-from engine import CasConflict, FunctionError
-from functions.coordination.records import Action, Checkpoint, Edge, Lease, Sentinel
-from functions.coordination.store import CoordStore
-from functions.coordination.wire import (
+from engine import FunctionError
+from functions.coordination.actions.gates import (
+    Gates,
+    find_gate,
+    refresh_status,
+    unblock_dependents,
+)
+from functions.coordination.actions.wire import (
     ActionCreateIn,
     ActionCreateOut,
     ActionGetOut,
@@ -27,109 +26,43 @@ from functions.coordination.wire import (
     ActionUpdateIn,
     ActionView,
     EdgeCreateIn,
+    EdgeKind,
     EdgeOut,
     EdgeView,
-    FrontierIn,
-    FrontierItem,
-    FrontierOut,
-    NextIn,
-    NextOut,
-    Suggestion,
 )
-from functions.kernel.clock import ms_of, now_iso, now_ms
+from functions.coordination.records import Action, Checkpoint, Edge, EdgeType, Sentinel
+from functions.coordination.store import CoordStore
+from functions.kernel.clock import now_iso
 from functions.kernel.ids import kv_key, new_id
 from functions.kernel.names import names
 from functions.kernel.scrub import scrub
 from functions.kernel.views import as_view
 
-OPEN = ("pending", "active", "blocked")
-NEAR_TIE = 1.0
-"""`next`: candidates within this score of the best count as equally good; each agent
-takes its own pick among them, so agents asking at once do not all race for one action."""
+
+def view(a: Action) -> ActionView:
+    v: ActionView = as_view(a, ActionView)
+    return v
 
 
-def view(a: Action) -> Any:
-    return as_view(a, ActionView)
+def edge_view(e: Edge) -> EdgeView:
+    v: EdgeView = as_view(e, EdgeView)
+    return v
 
 
-def edge_view(e: Edge) -> Any:
-    return as_view(e, EdgeView)
-
-
-def _edge(kind: str, source: str, target: str, now: str, meta: dict[str, Any]) -> Edge:
+def _edge(kind: EdgeKind, source: str, target: str, now: str, meta: dict[str, Any]) -> Edge:
+    stored: EdgeType
     if kind == "blocks":  # source blocks target: target requires source
-        kind, source, target = "requires", target, source
+        stored, source, target = "requires", target, source
+    else:
+        stored = kind
     return Edge(
         id=new_id("ae"),
-        type=kind,  # type: ignore[arg-type]
+        type=stored,
         source_action_id=source,
         target_action_id=target,
         created_at=now,
         metadata=meta,
     )
-
-
-class Gates:
-    """The records an action's edges point at: actions, checkpoints, sentinels."""
-
-    def __init__(
-        self,
-        actions: dict[str, Action],
-        checkpoints: dict[str, Checkpoint] | None = None,
-        sentinels: dict[str, Sentinel] | None = None,
-    ) -> None:
-        self.actions = actions
-        self.checkpoints = checkpoints or {}
-        self.sentinels = sentinels or {}
-
-    @classmethod
-    async def around(cls, cs: CoordStore, a: Action) -> Gates:
-        """What `a`'s own edges need, read by key (no scan)."""
-        actions: dict[str, Action] = {}
-        cps: dict[str, Checkpoint] = {}
-        snls: dict[str, Sentinel] = {}
-        for e in a.edges:
-            t = e.target_action_id if e.source_action_id == a.id else e.source_action_id
-            if e.type in ("requires", "conflicts_with"):
-                got = await cs.get(cs.actions, kv_key(t), Action)
-                if got is not None:
-                    actions[t] = got
-            elif e.type == "gated_by":
-                await _gate(cs, t, cps, snls)
-        return cls(actions, cps, snls)
-
-    def blockers(self, a: Action) -> list[str]:
-        out: list[str] = []
-        for e in a.edges:
-            if e.type == "requires" and e.source_action_id == a.id:
-                dep = self.actions.get(e.target_action_id)
-                if dep is not None and dep.status != "done":
-                    out.append(f"requires:{dep.id}:{dep.title}")
-            elif e.type == "gated_by":
-                cp = self.checkpoints.get(e.target_action_id)
-                if cp is not None and cp.status != "passed":
-                    out.append(f"checkpoint:{cp.id}:{cp.name}")
-                snl = self.sentinels.get(e.target_action_id)
-                if snl is not None and snl.status != "triggered":
-                    out.append(f"sentinel:{snl.id}:{snl.name}")
-            elif e.type == "conflicts_with":
-                other_id = e.target_action_id if e.source_action_id == a.id else e.source_action_id
-                other = self.actions.get(other_id)
-                if other is not None and other.status == "active":
-                    out.append(f"conflict:{other.id}:{other.title}")
-        return out
-
-
-async def _gate(
-    cs: CoordStore, id_: str, cps: dict[str, Checkpoint], snls: dict[str, Sentinel]
-) -> None:
-    cp = await cs.get(cs.checkpoints, kv_key(id_), Checkpoint)
-    if cp is not None:
-        cps[id_] = cp
-        return
-    snl = await cs.get(cs.sentinels, kv_key(id_), Sentinel)
-    if snl is not None:
-        snls[id_] = snl
 
 
 async def load(cs: CoordStore, action_id: str, field: str = "actionId") -> Action:
@@ -166,7 +99,7 @@ async def create(cs: CoordStore, req: ActionCreateIn) -> ActionCreateOut:
     )
     if req.parent_id:
         await load(cs, req.parent_id, "parentId")
-    specs = [("requires", t) for t in names(req.requires)] + [
+    specs: list[tuple[EdgeKind, str]] = [("requires", t) for t in names(req.requires)] + [
         (e.type, e.target_action_id) for e in req.edges
     ]
     edges: list[Edge] = []
@@ -174,7 +107,7 @@ async def create(cs: CoordStore, req: ActionCreateIn) -> ActionCreateOut:
         if kind == "gated_by":
             cps: dict[str, Checkpoint] = {}
             snls: dict[str, Sentinel] = {}
-            await _gate(cs, target, cps, snls)
+            await find_gate(cs, target, cps, snls)
             if not cps and not snls:
                 raise FunctionError(
                     "NOT_FOUND", f"no checkpoint or sentinel {target!r}", field="edges"
@@ -305,7 +238,7 @@ async def add_edge(cs: CoordStore, req: EdgeCreateIn) -> EdgeOut:
     if e.type == "gated_by":
         cps: dict[str, Checkpoint] = {}
         snls: dict[str, Sentinel] = {}
-        await _gate(cs, e.target_action_id, cps, snls)
+        await find_gate(cs, e.target_action_id, cps, snls)
         if not cps and not snls:
             raise FunctionError(
                 "NOT_FOUND",
@@ -333,51 +266,6 @@ async def add_edge(cs: CoordStore, req: EdgeCreateIn) -> EdgeOut:
         edge=f"{e.type}:{e.source_action_id}->{e.target_action_id}",
     )
     return EdgeOut(True, edge_view(e))
-
-
-async def refresh_status(cs: CoordStore, action_id: str, actor: str = "") -> Action | None:
-    """Set a pending or blocked action's status to what its edges say now."""
-    cur = await cs.entry(cs.actions, kv_key(action_id), Action)
-    for _ in range(16):
-        if cur is None or cur.value.status not in ("pending", "blocked"):
-            return None
-        a = cur.value
-        want = "blocked" if (await Gates.around(cs, a)).blockers(a) else "pending"
-        if want == a.status:
-            return None
-        new = msgspec.structs.replace(a, status=want, updated_at=now_iso())
-        try:
-            await cs.actions.compare_and_set(kv_key(a.id), new, cur.revision)
-        except CasConflict:
-            cur = await cs.entry(cs.actions, kv_key(action_id), Action)
-            continue
-        await cs.audit(
-            "action-unblock" if want == "pending" else "action-block",
-            [a.id],
-            actor=actor,
-            project=a.project,
-            before=a.status,
-            after=want,
-        )
-        return new
-    return None
-
-
-async def unblock_dependents(cs: CoordStore, done: Action, actor: str = "") -> int:
-    """After `done` completed: its dependents whose every gate now passes become pending."""
-    n = 0
-    for dep in done.dependents:
-        if await refresh_status(cs, dep, actor) is not None:
-            n += 1
-    return n
-
-
-async def unblock_gated(cs: CoordStore, action_ids: Iterable[str], actor: str = "") -> int:
-    n = 0
-    for aid in action_ids:
-        if await refresh_status(cs, aid, actor) is not None:
-            n += 1
-    return n
 
 
 async def listing(cs: CoordStore, req: ActionListIn) -> ActionsOut:
@@ -408,111 +296,4 @@ async def get(cs: CoordStore, action_id: str) -> ActionGetOut:
         view(a),
         [edge_view(e) for e in sorted(edges.values(), key=lambda e: e.created_at)],
         [view(c) for c in children],
-    )
-
-
-def score(a: Action, now: int) -> float:
-    """upstream's ranking: priority first, then age (capped), what it unlocks, being active."""
-    s = a.priority * 10.0
-    age_hours = (now - ms_of(a.created_at)) / 3_600_000
-    s += min(max(age_hours, 0.0) * 0.5, 20.0)
-    s += 5 * sum(1 for e in a.edges if e.type == "unlocks" and e.source_action_id == a.id)
-    if any(e.type == "spawned_by" and e.source_action_id == a.id for e in a.edges):
-        s += 3
-    if a.status == "active":
-        s += 15
-    return round(s, 2)
-
-
-class Ranked(msgspec.Struct):
-    action: Action
-    score: float
-    lease: Lease | None
-
-    def item(self) -> FrontierItem:
-        return FrontierItem(
-            action=view(self.action),
-            score=self.score,
-            blockers=[],
-            leased=self.lease is not None,
-            leased_by=self.lease.agent_id if self.lease else "",
-        )
-
-
-async def ranked(cs: CoordStore, req: FrontierIn) -> tuple[list[Ranked], int]:
-    """The unblocked open actions, best first, and how many actions there are."""
-    actions = {a.id: a for a in await cs.all(cs.actions, Action)}
-    leases = {lease.action_id: lease for lease in await cs.all(cs.leases, Lease)}
-    cps: dict[str, Checkpoint] = {}
-    snls: dict[str, Sentinel] = {}
-    for a in actions.values():
-        if a.status in OPEN:
-            for e in a.edges:
-                if e.type == "gated_by" and e.target_action_id not in cps:
-                    await _gate(cs, e.target_action_id, cps, snls)
-    gates = Gates(actions, cps, snls)
-    now = now_ms()
-    out: list[Ranked] = []
-    for a in actions.values():
-        if a.status not in OPEN or a.sketch_id:
-            continue
-        if req.project and a.project != req.project:
-            continue
-        if gates.blockers(a):
-            continue
-        lease = leases.get(a.id)
-        if (
-            lease is not None
-            and req.agent_id
-            and lease.agent_id != req.agent_id
-            and not req.include_leased_by_others
-        ):
-            continue
-        out.append(Ranked(a, score(a, now), lease))
-    out.sort(key=lambda r: (-r.score, r.action.created_at))
-    return out, len(actions)
-
-
-async def frontier(cs: CoordStore, req: FrontierIn) -> FrontierOut:
-    found, total = await ranked(cs, req)
-    return FrontierOut(
-        success=True,
-        frontier=[r.item() for r in found[: req.limit]],
-        total_actions=total,
-        total_unblocked=len(found),
-    )
-
-
-def _pick(found: list[Ranked], agent_id: str) -> Ranked:
-    best = found[0].score
-    near = [r for r in found if r.score >= best - NEAR_TIE]
-    if not agent_id or len(near) == 1:
-        return near[0]
-    return min(near, key=lambda r: hashlib.sha1(f"{agent_id}\0{r.action.id}".encode()).digest())
-
-
-async def next_for(cs: CoordStore, req: NextIn) -> NextOut:
-    found, total = await ranked(cs, FrontierIn(project=req.project, agent_id=req.agent_id))
-    if not found:
-        return NextOut(
-            success=True,
-            suggestion=None,
-            message="No actionable work found",
-            total_actions=total,
-        )
-    top = _pick(found, req.agent_id)
-    a = top.action
-    return NextOut(
-        success=True,
-        suggestion=Suggestion(
-            action_id=a.id,
-            title=a.title,
-            description=a.description,
-            priority=a.priority,
-            score=top.score,
-            tags=a.tags,
-        ),
-        message=f"Suggested: {a.title} (priority {a.priority}, score {top.score:.2f})",
-        total_actions=total,
-        total_unblocked=len(found),
     )

@@ -11,16 +11,16 @@ import math
 
 import msgspec
 
+from functions.coordination.inputs import flag
 from functions.coordination.records import Receipt, Signal
-from functions.coordination.store import CoordStore
-from functions.coordination.wire import (
+from functions.coordination.signals.wire import (
     SignalOut,
     SignalReadIn,
     SignalSendIn,
     SignalsOut,
     SignalView,
-    flag,
 )
+from functions.coordination.store import CoordStore
 from functions.kernel.clock import iso_ms, ms_of, now_ms
 from functions.kernel.ids import kv_key, new_id
 from functions.kernel.scrub import scrub

@@ -6,15 +6,13 @@ discard or a promotion loses cleanly."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import msgspec
 
 from engine import CasConflict, FunctionError
-from functions.coordination import actions
+from functions.coordination.actions import core as actions
+from functions.coordination.actions.gates import refresh_status
 from functions.coordination.records import Action, Edge, Sketch, SketchListing
-from functions.coordination.store import CoordStore
-from functions.coordination.wire import (
+from functions.coordination.sketches.wire import (
     SketchAddIn,
     SketchAddOut,
     SketchCreateIn,
@@ -28,14 +26,16 @@ from functions.coordination.wire import (
     SketchPromoteOut,
     SketchView,
 )
+from functions.coordination.store import CoordStore
 from functions.kernel.clock import iso_ms, ms_of, now_iso, now_ms
 from functions.kernel.ids import kv_key, new_id
 from functions.kernel.scrub import scrub
 from functions.kernel.views import as_view
 
 
-def view(s: Sketch) -> Any:
-    return as_view(s, SketchView)
+def view(s: Sketch) -> SketchView:
+    v: SketchView = as_view(s, SketchView)
+    return v
 
 
 async def create(cs: CoordStore, req: SketchCreateIn) -> SketchOut:
@@ -108,7 +108,7 @@ async def add(cs: CoordStore, req: SketchAddIn) -> SketchAddOut:
     for e in edges:
         await _dependent(cs, e.target_action_id, aid)
     if edges:
-        await actions.refresh_status(cs, aid)
+        await refresh_status(cs, aid)
     if (await cs.get(cs.sketches, kv_key(sk.id), Sketch) or sk).status == "discarded":
         await cs.actions.delete(kv_key(aid))
         raise FunctionError("CONFLICT", "sketch was discarded", field="sketchId")

@@ -23,10 +23,12 @@ import math
 import msgspec
 
 from engine import CasConflict, FunctionError
-from functions.coordination.actions import Gates, unblock_dependents, view
+from functions.coordination.actions.core import view
+from functions.coordination.actions.gates import Gates, unblock_dependents
+from functions.coordination.inputs import StateChange
+from functions.coordination.leases.wire import LeaseIn, LeaseOut, LeaseView
 from functions.coordination.records import Action, Lease
 from functions.coordination.store import CoordStore
-from functions.coordination.wire import LeaseIn, LeaseOut, LeaseView, StateChange
 from functions.kernel.clock import iso_ms, ms_of, now_iso, now_ms
 from functions.kernel.ids import kv_key, new_id
 from functions.kernel.scrub import scrub
@@ -42,8 +44,9 @@ def ttl_seconds(ttl_ms: float | None) -> int:
     return max(1, math.ceil(ms / 1000))
 
 
-def _view(lease: Lease) -> object:
-    return as_view(lease, LeaseView)
+def _view(lease: Lease) -> LeaseView:
+    v: LeaseView = as_view(lease, LeaseView)
+    return v
 
 
 def _closed(a: Action) -> LeaseOut | None:

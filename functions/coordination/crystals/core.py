@@ -17,9 +17,7 @@ import httpx
 import msgspec
 
 from engine import FunctionError
-from functions.coordination.records import Action, Crystal
-from functions.coordination.store import CoordStore
-from functions.coordination.wire import (
+from functions.coordination.crystals.wire import (
     CrystalAutoIn,
     CrystalAutoOut,
     CrystalGroup,
@@ -29,6 +27,8 @@ from functions.coordination.wire import (
     CrystalsOut,
     CrystalView,
 )
+from functions.coordination.records import Action, Crystal, CrystalMethod
+from functions.coordination.store import CoordStore
 from functions.kernel.clock import ms_of, now_iso, now_ms
 from functions.kernel.config import LlmConfig
 from functions.kernel.ids import kv_key, new_id
@@ -168,11 +168,13 @@ async def crystallize(cs: CoordStore, req: CrystallizeIn, remember: Remember) ->
             )
         chain.append(a)
     chain.sort(key=lambda a: (a.completed_at or a.updated_at, a.created_at))
-    digest, method = None, "synthetic"
+    digest: Digest | None = None
+    method: CrystalMethod = "synthetic"
     cfg = llm_enabled()
     if cfg is not None:
         digest = await _llm_digest(cfg, chain)
-        method = "llm" if digest is not None else method
+        if digest is not None:
+            method = "llm"
     digest = digest or synthetic(chain)
     project = req.project or next((a.project for a in chain if a.project), "")
     crystal = Crystal(
@@ -185,7 +187,7 @@ async def crystallize(cs: CoordStore, req: CrystallizeIn, remember: Remember) ->
         session_id=req.session_id,
         project=project,
         created_at=now_iso(),
-        method=method,  # type: ignore[arg-type]
+        method=method,
     )
     concepts = sorted({t for a in chain for t in a.tags if not t.startswith("routine:")})
     try:
@@ -266,7 +268,7 @@ async def auto(cs: CoordStore, req: CrystalAutoIn, remember: Remember) -> Crysta
         except FunctionError as err:
             log.warning("auto-crystallize skipped a group: %s", err.message)
             continue
-        made.append(str(out.crystal.id))  # type: ignore[attr-defined]
+        made.append(out.crystal.id)
     return CrystalAutoOut(success=True, group_count=len(groups), crystal_ids=made)
 
 

@@ -10,8 +10,7 @@ import msgspec
 
 from engine import CasConflict, FunctionError
 from functions.coordination.records import Action, Edge, Routine, RoutineRun, RoutineStep
-from functions.coordination.store import CoordStore
-from functions.coordination.wire import (
+from functions.coordination.routines.wire import (
     Progress,
     RoutineCreateIn,
     RoutineListIn,
@@ -24,6 +23,7 @@ from functions.coordination.wire import (
     RunView,
     StepState,
 )
+from functions.coordination.store import CoordStore
 from functions.kernel.clock import now_iso
 from functions.kernel.ids import kv_key, new_id
 from functions.kernel.scrub import scrub

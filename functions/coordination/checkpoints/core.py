@@ -5,21 +5,20 @@ unblocks those whose every gate passed and every dependency is done. An expiry i
 
 from __future__ import annotations
 
-from typing import Any
-
 import msgspec
 
 from engine import CasConflict, FunctionError
-from functions.coordination import actions
-from functions.coordination.records import Checkpoint, Edge
-from functions.coordination.store import CoordStore
-from functions.coordination.wire import (
+from functions.coordination.actions import core as actions
+from functions.coordination.actions.gates import refresh_status, unblock_gated
+from functions.coordination.checkpoints.wire import (
     CheckpointCreateIn,
     CheckpointListIn,
     CheckpointOut,
     CheckpointResolveIn,
     CheckpointView,
 )
+from functions.coordination.records import Checkpoint, Edge
+from functions.coordination.store import CoordStore
 from functions.kernel.clock import iso_ms, ms_of, now_iso, now_ms
 from functions.kernel.ids import kv_key, new_id
 from functions.kernel.names import names
@@ -27,8 +26,9 @@ from functions.kernel.scrub import scrub
 from functions.kernel.views import as_view
 
 
-def view(c: Checkpoint) -> Any:
-    return as_view(c, CheckpointView)
+def view(c: Checkpoint) -> CheckpointView:
+    v: CheckpointView = as_view(c, CheckpointView)
+    return v
 
 
 async def gate(cs: CoordStore, action_ids: list[str], gate_id: str, actor: str) -> None:
@@ -42,7 +42,7 @@ async def gate(cs: CoordStore, action_ids: list[str], gate_id: str, actor: str) 
             created_at=now_iso(),
         )
         await actions.attach(cs, e)
-        await actions.refresh_status(cs, aid, actor)
+        await refresh_status(cs, aid, actor)
 
 
 async def create(cs: CoordStore, req: CheckpointCreateIn) -> CheckpointOut:
@@ -109,7 +109,7 @@ async def resolve(cs: CoordStore, req: CheckpointResolveIn) -> CheckpointOut:
     )
     unblocked = 0
     if cp.status == "passed":
-        unblocked = await actions.unblock_gated(cs, cp.linked_action_ids, cp.resolved_by)
+        unblocked = await unblock_gated(cs, cp.linked_action_ids, cp.resolved_by)
     return CheckpointOut(success=True, checkpoint=view(cp), unblocked_count=unblocked)
 
 

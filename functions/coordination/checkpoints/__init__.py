@@ -1,0 +1,1 @@
+"""Checkpoints: external conditions (CI, approval, deploy) that gate actions."""

@@ -1,0 +1,1 @@
+"""Crystals: digests of completed action chains, saved as memories."""

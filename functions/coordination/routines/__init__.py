@@ -1,0 +1,1 @@
+"""Routines: frozen workflow templates whose runs become actions."""

@@ -1,0 +1,1 @@
+"""Sentinels: watchers (timer, pattern, checkpoint, webhook ...) that fire once and unblock."""

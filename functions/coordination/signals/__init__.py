@@ -1,0 +1,1 @@
+"""Signals: messages between agents, read once per reader (receipts)."""

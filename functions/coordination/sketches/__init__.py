@@ -1,0 +1,1 @@
+"""Sketches: ephemeral action graphs, promoted or discarded."""
