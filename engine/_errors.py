@@ -113,19 +113,3 @@ def invalid_request(exc: msgspec.ValidationError | msgspec.DecodeError) -> Funct
     if at and at.group(1):
         name = f"{at.group(1)}.{name}" if name else at.group(1)
     return FunctionError("BAD_REQUEST", f"invalid request: {text}", field=name)
-
-
-def bad_request(message: str, field: str | None = None) -> FunctionError:
-    return FunctionError("BAD_REQUEST", message, field=field)
-
-
-def not_found(message: str) -> FunctionError:
-    return FunctionError("NOT_FOUND", message)
-
-
-def unavailable(message: str) -> FunctionError:
-    return FunctionError("UNAVAILABLE", message)
-
-
-def deadline_exceeded(message: str) -> FunctionError:
-    return FunctionError("DEADLINE_EXCEEDED", message)
