@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, cast
 
 import msgspec
 
@@ -88,7 +88,8 @@ class FunctionError(Exception):
             return cls(_BY_STATUS.get(st, "INTERNAL"), description or "function failed", status=st)
 
     def to_dict(self) -> dict[str, Any]:
-        return msgspec.to_builtins(self.to_body())  # type: ignore[no-any-return]
+        # A Struct's builtins are a dict of its (non-default) fields.
+        return cast("dict[str, Any]", msgspec.to_builtins(self.to_body()))
 
 
 def _int(value: str | None) -> int | None:
