@@ -187,10 +187,10 @@ def _shadow(nc: NATS, method: Callable[P, R]) -> Callable[[Callable[P, R]], None
     and no other, runs it. In two steps so that mypy checks that the replacement takes and
     returns what the method does (an attribute assignment would be a `method-assign` error)."""
 
-    def install(replacement: Callable[P, R]) -> None:
+    def put(replacement: Callable[P, R]) -> None:
         vars(nc)[method.__name__] = replacement
 
-    return install
+    return put
 
 
 # ---- micro endpoints ---------------------------------------------------------------------
