@@ -85,7 +85,7 @@ def cmd_stop(args: argparse.Namespace) -> int:
 def cmd_status(args: argparse.Namespace) -> int:
     from engine._client import Client
     from engine._connect import connect
-    from engine._supervisor import status_json
+    from engine._supervisor import EngineStatus, status_json
 
     inst = _instance(args, layout=read_layout(args.config))
     info = inst.read_pidfile()
@@ -94,34 +94,31 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(json.dumps(out) if args.json else f"engine instance {inst.number} is not running")
         return 1
 
-    async def fetch() -> dict[str, object]:
+    async def fetch() -> EngineStatus:
         creds = str(inst.credentials) if inst.credentials.exists() else None
         nc = await connect(
             info.get("nats_url"), creds, name="engine-status", max_reconnect_attempts=1
         )
         try:
-            from engine._supervisor import EngineStatus
-
-            st = await Client(nc).call("engine::status", None, response=EngineStatus, timeout=5)
-            return {"running": True, **status_json(st)}
+            return await Client(nc).call("engine::status", None, response=EngineStatus, timeout=5)
         finally:
             await nc.close()
 
     try:
-        out = asyncio.run(fetch())
+        st = asyncio.run(fetch())
     except Exception as exc:  # any bus failure (not yet connectable, timed out...): no trace
         print(
             f"engine is running (pid {info.get('pid')}) but did not answer: {exc}", file=sys.stderr
         )
         return 1
     if args.json:
-        print(json.dumps(out))
+        print(json.dumps({"running": True, **status_json(st)}))
     else:
-        print(f"engine instance {out['instance']} pid {out['pid']} nats {out['nats_url']}")
-        for w in out["workers"]:  # type: ignore[attr-defined]
+        print(f"engine instance {st.instance} pid {st.pid} nats {st.nats_url}")
+        for w in st.workers:
             print(
-                f"  {w['name']}.{w['replica']:<3} {w['state']:<9} pid={w['pid']} "
-                f"restarts={w['restarts']} functions={','.join(w['functions'])}"
+                f"  {w.name}.{w.replica:<3} {w.state:<9} pid={w.pid} "
+                f"restarts={w.restarts} functions={','.join(w.functions)}"
             )
     return 0
 

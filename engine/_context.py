@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from typing import Any, TypeVar
+from typing import Any, TypeVar, overload
 
 from engine._client import Client
 from engine._state import State
@@ -36,6 +36,26 @@ class Context:
     def _propagated(self) -> dict[str, str] | None:
         tp = self.headers.get(HDR_TRACEPARENT)
         return {HDR_TRACEPARENT: tp} if tp else None
+
+    @overload
+    async def call(
+        self,
+        function_id: str,
+        payload: Any = None,
+        *,
+        response: type[T],
+        timeout: float | None = None,
+    ) -> T: ...
+
+    @overload
+    async def call(
+        self,
+        function_id: str,
+        payload: Any = None,
+        *,
+        response: None = None,
+        timeout: float | None = None,
+    ) -> Any: ...
 
     async def call(
         self,

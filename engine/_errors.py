@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, cast
 
 import msgspec
 
@@ -88,7 +88,8 @@ class FunctionError(Exception):
             return cls(_BY_STATUS.get(st, "INTERNAL"), description or "function failed", status=st)
 
     def to_dict(self) -> dict[str, Any]:
-        return msgspec.to_builtins(self.to_body())  # type: ignore[no-any-return]
+        # A Struct's builtins are a dict of its (non-default) fields.
+        return cast("dict[str, Any]", msgspec.to_builtins(self.to_body()))
 
 
 def _int(value: str | None) -> int | None:
@@ -113,19 +114,3 @@ def invalid_request(exc: msgspec.ValidationError | msgspec.DecodeError) -> Funct
     if at and at.group(1):
         name = f"{at.group(1)}.{name}" if name else at.group(1)
     return FunctionError("BAD_REQUEST", f"invalid request: {text}", field=name)
-
-
-def bad_request(message: str, field: str | None = None) -> FunctionError:
-    return FunctionError("BAD_REQUEST", message, field=field)
-
-
-def not_found(message: str) -> FunctionError:
-    return FunctionError("NOT_FOUND", message)
-
-
-def unavailable(message: str) -> FunctionError:
-    return FunctionError("UNAVAILABLE", message)
-
-
-def deadline_exceeded(message: str) -> FunctionError:
-    return FunctionError("DEADLINE_EXCEEDED", message)

@@ -264,10 +264,32 @@ async def purge(client: Client, name: str, subject: str = "", timeout: float = A
     return got.purged
 
 
+class _External(msgspec.Struct):
+    api: str = ""
+
+
+class SourceInfo(msgspec.Struct):
+    """A source's state as the server reports it (JetStream's StreamSourceInfo)."""
+
+    name: str = ""
+    filter_subject: str = ""
+    external: _External | None = None
+    lag: int = 0
+    active: int | None = None
+    """Nanoseconds since the source was last heard from; negative (or absent): not yet."""
+    error: _ApiError | None = None
+
+    def error_text(self) -> str:
+        """The server's last error copying from this source ("" for none)."""
+        if self.error is None:
+            return ""
+        return self.error.description or f"JetStream API error {self.error.code}"
+
+
 class _RawInfo(msgspec.Struct):
     error: _ApiError | None = None
     config: dict[str, object] | None = None
-    sources: list[dict[str, object]] | None = None
+    sources: list[SourceInfo] | None = None
 
 
 class _Updated(msgspec.Struct):
@@ -280,8 +302,8 @@ _updated = msgspec.json.Decoder(_Updated)
 
 async def raw_stream_info(
     client: Client, name: str, timeout: float = API_TIMEOUT
-) -> tuple[dict[str, object], list[dict[str, object]]]:
-    """A stream's config and its sources' states, as the server sends them (nats-py's
+) -> tuple[dict[str, object], list[SourceInfo]]:
+    """A stream's config as the server sends it, and its sources' states (nats-py's
     dataclasses drop a source's domain and filter, which tell two sources of one name apart)."""
     got = await _api(client, f"STREAM.INFO.{name}", _NO_BODY, _raw_info, timeout)
     if got.error is not None:

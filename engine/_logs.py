@@ -1,5 +1,5 @@
-"""Structured logs: JSON lines carrying the trace and span ids of the current call, and a
-copy of each record on the bus (bounded ENGINE_LOGS stream) for the console."""
+"""Structured logs: a copy of each record on the bus (bounded ENGINE_LOGS stream) for the
+console, carrying the trace and span ids of the current call."""
 
 from __future__ import annotations
 

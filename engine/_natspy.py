@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any
+from typing import Any, ParamSpec, Protocol, TypeVar
 
 from nats import errors
 from nats.aio import client as _nats_client
@@ -52,6 +52,8 @@ _KEY_RE = _nats_client._HEADER_KEY_RE
 _NEWLINES = _nats_client._HEADER_VALUE_NEWLINES
 _HDR_LINE = bytes(_nats_client.NATS_HDR_LINE) + b"\r\n"
 _ORIG_PARSE = NATS._parse_header_lines
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 def _name_key(name: bytes) -> str | None:
@@ -109,9 +111,26 @@ def encode_headers(headers: dict[str, str]) -> bytes:
     return b"".join(parts)
 
 
-def _process_headers(
-    nc: NATS,
-) -> Callable[[bytes | None], Coroutine[Any, Any, dict[str, str] | None]]:
+class _ProcessHeaders(Protocol):
+    """The shape of nats-py's `Client._process_headers`, bound."""
+
+    def __call__(self, headers: bytes | None) -> Coroutine[Any, Any, dict[str, str] | None]: ...
+
+
+class _SendPublish(Protocol):
+    """The shape of nats-py's `Client._send_publish`, bound."""
+
+    def __call__(
+        self,
+        subject: str,
+        reply: str,
+        payload: bytes,
+        payload_size: int,
+        headers: dict[str, Any] | None,
+    ) -> Coroutine[Any, Any, None]: ...
+
+
+def _process_headers(nc: NATS) -> _ProcessHeaders:
     """nats-py's `_process_headers` for this connection, the common case (no inline status
     line: the header block right after `NATS/1.0\\r\\n`) parsed without its detours."""
     original = nc._process_headers
@@ -124,12 +143,12 @@ def _process_headers(
     return process_headers
 
 
-def _send_publish(nc: NATS) -> Callable[..., Coroutine[Any, Any, None]]:
+def _send_publish(nc: NATS) -> _SendPublish:
     """nats-py's `_send_publish` for this connection, with `encode_headers`."""
     original = nc._send_publish
 
     async def send_publish(
-        subject: str, reply: str, payload: bytes, payload_size: int, headers: Any
+        subject: str, reply: str, payload: bytes, payload_size: int, headers: dict[str, Any] | None
     ) -> None:
         if headers is None or subject == "":
             return await original(subject, reply, payload, payload_size, headers)
@@ -155,11 +174,23 @@ def install(nc: NATS) -> bool:
     and nothing changed, on a nats-py version they were not checked against."""
     if not _verified():
         return False
-    nc._parse_header_lines = parse_header_lines  # type: ignore[method-assign]
+    _shadow(nc, nc._parse_header_lines)(parse_header_lines)
     if getattr(_nats_client, "parse_email", None) is None:  # else nats-py uses fast_mail_parser
-        nc._process_headers = _process_headers(nc)  # type: ignore[method-assign,assignment]
-    nc._send_publish = _send_publish(nc)  # type: ignore[method-assign]
+        _shadow(nc, nc._process_headers)(_process_headers(nc))
+    _shadow(nc, nc._send_publish)(_send_publish(nc))
     return True
+
+
+def _shadow(nc: NATS, method: Callable[P, R]) -> Callable[[Callable[P, R]], None]:
+    """`_shadow(nc, nc.<name>)(replacement)` sets `replacement` as an attribute of the
+    connection itself (its `__dict__`): nats-py calls `self.<name>(...)`, so this connection,
+    and no other, runs it. In two steps so that mypy checks that the replacement takes and
+    returns what the method does (an attribute assignment would be a `method-assign` error)."""
+
+    def put(replacement: Callable[P, R]) -> None:
+        vars(nc)[method.__name__] = replacement
+
+    return put
 
 
 # ---- micro endpoints ---------------------------------------------------------------------

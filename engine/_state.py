@@ -6,7 +6,7 @@ import asyncio
 import math
 import random
 import re
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 import msgspec
@@ -321,15 +321,15 @@ class State:
     async def update(
         self,
         key: str,
-        fn: Callable[[T | None], T | None] | Callable[[T | None], Awaitable[T | None]],
+        fn: Callable[[T | None], T | None] | Callable[[T | None], Coroutine[Any, Any, T | None]],
         *,
         type: type[T] | Any = Any,
         attempts: int = 64,
     ) -> T | None:
         """Read-modify-write with compare-and-set, retried on conflict.
 
-        `fn` gets the current value (None when absent) and returns the new one; returning
-        None leaves the key unchanged.
+        `fn` (a plain or an `async def` function) gets the current value (None when absent)
+        and returns the new one; returning None leaves the key unchanged.
         """
         for attempt in range(attempts):
             cur = await self.entry(key, type)
@@ -340,7 +340,7 @@ class State:
                 return cur.value if cur else None
             try:
                 await self.compare_and_set(key, new, cur.revision if cur else 0)
-                return new  # type: ignore[return-value]
+                return new
             except CasConflict:
                 # Full jitter: contenders that collided spread out instead of colliding again.
                 await asyncio.sleep(random.uniform(0, min(0.001 * (2**attempt), 0.1)))

@@ -81,10 +81,10 @@ class Source(msgspec.Struct, frozen=True, omit_defaults=True):
         return StreamSource(name=self.stream, filter_subject=self.filter or None, external=ext)
 
     @classmethod
-    def from_wire(cls, raw: dict[str, Any]) -> Source:
-        api = str((raw.get("external") or {}).get("api") or "")
+    def from_info(cls, info: _jetstream.SourceInfo) -> Source:
+        api = info.external.api if info.external else ""
         domain = api.removeprefix("$JS.").removesuffix(".API") if api else None
-        return cls(str(raw.get("name", "")), domain or None, str(raw.get("filter_subject") or ""))
+        return cls(info.name, domain or None, info.filter_subject)
 
 
 class SourceState(msgspec.Struct, frozen=True):
@@ -251,19 +251,15 @@ class Stream:
     async def sources(self) -> list[SourceState]:
         """The stream's sources and how far each has been copied."""
         _, states = await _jetstream.raw_stream_info(self.client, self.name)
-        out = []
-        for raw in states:
-            err = raw.get("error")
-            active = raw.get("active")
-            out.append(
-                SourceState(
-                    Source.from_wire(raw),
-                    int(raw.get("lag") or 0),  # type: ignore[call-overload]
-                    None if active is None or int(active) < 0 else int(active) / 1e9,  # type: ignore[call-overload]
-                    str(err.get("description", err)) if isinstance(err, dict) else "",
-                )
+        return [
+            SourceState(
+                Source.from_info(st),
+                st.lag,
+                None if st.active is None or st.active < 0 else st.active / 1e9,
+                st.error_text(),
             )
-        return out
+            for st in states
+        ]
 
     async def purge(self, subject: str = "") -> int:
         """Remove the messages on `subject` (wildcards allowed; "" for all) with no

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import enum
 from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
@@ -50,8 +51,14 @@ class SnapshotEnd(msgspec.Struct, frozen=True):
     """Yielded once by a watch, after the value of every key that existed when it started."""
 
 
+class _Stop(enum.Enum):
+    """What `_end` queues to end the iteration (an enum member: mypy narrows `is` on it)."""
+
+    STOP = enum.auto()
+
+
 _END = SnapshotEnd()
-_STOP: Any = object()
+_STOP = _Stop.STOP
 
 
 class Watch:
@@ -64,7 +71,7 @@ class Watch:
         self._pattern = pattern
         self._values = values
         self._prefix = len(f"$KV.{bucket}.")
-        self._queue: asyncio.Queue[Any] = asyncio.Queue(maxsize=QUEUE)
+        self._queue: asyncio.Queue[Change | SnapshotEnd | _Stop] = asyncio.Queue(maxsize=QUEUE)
         self._sub: Any = None
         self._marked = False
         self._done = False
@@ -154,7 +161,7 @@ class Watch:
         item = await self._queue.get()
         if item is _STOP:
             raise StopAsyncIteration
-        return item  # type: ignore[no-any-return]
+        return item
 
     async def __aenter__(self) -> Watch:
         return self

@@ -96,8 +96,7 @@ class Forward(msgspec.Struct):
 @worker.function("example::forward")
 async def forward(req: Forward, ctx: Context) -> msgspec.Raw:
     """Call any function with a payload and return its reply (or raise its error)."""
-    out = await ctx.call(req.function, req.payload, response=msgspec.Raw, timeout=req.timeout)
-    return out  # type: ignore[no-any-return]
+    return await ctx.call(req.function, req.payload, response=msgspec.Raw, timeout=req.timeout)
 
 
 if __name__ == "__main__":

@@ -11,13 +11,14 @@ if TYPE_CHECKING:
     from typing import Any
 
 # Imported as workers.hooks.* (CLI, tests) or run as a script, whose folder is sys.path[0]:
-# the script never imports the package (its __init__ would load pathlib and more).
-if __package__:
+# the script never imports the package (its __init__ would load pathlib and more). mypy
+# reads the package form; at run time TYPE_CHECKING is False and `__package__` decides.
+if TYPE_CHECKING or __package__:
     from workers.hooks import _hookcore as core
     from workers.hooks import _wire
 else:
-    import _hookcore as core  # type: ignore[no-redef]
-    import _wire  # type: ignore[no-redef]
+    import _hookcore as core
+    import _wire
 
 OBSERVE = "/agentmemory/observe"
 END_TIMEOUT = 1.5  # upstream gives Stop/SessionEnd longer: the session is closing anyway
@@ -194,10 +195,10 @@ def main(host: str, events: frozenset[str]) -> None:
     """Entry point of a host script. Whatever happens, the agent sees exit 0 promptly."""
     try:
         if sys.argv[1:2] == ["--drain"]:
-            if __package__:
+            if TYPE_CHECKING or __package__:
                 from workers.hooks import _spool
             else:
-                import _spool  # type: ignore[no-redef]
+                import _spool
             done, kept = _spool.drain(core.Settings())
             sys.stdout.write(_wire.dumps({"delivered": done, "kept": kept}) + "\n")
             return

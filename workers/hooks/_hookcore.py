@@ -17,11 +17,12 @@ if TYPE_CHECKING:
     from typing import Any
 
 # Imported as workers.hooks.* (CLI, tests) or run as a script, whose folder is sys.path[0]:
-# the script never imports the package (its __init__ would load pathlib and more).
-if __package__:
+# the script never imports the package (its __init__ would load pathlib and more). mypy
+# reads the package form; at run time TYPE_CHECKING is False and `__package__` decides.
+if TYPE_CHECKING or __package__:
     from workers.hooks import _wire
 else:
-    import _wire  # type: ignore[no-redef]
+    import _wire
 
 DEFAULT_URL = "http://127.0.0.1:3111"
 OUTPUT_MAX = 8000
@@ -256,10 +257,10 @@ def deliver(
     """Send now; keep in the spool when the server cannot take it. Never raises."""
     reply = request(settings, method, path, body, timeout)
     if retryable(reply):
-        if __package__:
+        if TYPE_CHECKING or __package__:
             from workers.hooks import _spool
         else:
-            import _spool  # type: ignore[no-redef]
+            import _spool
         _spool.append(settings, method, path, body)
         return None
     if reply is not None and reply.status < 300:
@@ -285,10 +286,10 @@ def drain_in_background(settings: Settings) -> None:
         null = os.open(os.devnull, os.O_RDWR)
         for fd in (0, 1, 2):
             os.dup2(null, fd)
-        if __package__:
+        if TYPE_CHECKING or __package__:
             from workers.hooks import _spool
         else:
-            import _spool  # type: ignore[no-redef]
+            import _spool
         _spool.drain(settings)
     finally:
         os._exit(0)

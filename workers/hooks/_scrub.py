@@ -19,10 +19,10 @@ if TYPE_CHECKING:
     import re
     from typing import Any
 
-if __package__:
+if TYPE_CHECKING or __package__:
     from workers.hooks import _wire
 else:
-    import _wire  # type: ignore[no-redef]
+    import _wire
 
 REDACTED = "[REDACTED]"
 RULES_FILE = os.path.join(

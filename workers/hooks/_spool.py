@@ -18,22 +18,23 @@ if TYPE_CHECKING:
     from typing import Any
 
 # Imported as workers.hooks.* (CLI, tests) or run as a script, whose folder is sys.path[0]:
-# the script never imports the package (its __init__ would load pathlib and more).
-if __package__:
+# the script never imports the package (its __init__ would load pathlib and more). mypy
+# reads the package form; at run time TYPE_CHECKING is False and `__package__` decides.
+if TYPE_CHECKING or __package__:
     from workers.hooks import _hookcore as core
     from workers.hooks import _wire
 else:
-    import _hookcore as core  # type: ignore[no-redef]
-    import _wire  # type: ignore[no-redef]
+    import _hookcore as core
+    import _wire
 
 
 def _scrubbed(body: Any) -> Any:
     # Importing _scrub is free; its needle test runs on the lower-cased text without `re`,
     # which (with the rule set's patterns) loads only for a body that might hold a secret.
-    if __package__:
+    if TYPE_CHECKING or __package__:
         from workers.hooks import _scrub
     else:
-        import _scrub  # type: ignore[no-redef]
+        import _scrub
     if not _scrub.might_hold_secret(_wire.dumps(body).lower()):
         return body
     return _scrub.scrub(body)

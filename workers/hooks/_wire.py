@@ -3,10 +3,13 @@
 `import json` pulls in `re` (and `enum`); `import socket` pulls in `enum` and `selectors`.
 Measured here each costs about as much as starting the interpreter itself, while the C
 modules underneath (`_json`, `_socket`) are built in and load in microseconds. We drive
-those directly and fall back to the public modules where they are missing (other Pythons).
+those directly, falling back to the public `json` where `_json` is missing (other Pythons;
+`socket` itself needs `_socket`).
 """
 
 from __future__ import annotations
+
+import _socket as _sock  # no fallback: the public `socket` module is built on it
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -38,7 +41,14 @@ def _reject(obj: Any) -> Any:
 try:
     import _json
 
-    _scan = _json.make_scanner(_ScanContext())  # type: ignore[arg-type]  # duck-typed decoder
+    if TYPE_CHECKING:
+        # make_scanner reads its context's attributes (a JSONDecoder's, duck-typed); the
+        # stubs declare it to take a make_scanner. What it accepts and returns, for mypy:
+        def _make_scanner(context: _ScanContext) -> Callable[[str, int], tuple[Any, int]]: ...
+    else:
+        _make_scanner = _json.make_scanner
+
+    _scan = _make_scanner(_ScanContext())
 
     def _encoder(sort_keys: bool, default: Callable[[Any], Any]) -> Callable[[Any, int], Any]:
         enc: Callable[[Any, int], Any] = _json.make_encoder(
@@ -71,12 +81,6 @@ except (ImportError, AttributeError, TypeError):  # not CPython: the public modu
         return _pyjson.dumps(
             obj, ensure_ascii=False, sort_keys=sort_keys, default=str if sort_keys else None
         )
-
-
-try:
-    import _socket as _sock
-except ImportError:  # pragma: no cover - every CPython has it
-    import socket as _sock  # type: ignore[no-redef]
 
 
 def connect(host: str, port: int, timeout: float) -> Any:
