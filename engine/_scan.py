@@ -10,7 +10,7 @@ a job never takes a scan cut short by an outage for the whole bucket.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
@@ -137,7 +137,7 @@ async def read_stream(
     after: int,
     page: int = PAGE,
     timeout: float = FETCH_TIMEOUT,
-) -> AsyncIterator[StreamMessage]:
+) -> AsyncGenerator[StreamMessage, None]:
     """The messages after sequence `after` on `subject` ("" for all), in order."""
     try:
         info = await _jetstream.stream_info(client, stream)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -202,7 +202,7 @@ class Stream:
         subject: str = "",
         page: int = _scan.PAGE,
         timeout: float = _scan.FETCH_TIMEOUT,
-    ) -> AsyncIterator[StreamMessage]:
+    ) -> AsyncGenerator[StreamMessage, None]:
         """The messages after sequence `after` on `subject` ("" for all), in order, `page`
         at a time; ends at the last message stored when it started. Close it (`aclosing`)
         when leaving early. Raises BusError if a page does not come within `timeout`."""

@@ -56,7 +56,7 @@ async def digest(
         events: list[tuple[int, MemEvent]] = []
         last = after
         reader = store.events.read(after=after, subject=f"{EVENTS_SUBJECT}.>", page=batch)
-        async with contextlib.aclosing(reader) as stream:  # type: ignore[type-var]
+        async with contextlib.aclosing(reader) as stream:
             async for msg in stream:
                 last = msg.seq
                 with contextlib.suppress(msgspec.DecodeError, msgspec.ValidationError):

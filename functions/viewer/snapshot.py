@@ -115,7 +115,7 @@ class ViewerService:
         after = max(info.first_seq - 1, info.last_seq - req.limit, 0)
         if info.messages:
             reader = st.events.read(after=after)
-            async with contextlib.aclosing(reader) as messages:  # type: ignore[type-var]
+            async with contextlib.aclosing(reader) as messages:
                 async for m in messages:
                     if m.seq > info.last_seq:
                         break

@@ -16,7 +16,6 @@ import asyncio
 import contextlib
 import logging
 import re
-from collections.abc import AsyncGenerator
 from typing import Any
 
 import msgspec
@@ -147,8 +146,8 @@ async def scan_patterns(cs: CoordStore) -> list[str]:
     start = max(cursor, min(s.after_seq for s in watching))
     fired: list[str] = []
     last = start
-    msgs = events_stream(cs.client).read(after=start, subject=OBSERVATION_EVENTS)
-    try:
+    reader = events_stream(cs.client).read(after=start, subject=OBSERVATION_EVENTS)
+    async with contextlib.aclosing(reader) as msgs:  # closing ends its consumer now
         async for m in msgs:
             last = m.seq
             try:
@@ -168,10 +167,6 @@ async def scan_patterns(cs: CoordStore) -> list[str]:
                 }
                 if await fire(cs, s.id, result, "") is not None:
                     fired.append(s.id)
-    finally:
-        # read() is an async generator: closing it now ends its consumer (not at collection)
-        if isinstance(msgs, AsyncGenerator):
-            await msgs.aclose()
     if last > cursor:
         await cs.update(cs.cursors, PATTERN_CURSOR, lambda c: max(c or 0, last), int)
     return fired
