@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-import time
 from typing import Any
 
 import msgspec
@@ -55,7 +54,6 @@ class BusLogHandler(logging.Handler):
         self.service = service
         self.subject = f"{LOGS_SUBJECT}.{re.sub(r'[^A-Za-z0-9_-]', '_', service)}"
         self._fmt = logging.Formatter()
-        self._last_drop = 0.0
         self._tasks: set[asyncio.Future[None]] = set()
 
     def _schedule(self, data: bytes) -> None:
@@ -70,7 +68,7 @@ class BusLogHandler(logging.Handler):
             data = msgspec.json.encode(_record(record, self.service, self._fmt))
             self.loop.call_soon_threadsafe(self._schedule, data)
         except RuntimeError:
-            self._last_drop = time.time()  # loop closed: the file log still has it
+            pass  # the loop is closed: the record stays in the file log only
 
 
 def attach_log_stream(nc: Any, loop: asyncio.AbstractEventLoop, service: str) -> None:
