@@ -33,7 +33,7 @@ from functions.kernel.views import SummaryView, as_view
 from functions.lifecycle.consolidate import ConsolidateOut, Consolidator
 from functions.lifecycle.decay import tier
 from functions.lifecycle.episodes import summarize_sessions, sweep
-from functions.lifecycle.lease import held
+from functions.lifecycle.job_lock import held
 from functions.lifecycle.maintenance import (
     AutoForgetOut,
     DecayOut,

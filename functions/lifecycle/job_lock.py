@@ -1,4 +1,4 @@
-"""A lease in KV so one lifecycle job of a kind runs at a time across replicas (a cron tick
+"""A job lock: a key in KV so one lifecycle job of a kind runs at a time across replicas (a cron tick
 and an on-demand call may otherwise overlap). Wall-clock based on purpose: it guards real
 processes, not the simulated `now` a job is given."""
 
