@@ -123,6 +123,10 @@ class _MsgGetRequest(msgspec.Struct):
     seq: int
 
 
+class _LastBySubjectRequest(msgspec.Struct):
+    last_by_subj: str
+
+
 class _PurgeRequest(msgspec.Struct, omit_defaults=True):
     filter: str = ""
 
@@ -249,6 +253,19 @@ async def message(
     if got.message is None:
         return None
     return got.message.subject, base64.b64decode(got.message.data)
+
+
+async def last_seq(client: Client, name: str, subject: str, timeout: float = API_TIMEOUT) -> int:
+    """The sequence of the last message on `subject` (no wildcards), 0 when it has none.
+    Answered by the stream's leader from its per-subject index: one request, whatever the
+    stream's size."""
+    body = _encode(_LastBySubjectRequest(subject))
+    got = await _api(client, f"STREAM.MSG.GET.{name}", body, _msg_get, timeout)
+    if got.error is not None:
+        if got.error.err_code == NO_MESSAGE_FOUND:
+            return 0
+        raise _refused(f"stream {name}", got.error)
+    return got.message.seq if got.message is not None else 0
 
 
 async def purge(client: Client, name: str, subject: str = "", timeout: float = API_TIMEOUT) -> int:

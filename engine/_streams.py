@@ -195,6 +195,14 @@ class Stream:
         )
         return StreamMessage(seq, got[0], got[1]) if got is not None else None
 
+    async def last_seq(self, subject: str, *, timeout: float | None = None) -> int:
+        """The sequence of the last message on `subject` (an exact subject), 0 when there is
+        none: how far a reader must have applied the stream to have seen that subject's
+        writes. Raises BusError when no answer came within `timeout` (default the API's)."""
+        return await _jetstream.last_seq(
+            self.client, self.name, subject, _jetstream.API_TIMEOUT if timeout is None else timeout
+        )
+
     def read(
         self,
         *,

@@ -233,3 +233,16 @@ async def test_a_message_is_read_by_its_sequence_and_a_missing_one_is_none(clien
     with pytest.raises(FunctionError) as ei:
         await client.stream("NOPE").get(1)
     assert ei.value.code == "NOT_FOUND"
+
+
+async def test_last_seq_names_the_last_message_of_one_subject(client: Client) -> None:
+    ev = client.stream("EVL", subjects=["evl.>"])
+    await ev.ensure()
+    assert await ev.last_seq("evl.a") == 0  # no message yet
+    a1 = await ev.publish("evl.a", Ev(1))
+    b1 = await ev.publish("evl.b", Ev(2))
+    assert await ev.last_seq("evl.a") == a1.seq
+    assert await ev.last_seq("evl.b") == b1.seq
+    a2 = await ev.publish("evl.a", Ev(3))
+    assert await ev.last_seq("evl.a") == a2.seq > b1.seq
+    assert await ev.last_seq("evl.none") == 0
