@@ -49,5 +49,5 @@ def test_the_shipped_default_sets_a_limit_and_null_sets_none(tmp_path: Path) -> 
 def test_a_memory_limit_go_would_refuse_is_a_config_error(tmp_path: Path, bad: str) -> None:
     cfg = tmp_path / "engine.yaml"
     cfg.write_text(f"nats:\n  memory_limit: {bad}\n")
-    with pytest.raises(ConfigError, match="nats.memory_limit"):
+    with pytest.raises(ConfigError, match=r"nats\.memory_limit"):
         load_config(cfg)
