@@ -203,6 +203,19 @@ class Stream:
             self.client, self.name, subject, _jetstream.API_TIMEOUT if timeout is None else timeout
         )
 
+    async def stored_at(self, seq: int, *, timeout: float | None = None) -> float | None:
+        """When the server stored the message at `seq` (epoch seconds); None if there is none."""
+        return await _jetstream.stored_at(
+            self.client, self.name, seq, _jetstream.API_TIMEOUT if timeout is None else timeout
+        )
+
+    async def seq_at(self, when: float, *, timeout: float | None = None) -> int | None:
+        """The first sequence the server stored at or after `when` (epoch seconds); None when
+        nothing was stored since: where to start reading what was written from a time on."""
+        return await _jetstream.seq_at(
+            self.client, self.name, when, _jetstream.API_TIMEOUT if timeout is None else timeout
+        )
+
     def read(
         self,
         *,

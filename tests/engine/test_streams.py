@@ -246,3 +246,22 @@ async def test_last_seq_names_the_last_message_of_one_subject(client: Client) ->
     a2 = await ev.publish("evl.a", Ev(3))
     assert await ev.last_seq("evl.a") == a2.seq > b1.seq
     assert await ev.last_seq("evl.none") == 0
+
+
+async def test_stored_at_and_seq_at_find_messages_by_the_time_they_were_stored(
+    client: Client,
+) -> None:
+    ev = client.stream("EVT", subjects=["evt.>"])
+    await ev.ensure()
+    before = time.time()
+    first = await ev.publish("evt.a", Ev(1))
+    at = await ev.stored_at(first.seq)
+    assert at is not None and before - 1 <= at <= time.time() + 1
+    assert await ev.stored_at(first.seq + 10) is None
+    await asyncio.sleep(0.05)
+    mid = time.time()
+    await asyncio.sleep(0.05)
+    later = await ev.publish("evt.b", Ev(2))
+    assert await ev.seq_at(before - 5) == first.seq
+    assert await ev.seq_at(mid) == later.seq
+    assert await ev.seq_at(time.time() + 5) is None
