@@ -262,6 +262,17 @@ class Stream:
             raise translate(exc, f"following {self.name}") from None
         return follower
 
+    async def settle(self, **config: Any) -> list[str]:
+        """Give an existing stream these settings (in the API's units: durations in
+        nanoseconds) where it holds others, the rest of its config left as it is: what a
+        layout change does to a stream an older version made. The names changed."""
+        raw, _ = await _jetstream.raw_stream_info(self.client, self.name)
+        changed = [k for k, v in config.items() if raw.get(k) != v]
+        if changed:
+            raw.update({k: config[k] for k in changed})
+            await _jetstream.update_stream(self.client, raw)
+        return changed
+
     async def set_sources(self, sources: list[Source]) -> None:
         """Copy from exactly these sources from now on (each keeps its place if it was one
         before); the rest of the stream's config is left as it is."""

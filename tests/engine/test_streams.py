@@ -265,3 +265,14 @@ async def test_stored_at_and_seq_at_find_messages_by_the_time_they_were_stored(
     assert await ev.seq_at(before - 5) == first.seq
     assert await ev.seq_at(mid) == later.seq
     assert await ev.seq_at(time.time() + 5) is None
+
+
+async def test_settle_changes_only_the_settings_that_differ(client: Client) -> None:
+    ev = client.stream("EVS", subjects=["evs.>"], duplicate_window=600.0)
+    await ev.ensure()
+    await ev.publish("evs.a", Ev(1))
+    assert await ev.settle(duplicate_window=int(120e9)) == ["duplicate_window"]
+    assert await ev.settle(duplicate_window=int(120e9)) == []
+    raw = await client.nc.jetstream().stream_info("EVS")
+    assert raw.config.duplicate_window == 120.0 and raw.config.subjects == ["evs.>"]
+    assert raw.state.messages == 1
