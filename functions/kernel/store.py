@@ -8,12 +8,13 @@ import logging
 import os
 import secrets
 import time
+from collections.abc import AsyncGenerator
 from contextlib import aclosing
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar, cast
 
 import msgspec
 
-from engine import BUS_ERRORS, Client, Presence, State, Stream
+from engine import BUS_ERRORS, Client, Entry, Presence, State, Stream, StreamMessage
 from functions.kernel.clock import now_iso
 from functions.kernel.ids import kv_key, new_id
 from functions.kernel.records import (
@@ -148,7 +149,9 @@ class MemoryStore:
 
     async def _stored_at(self, obs_id: str) -> float | None:
         """When the observation's current record was written (the server's time)."""
-        entry = await self.observations.entry(kv_key(obs_id))
+        entry: Entry[Observation] | None = await self.observations.entry(
+            kv_key(obs_id), Observation
+        )
         if entry is None:
             return None
         return await self.client.stream(f"KV_{OBSERVATIONS_BUCKET}").stored_at(entry.revision)
@@ -161,9 +164,11 @@ class MemoryStore:
             return False
         stop = await self.events.seq_at(end)
         needle = obs.id.encode()
-        async with aclosing(
-            self.events.read(after=first - 1, subject=observation_events_subject(obs.project))
-        ) as found:
+        reader = cast(
+            AsyncGenerator[StreamMessage, None],
+            self.events.read(after=first - 1, subject=observation_events_subject(obs.project)),
+        )
+        async with aclosing(reader) as found:
             async for m in found:
                 if stop is not None and m.seq >= stop:
                     return False
