@@ -40,6 +40,7 @@ from functions.search.fusion import RRF_K, FusionWeights, diversify, rrf
 from functions.search.graph import EntityGraph
 from functions.search.spans import found, stream_span
 from functions.search.streams import session_stream, time_stream, top
+from functions.search.tables import MetaTable
 from functions.search.temporal import day_number
 from functions.search.vectors import VectorIndex
 
@@ -111,7 +112,8 @@ class SearchIndex:
     def __post_init__(self) -> None:
         self.bm25 = BM25Index(k1=self.config.k1, b=self.config.b)
         self.graph = EntityGraph()
-        self.meta: list[Meta | None] = []
+        self.meta = MetaTable()
+        """What each slot's hit shows, packed (functions/search/tables.py)."""
         self.doc_of: dict[str, int] = {}
         self.alive = array("b")
         self.project = array("i")
