@@ -10,7 +10,7 @@ import msgspec
 
 from functions.search.documents import Meta
 from functions.search.index import SearchIndex
-from functions.search.tables import DocEntities, MetaTable
+from functions.search.tables import DocEntities, IdSlots, MetaTable
 
 FORMAT = 4
 """4: the display fields and the graph's entities of documents as packed buffers (3: one
@@ -42,6 +42,8 @@ class IndexSnapshot(msgspec.Struct, kw_only=True):
     """Format 3 only."""
     graph_ents_flat: bytes = b""
     graph_ents_end: bytes = b""
+    ids_keys: bytes = b""
+    ids_slots: bytes = b""
     vector_model: str = ""
     vector_dim: int = 0
     vector_chunks: list[int] = msgspec.field(default_factory=list)
@@ -54,6 +56,7 @@ def dump(index: SearchIndex) -> bytes:
     vec = index.vectors
     meta_buf, meta_end, meta_live = index.meta.dump()
     ents_flat, ents_end = index.graph.ents_of.dump()
+    ids_keys, ids_slots = index.doc_of.dump()
     snap = IndexSnapshot(
         seq=index.seq,
         meta_buf=meta_buf,
@@ -74,6 +77,8 @@ def dump(index: SearchIndex) -> bytes:
         graph_docs=[{p: a.tobytes() for p, a in d.items()} for d in index.graph.docs_of],
         graph_ents_flat=ents_flat,
         graph_ents_end=ents_end,
+        ids_keys=ids_keys,
+        ids_slots=ids_slots,
         vector_model=vec.model if vec else "",
         vector_dim=vec.dim if vec else 0,
         vector_chunks=vec.chunk_doc if vec else [],
@@ -96,7 +101,12 @@ def load(blob: bytes, index: SearchIndex) -> SearchIndex:
         index.meta = MetaTable.of(snap.meta)
     else:
         index.meta = MetaTable.load(snap.meta_buf, snap.meta_end, snap.meta_live)
-    index.doc_of = {i: n for n, i in index.meta.ids()}
+    if snap.ids_keys:
+        index.doc_of = IdSlots.load(index._id_of, snap.ids_keys, snap.ids_slots)
+    else:
+        index.doc_of = IdSlots(index._id_of)
+        for n, i in index.meta.ids():
+            index.doc_of[i] = n
     for name, code in (("alive", "b"), ("project", "i"), ("agent", "i"), ("kind", "b"),
                        ("session", "i"), ("day", "i")):  # fmt: skip
         a = array(code)
