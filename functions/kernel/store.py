@@ -126,6 +126,10 @@ class MemoryStore:
         not there, a marker in `mem_dedup` (created once: concurrent old replays agree on
         one) lets this replay publish it. Only that rare path writes a key."""
         obs = event.observation
+        # A record of the layout before per-project subjects has its event on a subject of
+        # its own: JetStream answers that one directly.
+        if await self.events.last_seq(f"{EVENTS_SUBJECT}.observation.{kv_key(obs.id)}"):
+            return False
         created = await self._stored_at(obs.id)
         if created is None or time.time() - created < DUPLICATE_WINDOW - REPLAY_MARGIN:
             return await self._publish_dedup(event)
