@@ -138,11 +138,13 @@ class IndexHolder:
     async def target(self, project: str | None, timeout: float) -> int:
         """The stream sequence a query of `project` must see applied: the last event on its
         observation subject and on the shared subjects (memories, which may be global,
-        summaries, removals). Without a project, or until the index has applied everything
-        the stream held when it started (events of the layout before per-project subjects
-        included), the stream's last sequence."""
-        if project is None or not self.booted:
-            return (await self.events.info(timeout=timeout)).last_seq
+        summaries, removals), asked only when the index is behind the stream's end.
+        Without a project, or until the index has applied everything the stream held when
+        it started (events of the layout before per-project subjects included), the
+        stream's last sequence."""
+        last = (await self.events.info(timeout=timeout)).last_seq
+        if project is None or not self.booted or max(self.index.seq, self.delivered_seq) >= last:
+            return last  # caught up with everything: one request, as a query alone costs
         subjects = [observation_events_subject(project), *SHARED_SUBJECTS]
         seqs = await asyncio.gather(*(self.events.last_seq(s, timeout=timeout) for s in subjects))
         return max(seqs)
