@@ -8,13 +8,12 @@ import logging
 import os
 import secrets
 import time
-from collections.abc import AsyncGenerator
 from contextlib import aclosing
-from typing import Any, Protocol, TypeVar, cast
+from typing import Any, Protocol, TypeVar
 
 import msgspec
 
-from engine import BUS_ERRORS, Client, Entry, Presence, State, Stream, StreamMessage
+from engine import BUS_ERRORS, Client, Entry, Presence, State, Stream
 from functions.kernel.clock import now_iso
 from functions.kernel.ids import kv_key, new_id
 from functions.kernel.records import (
@@ -168,10 +167,7 @@ class MemoryStore:
             return False
         stop = await self.events.seq_at(end)
         needle = obs.id.encode()
-        reader = cast(
-            AsyncGenerator[StreamMessage, None],
-            self.events.read(after=first - 1, subject=observation_events_subject(obs.project)),
-        )
+        reader = self.events.read(after=first - 1, subject=observation_events_subject(obs.project))
         async with aclosing(reader) as found:
             async for m in found:
                 if stop is not None and m.seq >= stop:
