@@ -22,12 +22,12 @@ import msgspec
 
 from engine import State
 from functions.kernel import clock
-from functions.kernel.llm import Rewriter
 from functions.kernel.records import LIFECYCLE_BUCKET, Memory, MemoryAdded, SessionSummary
 from functions.kernel.store import MemoryStore
 from functions.lifecycle.episodes import sweep
 from functions.lifecycle.procedural import ProcedurePlanner
 from functions.lifecycle.semantic import SemanticPlanner
+from functions.lifecycle.wording import Rewriter
 
 MARKER = "run.consolidate"
 CONCURRENCY = 64

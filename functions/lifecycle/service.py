@@ -15,10 +15,10 @@ from functions.graph.compact import GraphCompactOut, compact
 from functions.graph.feed import GraphFeed
 from functions.graph.query import GraphQuery
 from functions.graph.wire import GraphQueryIn, GraphStatsIn
+from functions.kernel import models
 from functions.kernel.clock import when
 from functions.kernel.config import LifecycleConfig
 from functions.kernel.digest import Sink, digest
-from functions.kernel.llm import Rewriter
 from functions.kernel.owned import routes, started
 from functions.kernel.records import (
     GRAPH_BUCKET,
@@ -62,6 +62,7 @@ from functions.lifecycle.wire import (
     SweepIn,
     SweepOut,
 )
+from functions.lifecycle.wording import Rewriter
 
 LONG = 900.0
 """Seconds a sweep over a large store may take (consolidation of 100k observations)."""
@@ -136,9 +137,10 @@ class LifecycleService:
     )
     async def consolidate(self, req: ConsolidateIn) -> ConsolidateOut:
         rewriter = None
-        if self.config.consolidation_llm and self.config.llm.provider:
+        if self.config.consolidation_llm and self.config.llm.enabled:
             life = await self.store.client.state(LIFECYCLE_BUCKET)
-            rewriter = Rewriter(self.config.llm, life)
+            model = models.client(self.store.client, self.config.llm.model_settings())
+            rewriter = Rewriter(model, life, self.config.llm.max_calls)
         c = Consolidator(
             self.store,
             min_sessions=self.config.min_sessions,
