@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
+from functions.kernel.models import UsageOut
 from functions.kernel.names import NONBLANK, SOME_NAMES, Names, at_least_one_of, names
 from functions.kernel.records import (
     HookType,
@@ -213,6 +214,9 @@ class Check(msgspec.Struct, kw_only=True):
 class StatusOut(Health, rename="camel", kw_only=True):
     agent_scope: str
     checks: list[Check]
+    models: UsageOut | None = None
+    """Model providers: the chain, calls, tokens, failures and breakers, summed over the
+    processes that call them (functions/kernel/models); None when none is configured."""
 
 
 class SessionStartOut(msgspec.Struct):
