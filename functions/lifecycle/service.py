@@ -94,6 +94,10 @@ class LifecycleService:
         life = await self.store.client.state(LIFECYCLE_BUCKET)
         return held(life, name)
 
+    def model(self) -> models.ModelClient:
+        """The model client for this service's settings (keyless when none is configured)."""
+        return models.client(self.store.client, self.config.llm.model_settings())
+
     # ---- operations ----------------------------------------------------------------
     @operation(
         "mem::summarize",
@@ -103,7 +107,11 @@ class LifecycleService:
     )
     async def summarize(self, req: SummarizeIn) -> SummarizeOut:
         written = await summarize_sessions(
-            self.store, {req.session_id}, when(req), cap=self.config.provenance_cap
+            self.store,
+            {req.session_id},
+            when(req),
+            cap=self.config.provenance_cap,
+            model=self.model(),
         )
         summary = written[0] if written else None
         if summary is None:
@@ -124,7 +132,9 @@ class LifecycleService:
     async def sweep(self, req: SweepIn) -> SweepOut:
         hours = req.stale_hours or self.config.stale_hours
         async with await self.exclusive("sweep"):
-            out = await sweep(self.store, when(req), hours, cap=self.config.provenance_cap)
+            out = await sweep(
+                self.store, when(req), hours, cap=self.config.provenance_cap, model=self.model()
+            )
         return SweepOut(abandoned=out.abandoned, summarized=out.summarized)
 
     @operation(
@@ -139,13 +149,13 @@ class LifecycleService:
         rewriter = None
         if self.config.consolidation_llm and self.config.llm.enabled:
             life = await self.store.client.state(LIFECYCLE_BUCKET)
-            model = models.client(self.store.client, self.config.llm.model_settings())
-            rewriter = Rewriter(model, life, self.config.llm.max_calls)
+            rewriter = Rewriter(self.model(), life, self.config.llm.max_calls)
         c = Consolidator(
             self.store,
             min_sessions=self.config.min_sessions,
             cap=self.config.provenance_cap,
             rewriter=rewriter,
+            model=self.model(),
         )
         async with self._local, await self.exclusive("consolidate"):
             return await c.run(when(req))
