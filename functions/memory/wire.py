@@ -85,7 +85,7 @@ class RememberIn(msgspec.Struct, rename="camel", kw_only=True):
     files: Names = msgspec.field(default_factory=list)
     project: str = ""
     agent_id: str = ""
-    ttl_days: Annotated[float, msgspec.Meta(gt=0)] | None = None
+    ttl_days: Annotated[float, msgspec.Meta(gt=0, le=36_500)] | None = None
     session_id: str = ""
     supersedes: str = ""
     """An edit: the id of the current memory this is the next version of (its project and
