@@ -51,6 +51,11 @@ class ForgetConfig:
     """Ids per removal call (one audit entry and one RecordsRemoved event each)."""
     max_obs_per_session: int = 500
     """A session above this many observations loses its lowest-value oldest ones (0: off)."""
+    scheduled: bool = True
+    """AUTO_FORGET_ENABLED (upstream's name): false stops the scheduled runs (nothing is
+    deleted by the clock); POST auto-forget and evict still run when asked."""
+    interval_ms: int = 3_600_000
+    """AUTO_FORGET_INTERVAL_MS: how often the scheduled run comes (at least a minute)."""
 
 
 @dataclass(frozen=True)
@@ -147,7 +152,13 @@ class LifecycleConfig:
             forget=ForgetConfig(
                 low_value_days=_float("AGENTMEMORY_LOW_VALUE_DAYS", 30.0),
                 superseded_grace_days=_float("AGENTMEMORY_SUPERSEDED_GRACE_DAYS", 7.0),
-                max_obs_per_session=max(0, _int("AGENTMEMORY_MAX_OBS_PER_SESSION", 500)),
+                # upstream's MAX_OBS_PER_SESSION first, ours as the older name
+                max_obs_per_session=max(
+                    0, _int("MAX_OBS_PER_SESSION", _int("AGENTMEMORY_MAX_OBS_PER_SESSION", 500))
+                ),
+                scheduled=os.environ.get("AUTO_FORGET_ENABLED", "").strip().lower()
+                not in ("false", "0", "off", "no"),
+                interval_ms=max(60_000, _int("AUTO_FORGET_INTERVAL_MS", 3_600_000)),
             ),
             graph=GraphConfig(
                 batch=max(1, _int("AGENTMEMORY_GRAPH_BATCH", 1000)),

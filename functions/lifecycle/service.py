@@ -15,7 +15,7 @@ from functions.graph.compact import GraphCompactOut, compact
 from functions.graph.feed import GraphFeed
 from functions.graph.query import GraphQuery
 from functions.graph.wire import GraphQueryIn, GraphStatsIn
-from functions.kernel import models
+from functions.kernel import clock, models
 from functions.kernel.clock import when
 from functions.kernel.config import LifecycleConfig
 from functions.kernel.digest import Sink, digest
@@ -37,6 +37,7 @@ from functions.lifecycle.job_lock import held
 from functions.lifecycle.maintenance import (
     AutoForgetOut,
     DecayOut,
+    ScheduledOut,
     auto_forget,
     purge_audit,
     reinforce,
@@ -197,6 +198,23 @@ class LifecycleService:
     async def auto_forget(self, req: AutoForgetIn) -> AutoForgetOut:
         async with await self.exclusive("auto-forget"):
             return await auto_forget(self.store, self.config, when(req), dry_run=req.dry_run)
+
+    @operation(
+        "mem::auto-forget-scheduled",
+        description="auto-forget on its schedule (AUTO_FORGET_INTERVAL_MS); does nothing "
+        "while AUTO_FORGET_ENABLED=false",
+        timeout=LONG,
+    )
+    async def auto_forget_scheduled(self, req: DecayIn) -> ScheduledOut:
+        at = clock.iso(when(req))
+        life = await self.store.client.state(LIFECYCLE_BUCKET)
+        if not self.config.forget.scheduled:
+            out = ScheduledOut(ran=False, at=at, reason="AUTO_FORGET_ENABLED=false")
+        else:
+            done = await self.auto_forget(AutoForgetIn(now=req.now))
+            out = ScheduledOut(ran=True, at=at, removed=done.removed)
+        await life.put("auto-forget.scheduled", out)  # the last scheduled run, for status
+        return out
 
     @operation(
         "mem::evict",
