@@ -22,7 +22,7 @@ import msgspec
 
 from engine import State
 from functions.kernel import clock
-from functions.kernel.models import ModelClient
+from functions.kernel.models.client import ModelClient
 from functions.kernel.records import LIFECYCLE_BUCKET, Memory, MemoryAdded, SessionSummary
 from functions.kernel.store import MemoryStore
 from functions.lifecycle.episodes import sweep

@@ -11,7 +11,7 @@ from datetime import datetime, timedelta
 
 from functions.kernel import clock
 from functions.kernel.ids import kv_key
-from functions.kernel.models import ModelClient
+from functions.kernel.models.client import ModelClient
 from functions.kernel.records import (
     LIFECYCLE_BUCKET,
     Observation,

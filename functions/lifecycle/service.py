@@ -15,10 +15,12 @@ from functions.graph.compact import GraphCompactOut, compact
 from functions.graph.feed import GraphFeed
 from functions.graph.query import GraphQuery
 from functions.graph.wire import GraphQueryIn, GraphStatsIn
-from functions.kernel import clock, models
+from functions.kernel import clock
 from functions.kernel.clock import when
 from functions.kernel.config import LifecycleConfig
 from functions.kernel.digest import Sink, digest
+from functions.kernel.models import clients
+from functions.kernel.models.client import ModelClient
 from functions.kernel.owned import routes, started
 from functions.kernel.records import (
     GRAPH_BUCKET,
@@ -95,9 +97,9 @@ class LifecycleService:
         life = await self.store.client.state(LIFECYCLE_BUCKET)
         return held(life, name)
 
-    def model(self) -> models.ModelClient:
+    def model(self) -> ModelClient:
         """The model client for this service's settings (keyless when none is configured)."""
-        return models.client(self.store.client, self.config.llm.model_settings())
+        return clients.client(self.store.client, self.config.llm.model_settings())
 
     # ---- operations ----------------------------------------------------------------
     @operation(

@@ -17,7 +17,7 @@ import msgspec
 
 from engine import State
 from functions.kernel.ids import kv_key
-from functions.kernel.models import ModelClient
+from functions.kernel.models.client import ModelClient
 from functions.kernel.records import SessionSummary
 
 TASK = "summary"

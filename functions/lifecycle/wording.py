@@ -21,7 +21,7 @@ from typing import Any
 import msgspec
 
 from engine import State
-from functions.kernel.models import ModelClient
+from functions.kernel.models.client import ModelClient
 from functions.kernel.records import Memory
 
 TASK = "consolidation"

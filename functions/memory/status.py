@@ -10,8 +10,9 @@ import time
 
 from engine import FunctionError
 from engine.paths import ENV_CONFIG, Instance
-from functions.kernel import models
-from functions.kernel.models import UsageOut
+from functions.kernel.models import usage as model_usage
+from functions.kernel.models.settings import ModelSettings
+from functions.kernel.models.usage import UsageOut
 from functions.kernel.records import EVENTS_STREAM
 from functions.kernel.store import STORE_ERRORS, MemoryStore
 from functions.memory.inbox import Inbox
@@ -145,12 +146,14 @@ KEYS = "ANTHROPIC_API_KEY, OPENAI_API_KEY, GEMINI_API_KEY, OPENROUTER_API_KEY or
 
 async def model_checks(store: MemoryStore) -> tuple[list[Check], UsageOut | None]:
     """One check per configured provider: failing when a process's breaker is open."""
-    settings = models.ModelSettings.from_env()
+    settings = ModelSettings.from_env()
     if not settings.enabled:
         detail = f"no model provider configured: memory runs keyless (set {KEYS} to add one)"
         return [Check(name="models", ok=True, detail=detail)], None
     try:
-        usage = await models.read(store.client, settings.primary, [p.name for p in settings.chain])
+        usage = await model_usage.read(
+            store.client, settings.primary, [p.name for p in settings.chain]
+        )
     except _UNREACHABLE as exc:
         return [Check(name="models", ok=False, detail=f"model usage unreadable: {exc}")], None
     seen = {p.name: p for p in usage.providers}

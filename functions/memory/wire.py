@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-from functions.kernel.models import UsageOut
+from functions.kernel.models.usage import UsageOut
 from functions.kernel.names import NONBLANK, SOME_NAMES, Names, at_least_one_of, names
 from functions.kernel.records import (
     HookType,

@@ -11,8 +11,9 @@ from collections.abc import Iterator
 import msgspec
 import pytest
 
-from functions.kernel.models import ModelClient, ModelSettings
 from functions.kernel.models.breaker import Breaker
+from functions.kernel.models.client import ModelClient
+from functions.kernel.models.settings import ModelSettings
 from functions.kernel.models.urls import chat_url, messages_url
 from functions.kernel.scrub import scrub
 from tests.models.standin import Answer, Seen, StandIn, answer, anthropic, fail, hang, openai
