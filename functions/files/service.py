@@ -15,9 +15,11 @@ import msgspec
 from engine import FunctionError, Tool, operation
 from functions.files.markdown import compress_markdown, problems
 from functions.kernel.clock import now_iso
+from functions.kernel.models import clients
 from functions.kernel.names import choices_pattern, chosen
 from functions.kernel.owned import routes
 from functions.kernel.records import LESSONS_BUCKET, Lesson, Memory, Session
+from functions.kernel.scrub import scrub
 from functions.kernel.store import MemoryStore
 from functions.memory.service import MemoryService
 
@@ -55,6 +57,23 @@ def _is_file(path: Path) -> bool:
         return False
 
 
+TASK = "compress-file"
+SYSTEM = (
+    "You shorten a markdown document to save tokens while keeping its structure. Keep every "
+    "heading line, every URL and every fenced code block exactly as they are; drop no "
+    "section; shorten the prose under each. Reply with the markdown only, no fence around it."
+)
+_FENCED = re.compile(r"\A```(?:markdown|md)?[ \t]*\n(.*)\n```\s*\Z", re.S | re.I)
+
+
+def _unfenced(text: str) -> str:
+    """The reply without a ``` fence wrapped around the whole of it (code blocks inside
+    stay)."""
+    t = text.strip()
+    m = _FENCED.match(t)
+    return m.group(1).strip() if m else t
+
+
 class CompressFileIn(msgspec.Struct, rename="camel", kw_only=True):
     file_path: Annotated[str, msgspec.Meta(max_length=4096, pattern=r"\.[mM][dD]$")]
     """A markdown file (.md) on the service's machine."""
@@ -68,6 +87,8 @@ class CompressFileOut(msgspec.Struct, rename="camel", kw_only=True, omit_default
     compressed_chars: int = 0
     skipped: bool = False
     reason: str = ""
+    method: str = ""
+    """llm: the model's text (it kept every heading, URL and code block); synthetic: ours."""
 
 
 class VaultIn(msgspec.Struct, rename="camel", kw_only=True):
@@ -142,7 +163,17 @@ class FileService:
             return CompressFileOut(
                 success=True, file_path=str(path), skipped=True, reason="file is empty"
             )
-        compressed = compress_markdown(original)
+        compressed, method = compress_markdown(original), "synthetic"
+        # A model sees scrubbed text only, so a file holding a secret would come back with a
+        # redaction marker in its place: such a file keeps the keyless compression.
+        model = clients.client(self.store.client)
+        text = await model.complete(TASK, SYSTEM, original) if scrub(original) == original else None
+        if text is not None:
+            worded = _unfenced(text)
+            # the model's text must keep what the keyless one keeps (headings, URLs, code
+            # blocks) and be shorter
+            if worded and not problems(original, worded) and len(worded) < len(compressed):
+                compressed, method = worded, "llm"
         lost = problems(original, compressed)
         if lost:
             raise FunctionError(
@@ -163,13 +194,14 @@ class FileService:
         )
         await asyncio.to_thread(backup.write_text, original, encoding="utf-8")
         await asyncio.to_thread(path.write_text, compressed, encoding="utf-8")
-        await self.store.audit("compress", [], reason=f"{path} -> backup {backup}")
+        await self.store.audit("compress", [], reason=f"{path} -> backup {backup} ({method})")
         return CompressFileOut(
             success=True,
             file_path=str(path),
             backup_path=str(backup),
             original_chars=len(original),
             compressed_chars=len(compressed),
+            method=method,
         )
 
     @operation(
