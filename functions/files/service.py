@@ -95,7 +95,7 @@ class VaultIn(msgspec.Struct, rename="camel", kw_only=True):
     vault_dir: str = ""
     """Inside AGENTMEMORY_EXPORT_ROOT (default ~/.agentmemory); default <root>/vault."""
     types: VaultTypes = msgspec.field(default_factory=list)
-    """memories, lessons, sessions (crystals: none here); default all."""
+    """memories, lessons, crystals, sessions; default all."""
     project: str = ""
 
     def __post_init__(self) -> None:
@@ -133,6 +133,37 @@ def _front(meta: dict[str, Any]) -> str:
 
 def _name(text: str, fallback: str) -> str:
     return (_UNSAFE.sub("_", text).strip() or fallback)[:80]
+
+
+def _crystal_md(c: dict[str, Any], narrative: str) -> str:
+    def items(key: str) -> list[str]:
+        v = c.get(key)
+        return [str(x) for x in v] if isinstance(v, list) else []
+
+    files = items("filesAffected")
+    parts = [
+        _front(
+            {
+                "id": c.get("id"),
+                "type": "crystal",
+                "created": c.get("createdAt"),
+                "project": c.get("project"),
+                "sessionId": c.get("sessionId"),
+                "filesAffected": files,
+            }
+        )
+        + f"# Crystal: {narrative[:80] or c.get('id')}\n\n{narrative}\n",
+        "## Key Outcomes\n" + "".join(f"- {o}\n" for o in items("keyOutcomes")),
+    ]
+    if items("lessons"):
+        parts.append("## Lessons\n" + "".join(f"- {x}\n" for x in items("lessons")))
+    if files:
+        parts.append("## Files\n" + "".join(f"- `{f}`\n" for f in files))
+    if items("sourceActionIds"):
+        parts.append(
+            "## Source Actions\n" + "".join(f"- [[{a}]]\n" for a in items("sourceActionIds"))
+        )
+    return "\n".join(parts)
 
 
 class FileService:
@@ -204,6 +235,19 @@ class FileService:
             method=method,
         )
 
+    async def _crystals(self, project: str) -> list[dict[str, Any]]:
+        """The coordination layer's crystals, read through its function (no worker: none)."""
+        try:
+            reply = await self.store.client.call(
+                "mem::crystal-list", {"project": project, "limit": 1000}, timeout=30
+            )
+        except FunctionError as err:
+            if err.code in ("UNAVAILABLE", "DEADLINE_EXCEEDED"):
+                return []
+            raise
+        got = reply.get("crystals") if isinstance(reply, dict) else None
+        return [c for c in got or [] if isinstance(c, dict)]
+
     @operation(
         "mem::obsidian-export",
         description="Export memories, lessons, and sessions as Obsidian-compatible Markdown "
@@ -270,6 +314,16 @@ class FileService:
                 )
                 moc["lessons"].append(f"- [[lessons/{name}]]")
                 counts.lessons += 1
+        if "crystals" in kinds:
+            for c in await self._crystals(req.project):
+                cid = str(c.get("id") or "")
+                if not cid:
+                    continue
+                name = _name(cid, "crystal")
+                narrative = str(c.get("narrative") or "")
+                files[vault / "crystals" / f"{name}.md"] = _crystal_md(c, narrative)
+                moc["crystals"].append(f"- [[crystals/{name}|{narrative[:60] or cid}]]")
+                counts.crystals += 1
         if "sessions" in kinds:
             for s in await st.load_all(st.sessions, Session):
                 if req.project and s.project != req.project:
