@@ -28,10 +28,10 @@ from functions.coordination.crystals.wire import (
 )
 from functions.coordination.records import Action, Crystal, CrystalMethod
 from functions.coordination.store import CoordStore
-from functions.kernel.models import clients
-from functions.kernel.models.settings import ModelSettings
 from functions.kernel.clock import ms_of, now_iso, now_ms
 from functions.kernel.ids import kv_key, new_id
+from functions.kernel.models import clients
+from functions.kernel.models.settings import ModelSettings
 from functions.kernel.scrub import scrub
 from functions.kernel.views import as_view
 
