@@ -1,7 +1,7 @@
 """The process's model clients: `client(engine)` is the one for the environment's settings
 (one per process, so breakers and usage are the process's); a caller with its own settings
 (a test, a config object) gets its own client for them, its usage recorded under its own
-key. `close_all()` flushes usage and closes connections."""
+key."""
 
 from __future__ import annotations
 
@@ -26,12 +26,3 @@ def client(engine: Client | None = None, settings: ModelSettings | None = None) 
         mc.on_usage = sink.changed
     _clients[s] = (mc, sink)
     return mc
-
-
-async def close_all() -> None:
-    """Flush usage and close connections (a worker's stop)."""
-    for mc, sink in list(_clients.values()):
-        if sink is not None:
-            await sink.close()
-        await mc.close()
-    _clients.clear()
