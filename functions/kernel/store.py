@@ -69,7 +69,9 @@ class MemoryStore:
         self.boot_id = secrets.token_hex(8)
         self.started = time.time()
         self.isolated = os.environ.get("AGENTMEMORY_AGENT_SCOPE", "").lower() == "isolated"
-        self._default_agent = os.environ.get("AGENTMEMORY_AGENT_ID", "")
+        # upstream's AGENT_ID first (trimmed, 128 characters), ours as the older name
+        agent = os.environ.get("AGENT_ID") or os.environ.get("AGENTMEMORY_AGENT_ID") or ""
+        self._default_agent = agent.strip()[:128]
         self.observations: State
         self.memories: State
         self.sessions: State

@@ -168,9 +168,19 @@ class SearchService:
         full = await self._full(hits) if req.format != "compact" else [
             msgspec.to_builtins(h) for h in hits
         ]  # fmt: skip
+        used = truncated = None
         if req.token_budget:
+            found = len(full)
             full = _fit([(msgspec.json.encode(x).decode(), x) for x in full], req.token_budget)
-        out = SearchOut(results=full, total=len(full))
+            used = sum(tokens_of(msgspec.json.encode(x).decode()) for x in full)
+            truncated = len(full) < found
+        out = SearchOut(
+            results=full,
+            total=len(full),
+            tokens_used=used,
+            tokens_budget=req.token_budget,
+            truncated=truncated,
+        )
         if not full:
             where = f" in project {req.project!r}" if req.project else ""
             out.message = f"nothing in memory matches {req.query!r}{where}"
