@@ -12,7 +12,7 @@ import time
 
 from engine._config import ConfigError, load_config
 from engine._instance import Instance, InstanceBusy
-from engine._paths import DEFAULT_CONFIG, ENV_CONFIG, Layout, read_layout
+from engine._paths import ENV_CONFIG, Layout, default_config, read_layout
 from engine._runtime import install_uvloop, setup_logging
 
 
@@ -133,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("--port", type=int, default=None, help="anchor of the port block")
         p.add_argument(
             "--config",
-            default=os.environ.get(ENV_CONFIG) or str(DEFAULT_CONFIG),
+            default=os.environ.get(ENV_CONFIG) or str(default_config()),
             help="the engine's config (its `layout` names the data dir and ports)",
         )
         if name == "run":

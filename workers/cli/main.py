@@ -13,6 +13,7 @@ from rich.markup import escape
 from rich.panel import Panel
 
 from engine.paths import load_settings
+from workers import ENGINE_CONFIG
 from workers.cli import connect as connect_mod
 from workers.cli import supervisor
 from workers.cli.app import (
@@ -26,7 +27,7 @@ from workers.cli.app import (
     out,
     target_of,
 )
-from workers.cli.target import DEFAULT_CONFIG, Target, register
+from workers.cli.target import Target, register
 
 
 @app.callback(invoke_without_command=True)
@@ -62,7 +63,7 @@ def _ready_panel(target: Target, pid: int | None = None) -> Panel:
 def start(
     ctx: typer.Context,
     detach: Annotated[bool, typer.Option("--detach", "-d", help="Run in the background.")] = False,
-    config: Annotated[Path, typer.Option(help="Engine config.")] = DEFAULT_CONFIG,
+    config: Annotated[Path, typer.Option(help="Engine config.")] = ENGINE_CONFIG,
     data_dir: DataDir = None,
     port: Port = None,
     instance: InstanceOpt = None,

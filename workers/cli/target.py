@@ -15,7 +15,8 @@ import httpx
 from engine.paths import Instance, Ports, current_layout, default_data_dir
 
 ROOT = Path(__file__).resolve().parents[2]
-DEFAULT_CONFIG = ROOT / "config" / "engine.yaml"
+CHECKOUT = (ROOT / "pyproject.toml").exists()
+"""Run from the repository (tests, `make run`) rather than from an installed wheel."""
 
 
 class ServiceError(Exception):
