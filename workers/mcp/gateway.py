@@ -160,7 +160,14 @@ class BusGateway:
             self._tools = None  # a worker may have started since: look again next time
             return text_result(f"no tool named {name!r}", error=True)
         try:
-            reply = await self.client.call(found.function_id, arguments, timeout=self.timeout)
+            # Upstream's clients send numbers and booleans as strings ("3", "true"): the
+            # worker decodes a tool's arguments leniently, as it does a query string.
+            reply = await self.client.call(
+                found.function_id,
+                arguments,
+                timeout=self.timeout,
+                headers={HDR_COERCE: "strings"},
+            )
         except FunctionError as err:
             return text_result(error_text(err), error=True)
         return result_document(reply)

@@ -34,6 +34,7 @@ from functions.kernel.config import LlmConfig
 from functions.kernel.ids import kv_key, new_id
 from functions.kernel.llm import Provider
 from functions.kernel.scrub import scrub
+from functions.kernel.text import clip
 from functions.kernel.views import as_view
 
 log = logging.getLogger("functions.coordination")
@@ -195,7 +196,7 @@ async def crystallize(cs: CoordStore, req: CrystallizeIn, remember: Remember) ->
             {
                 "content": _memory_text(digest),
                 "type": "crystal",
-                "title": ("Crystal: " + chain[0].title)[:120],
+                "title": clip("Crystal: " + chain[0].title, 120),
                 "concepts": concepts[:20],
                 "files": digest.files_affected[:20],
                 "project": project,
