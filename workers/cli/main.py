@@ -15,7 +15,7 @@ from rich.panel import Panel
 from engine.paths import load_settings
 from workers import ENGINE_CONFIG
 from workers.cli import connect as connect_mod
-from workers.cli import supervisor
+from workers.cli import datadir, supervisor
 from workers.cli.app import (
     DataDir,
     InstanceOpt,
@@ -71,6 +71,11 @@ def start(
     """Start the engine and the memory service (foreground unless --detach)."""
     target = target_of(ctx, data_dir, port, instance, local=True)
     running = target.instance.running_pid()
+    if not running:
+        try:
+            datadir.migrate(target.instance.data_dir)  # stamps a new one; refuses a newer one
+        except datadir.TooNew as exc:
+            raise fail(str(exc)) from None
     if running:
         supervisor.drain_spool(target)  # what `doctor` suggests for a backlog
         out.print(_ready_panel(target, running))
@@ -282,9 +287,9 @@ def console(
 
 def main() -> None:
     # Imported here so that `--help` lists start, stop and status first.
-    from workers.cli import memory_cmds
+    from workers.cli import memory_cmds, setup_cmds
 
-    del memory_cmds  # registered on `app` by importing it
+    del memory_cmds, setup_cmds  # registered on `app` by importing them
     app()
 
 
