@@ -43,8 +43,15 @@ $(UPSTREAM_STAMP): tests/upstream/install.sh
 	@if command -v npm >/dev/null 2>&1; then bash tests/upstream/install.sh && touch $@; \
 	else echo "npm missing: the upstream-client tests will be skipped"; fi
 
+# The coding agents' own CLIs (Claude Code, Codex, Gemini CLI, Qwen Code, OpenCode, Droid,
+# Copilot CLI): the connect and plugin tests run their config readers and validators.
+AGENT_CLIS_STAMP := tests/agents_cli/node_modules/.installed
+$(AGENT_CLIS_STAMP): tests/agents_cli/package.json
+	@if command -v npm >/dev/null 2>&1; then cd tests/agents_cli && npm ci --no-audit --no-fund --silent && touch node_modules/.installed; \
+	else echo "npm missing: the agent CLI checks will be skipped"; fi
+
 install: $(RUN_STAMP)
-install-test: $(TEST_STAMP) $(SYSTEM_STAMP) $(NODE_STAMP) $(UPSTREAM_STAMP)
+install-test: $(TEST_STAMP) $(SYSTEM_STAMP) $(NODE_STAMP) $(UPSTREAM_STAMP) $(AGENT_CLIS_STAMP)
 
 run: install
 	$(PY) -m engine run --config config/engine.yaml

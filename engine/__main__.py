@@ -12,7 +12,7 @@ import time
 
 from engine._config import ConfigError, load_config
 from engine._instance import Instance, InstanceBusy
-from engine._paths import DEFAULT_CONFIG, ENV_CONFIG, Layout, read_layout
+from engine._paths import ENV_CONFIG, Layout, current_layout, default_config, read_layout
 from engine._runtime import install_uvloop, setup_logging
 
 
@@ -23,8 +23,16 @@ def _instance(
     cfg_dir: str | None = None,
     layout: Layout | None = None,
 ) -> Instance:
-    number = args.instance if args.instance is not None else cfg_instance
-    return Instance.resolve(number, args.data_dir or cfg_dir, args.port or cfg_port, layout)
+    """The instance named by the command line, else by the layout's settings
+    (`<PREFIX>_INSTANCE`, `_PORT`, `_DATA_DIR`), else by the config file."""
+    lay = layout or current_layout()
+    env = os.environ
+    number = args.instance
+    if number is None:
+        number = lay.default_instance() if env.get(lay.env("INSTANCE")) else cfg_instance
+    port = args.port or (None if env.get(lay.env("PORT")) else cfg_port)
+    data_dir = args.data_dir or (None if env.get(lay.env("DATA_DIR")) else cfg_dir)
+    return Instance.resolve(number, data_dir, port, lay)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -133,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("--port", type=int, default=None, help="anchor of the port block")
         p.add_argument(
             "--config",
-            default=os.environ.get(ENV_CONFIG) or str(DEFAULT_CONFIG),
+            default=os.environ.get(ENV_CONFIG) or str(default_config()),
             help="the engine's config (its `layout` names the data dir and ports)",
         )
         if name == "run":

@@ -21,7 +21,28 @@ import yaml
 ENGINE_PORTS = ("nats", "nats_monitor")
 ENV_CONFIG = "ENGINE_CONFIG"
 """The config file a process reads its layout from (set by the supervisor for workers)."""
-DEFAULT_CONFIG = Path(__file__).resolve().parents[1] / "config" / "engine.yaml"
+CONFIG_ENTRY_POINTS = "engine.config"
+"""Entry points naming an installed distribution's default config file (a path object or
+string), how a wheel install, with no checkout around it, finds one."""
+
+
+@functools.cache
+def default_config() -> Path:
+    """The checkout's `config/engine.yaml`; installed, the file the first `engine.config`
+    entry point names."""
+    checkout = Path(__file__).resolve().parents[1] / "config" / "engine.yaml"
+    if checkout.exists():
+        return checkout
+    from importlib.metadata import entry_points
+
+    for ep in entry_points(group=CONFIG_ENTRY_POINTS):
+        try:
+            path = Path(str(ep.load()))
+        except (ImportError, AttributeError):
+            continue
+        if path.exists():
+            return path
+    return checkout
 
 
 class Layout(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
@@ -120,8 +141,8 @@ def read_layout(path: str | os.PathLike[str] | None) -> Layout:
 
 @functools.cache
 def current_layout() -> Layout:
-    """This process's layout: from `ENGINE_CONFIG`, else the repository's config file."""
-    return read_layout(os.environ.get(ENV_CONFIG) or DEFAULT_CONFIG)
+    """This process's layout: from `ENGINE_CONFIG`, else the default config file."""
+    return read_layout(os.environ.get(ENV_CONFIG) or default_config())
 
 
 def default_data_dir(instance: int = 0) -> Path:

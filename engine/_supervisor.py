@@ -7,6 +7,7 @@ import contextlib
 import json
 import logging
 import os
+import secrets
 import signal
 import socket
 import sys
@@ -269,6 +270,9 @@ class Supervisor:
         self.credentials: str | None = None
         self.workers: list[ManagedWorker] = []
         self.started_at = time.time()
+        self.boot_id = secrets.token_hex(8)
+        """One per start of the instance, shared by every worker (ENGINE_BOOT_ID): replicas
+        of a worker report the same boot, a restart of the instance a new one."""
         self.stop_requested = asyncio.Event()
         self._lock = InstanceLock(inst)
         # Workers inherit the read end; only this process holds the write end, so when it
@@ -507,6 +511,7 @@ class Supervisor:
                 "ENGINE_INSTANCE": str(self.inst.number),
                 "ENGINE_DATA_DIR": str(self.inst.data_dir),
                 "ENGINE_SUPERVISOR_PID": str(os.getpid()),
+                "ENGINE_BOOT_ID": self.boot_id,
                 "ENGINE_SUPERVISOR_FD": str(self._lifeline_r),
                 "ENGINE_NAMESPACE": lay.name,
                 # The layout's own names (config/engine.yaml), so workers find the instance

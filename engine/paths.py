@@ -3,19 +3,18 @@ ports, as the engine config's `layout` says (see engine/_paths.py)."""
 
 from engine._instance import Instance, InstanceBusy, InstanceLock
 from engine._paths import (
-    DEFAULT_CONFIG,
     ENGINE_PORTS,
     ENV_CONFIG,
     Layout,
     Ports,
     current_layout,
+    default_config,
     default_data_dir,
     load_settings,
     read_layout,
 )
 
 __all__ = [
-    "DEFAULT_CONFIG",
     "ENGINE_PORTS",
     "ENV_CONFIG",
     "Instance",
@@ -24,6 +23,7 @@ __all__ = [
     "Layout",
     "Ports",
     "current_layout",
+    "default_config",
     "default_data_dir",
     "load_settings",
     "read_layout",

@@ -149,7 +149,7 @@ class CronTrigger:
         except nats.js.errors.NotFoundError:
             pass
         await js.publish(SCHED + spec.id, data, headers=headers)
-        log.info("cron %s (%s %s) -> %s", spec.id, cfg.schedule, cfg.tz or "UTC", spec.function_id)
+        log.debug("cron %s (%s %s) -> %s", spec.id, cfg.schedule, cfg.tz or "UTC", spec.function_id)
 
     async def _purge_orphans(self, js: JetStreamContext) -> None:
         """Drop schedules whose declaration was deleted while no cron worker ran; they would

@@ -97,7 +97,7 @@ class SubscribeTrigger:
             PREFIX + cfg.topic, queue=f"sub-{spec.id}", cb=on_msg
         )
         await client.nc.flush()
-        log.info("topic %s -> %s", cfg.topic, spec.function_id)
+        log.debug("topic %s -> %s", cfg.topic, spec.function_id)
 
     async def _call(self, client: Client, fid: str, cfg: SubscribeConfig, msg: Msg) -> None:
         try:

@@ -154,7 +154,7 @@ class QueueTrigger:
         )
         loop.start()
         self._loops[spec.key] = (cfg, spec.function_id, loop)
-        log.info("queue %s -> %s (concurrency %d)", cfg.queue, spec.function_id, cfg.concurrency)
+        log.debug("queue %s -> %s (concurrency %d)", cfg.queue, spec.function_id, cfg.concurrency)
 
     async def remove(self, key: str) -> None:
         entry = self._loops.pop(key, None)

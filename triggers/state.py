@@ -108,7 +108,7 @@ class StateTrigger(ConsumerBindings):
         loop = ConsumerLoop(self._client.nc, stream, durable, self._handler(spec, cfg))
         loop.start()
         self._loops[spec.key] = loop
-        log.info("state %s/%s -> %s", cfg.bucket, cfg.key, spec.function_id)
+        log.debug("state %s/%s -> %s", cfg.bucket, cfg.key, spec.function_id)
 
     def _handler(self, spec: TriggerSpec, cfg: StateConfig) -> Any:
         client, shadow = self._client, self._shadow

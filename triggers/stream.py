@@ -90,7 +90,7 @@ class StreamTrigger(ConsumerBindings):
         )
         loop.start()
         self._loops[spec.key] = loop
-        log.info(
+        log.debug(
             "stream %s%s -> %s",
             cfg.stream,
             f" ({cfg.subject})" if cfg.subject else "",

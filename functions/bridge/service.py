@@ -27,6 +27,7 @@ from functions.kernel.owned import OwnedService, routes
 from functions.kernel.records import Memory
 from functions.kernel.scrub import scrub
 from functions.kernel.store import StoreOwner
+from functions.kernel.text import clip
 from functions.memory.remember import remember
 from functions.memory.wire import RememberIn
 
@@ -235,7 +236,7 @@ class BridgeService(OwnedService[StoreOwner]):
     async def _write(self, path: Path, project: str, text: str) -> tuple[int, int]:
         live = await self._live(project)
         blocks = [
-            markdown.Block(title=m.title or m.content[:80], content=m.content, id=m.id)
+            markdown.Block(title=m.title or clip(m.content, 80), content=m.content, id=m.id)
             for m in live
         ]
         parsed = markdown.parse(text)

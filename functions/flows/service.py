@@ -11,6 +11,7 @@ import msgspec
 
 from engine import Context, FunctionError, Http, operation
 from functions.kernel.names import SOME_NAMES, TEXT, Names, at_least_one_of, names
+from functions.kernel.text import clip
 from functions.kernel.views import MemoryView
 from functions.memory import remember as remember_mod
 from functions.memory.wire import RememberIn
@@ -72,7 +73,7 @@ def workflow_text(actions: list[dict[str, Any]]) -> tuple[str, str, list[str]]:
     title = f"Workflow: {titles[0]}" + (f" (+{len(titles) - 1} steps)" if len(titles) > 1 else "")
     outcome = next((str(a["result"]) for a in reversed(ordered) if a.get("result")), "done")
     content = f"Goal: {titles[0]}\n\nSteps:\n" + "\n".join(steps) + f"\n\nOutcome: {outcome}"
-    return title[:120], content, tags[:20]
+    return clip(title, 120), content, tags[:20]
 
 
 TASK = "flow"

@@ -66,7 +66,9 @@ class MemoryStore:
     def __init__(self, client: Client) -> None:
         self.client = client
         self.events: Stream = events_stream(client)
-        self.boot_id = secrets.token_hex(8)
+        # The instance's boot (the supervisor gives every worker the same), so replicas
+        # behind one port answer one bootId; a process run alone gets its own.
+        self.boot_id = os.environ.get("ENGINE_BOOT_ID") or secrets.token_hex(8)
         self.started = time.time()
         self.isolated = os.environ.get("AGENTMEMORY_AGENT_SCOPE", "").lower() == "isolated"
         # upstream's AGENT_ID first (trimmed, 128 characters), ours as the older name

@@ -15,6 +15,7 @@ import msgspec
 from functions.kernel.records import Observation, Session, SessionSummary
 from functions.kernel.scrub import scrub
 from functions.kernel.steps import command_head, command_of, step_of
+from functions.kernel.text import clip
 
 MAX_STEPS = 200
 MAX_PROMPTS = 3
@@ -108,7 +109,7 @@ class SessionDigest:
             session_id=self.session_id,
             project=project,
             agent_id=(session.agent_id if session else "") or self.agent_id,
-            title=scrub(title[:120]),
+            title=scrub(clip(title, 120)),
             narrative=scrub(" ".join(parts)),
             decisions=[scrub(d) for _, d in sorted(self.decisions)],
             files=[scrub(f) for f in files],

@@ -95,6 +95,15 @@ async def import_(store: MemoryStore, req: ImportIn) -> ImportOut:
     doc = req.data if req.data is not None else req.export_data
     if doc is None:
         raise FunctionError("BAD_REQUEST", "the export document goes in `data`", field="data")
+    sections = ("sessions", "observations", "memories", "summaries")
+    if not isinstance(doc, dict) or not any(k in doc for k in (*sections, "version")):
+        found = ", ".join(sorted(doc)[:10]) if isinstance(doc, dict) else type(doc).__name__
+        raise FunctionError(
+            "BAD_REQUEST",
+            f"not an agentmemory export: it holds none of {', '.join(sections)} "
+            f"(found: {found or 'nothing'}); `agentmemory export` writes one",
+            field="data",
+        )
     doc = scrub_value(doc)  # before anything is decoded, hashed or stored
     sessions: list[Session] = _records(doc, "sessions", Session)
     observations: list[Observation] = _records(doc, "observations", Observation)

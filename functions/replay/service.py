@@ -297,6 +297,7 @@ class ReplayService:
                         "project": _project(s, req),
                         "agentId": req.agent_id,
                         "sourceIds": [s.session_id],
+                        "source": "import",  # said in an imported transcript, not typed in
                     },
                     timeout=LESSON_TIMEOUT,
                 )

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import msgspec
 
 from functions.kernel.records import Memory, Observation, SessionSummary
+from functions.kernel.text import clip
 from functions.search.analysis import entities, tokenize
 
 Record = Observation | Memory | SessionSummary
@@ -145,7 +146,7 @@ def document(record: Record, weights: FieldWeights) -> Document:
                 record.agent_id,
                 "",
                 record.updated_at or record.created_at,
-                record.title or record.content[:80],
+                record.title or clip(record.content, 80),
                 record.type,
                 8 if record.pinned else 6,
             ),

@@ -27,6 +27,7 @@ from functions.kernel.records import (
 )
 from functions.kernel.scrub import scrub_value
 from functions.kernel.store import MemoryStore
+from functions.kernel.text import clip
 from functions.memory.wire import from_wire
 from functions.team.book import TeamBook
 from functions.team.config import TeamConfig
@@ -229,7 +230,7 @@ class TeamService:
             if i.memory is not None and (i.item_type == "pattern" or i.memory.type == "pattern"):
                 patterns.append(i.memory.content[:100])
             if i.memory is not None and i.memory.type in ("pattern", "decision", "preference"):
-                conventions.append(i.memory.title or i.memory.content[:80])
+                conventions.append(i.memory.title or clip(i.memory.content, 80))
         return ProfileOut(
             team_id=team,
             members=sorted({i.shared_by for i in items}),

@@ -151,8 +151,7 @@ def wait_until(probe: Any, *, timeout: float = 10, what: str = "condition") -> A
         time.sleep(0.05)
 
 
-@pytest.fixture
-def stack(tmp_path: Path) -> Iterator[Stack]:
+def _new_stack(tmp_path: Path) -> Stack:
     home = tmp_path / "home"
     home.mkdir()
     project = tmp_path / "payments-svc"
@@ -161,7 +160,21 @@ def stack(tmp_path: Path) -> Iterator[Stack]:
         k: v for k, v in os.environ.items() if not k.startswith(("AGENTMEMORY_", "ENGINE_", "XDG_"))
     }
     env.update(HOME=str(home), PYTHONPATH=str(ROOT), AGENTMEMORY_SPOOL_DIR=str(home / "spool"))
-    st = Stack(home, tmp_path / "data", free_block(), engine_config(tmp_path), project, env)
+    return Stack(home, tmp_path / "data", free_block(), engine_config(tmp_path), project, env)
+
+
+@pytest.fixture
+def stack(tmp_path: Path) -> Iterator[Stack]:
+    st = _new_stack(tmp_path)
+    yield st
+    _teardown(st)
+
+
+@pytest.fixture(scope="module")
+def running_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    """One started stack for a module's tests that only read from it or add to it."""
+    st = _new_stack(tmp_path_factory.mktemp("stack"))
+    st.start()
     yield st
     _teardown(st)
 

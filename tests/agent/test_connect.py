@@ -8,6 +8,7 @@ from pathlib import Path
 import tomlkit
 
 from tests.agent.conftest import Stack
+from workers.cli.agents import CLAUDE_EVENTS
 from workers.cli.connect import plan
 
 
@@ -90,6 +91,8 @@ def test_dry_run_diff_keeps_long_lines_whole_when_piped(stack: Stack) -> None:
     out = stack.cli("connect", "claude-code", "--with-hooks", "--dry-run").stdout
     lines = out.splitlines()
     commands = [ln for ln in lines if '"command": "AGENTMEMORY_URL=' in ln]
-    assert len(commands) == 10 and all(ln.endswith('claude_code.py",') for ln in commands)
+    assert len(commands) == len(CLAUDE_EVENTS) == 12 and all(
+        ln.endswith('claude_code.py",') for ln in commands
+    )
     assert max(map(len, commands)) > 80
     assert '-{"model": "opus"}' in lines and "\\ No newline at end of file" in lines

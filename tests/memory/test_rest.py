@@ -21,7 +21,7 @@ async def test_livez_and_health_are_public_with_the_upstream_shape(rest: httpx.A
 async def test_protected_routes_need_the_bearer(rest: httpx.AsyncClient) -> None:
     r = await rest.get("/agentmemory/sessions", headers={"Authorization": "Bearer wrong"})
     assert r.status_code == 401
-    assert r.json() == {"error": "unauthorized"}
+    assert r.json()["error"]["code"] == "UNAUTHORIZED"  # the shape of every other error
 
 
 async def test_observe_replies_201_then_200_for_a_replay_with_boot_id(

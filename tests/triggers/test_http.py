@@ -48,11 +48,13 @@ async def test_route_hands_the_function_method_path_params_query_headers_and_bod
     assert "authorization" not in got["headers"]  # the secret never reaches the function
 
 
-async def test_missing_or_wrong_bearer_is_401_with_the_upstream_body(http) -> None:
+async def test_missing_or_wrong_bearer_is_401_in_the_one_error_shape(http) -> None:
     for headers in ({}, {"Authorization": "Bearer nope"}, {"Authorization": f"Basic {SECRET}"}):
         r = await http.get("/t/echo/x", headers=headers)
         assert r.status_code == 401
-        assert r.content == b'{"error":"unauthorized"}'
+        err = r.json()["error"]
+        assert (err["code"], err["field"]) == ("UNAUTHORIZED", "authorization")
+        assert "Authorization: Bearer" in err["message"]
 
 
 async def test_route_with_auth_none_needs_no_bearer(http) -> None:
@@ -118,7 +120,7 @@ async def test_function_error_maps_to_its_status_and_field(http) -> None:
         "retryable": True,
     }
     r = await http.get("/t/fail?code=UNAUTHORIZED", headers=AUTH)
-    assert (r.status_code, r.content) == (401, b'{"error":"unauthorized"}')
+    assert (r.status_code, r.json()["error"]["code"]) == (401, "UNAUTHORIZED")
 
 
 async def test_crashing_handler_is_500_without_internals(http) -> None:
@@ -308,7 +310,7 @@ async def test_openapi_documents_declared_routes_where_their_requests_come_from(
     outcome = doc["paths"]["/t/outcome"]["post"]["responses"]
     assert {"200", "201", "401"} <= set(outcome)
     unauthorized = outcome["401"]["content"]["application/json"]["schema"]
-    assert unauthorized["properties"]["error"]["enum"] == ["unauthorized"]
+    assert unauthorized["properties"]["error"]["required"] == ["code", "message"]
 
 
 async def test_a_route_a_worker_no_longer_declares_is_removed_when_it_starts(

@@ -30,8 +30,15 @@ Send = Callable[[Message], Awaitable[None]]
 
 WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 _JSON = b"application/json"
-_UNAUTHORIZED = b'{"error":"unauthorized"}'
 _TOO_DEEP = object()
+# The one error shape, for a refused bearer token too (upstream's bare {"error":
+# "unauthorized"} is read by none of its clients).
+_UNAUTHORIZED = FunctionError(
+    "UNAUTHORIZED",
+    "missing or wrong bearer token: send `Authorization: Bearer <secret>`",
+    field="authorization",
+    status=401,
+).encode()
 _any_decoder = msgspec.json.Decoder()
 _encoder = msgspec.json.Encoder()
 
@@ -52,9 +59,18 @@ class _Reject(Exception):
 
 
 def error_body(err: FunctionError) -> bytes:
-    if err.status == 401:  # upstream clients compare this body exactly
-        return _UNAUTHORIZED
     return err.encode()
+
+
+def _headless(send: Send) -> Send:
+    """`send` for a HEAD request: the GET's status and headers, no body."""
+
+    async def without_body(message: Message) -> None:
+        if message["type"] == "http.response.body":
+            message = {**message, "body": b""}
+        await send(message)
+
+    return without_body
 
 
 _HTTP_TRIGGER = {HDR_TRIGGER: "http"}
@@ -84,6 +100,8 @@ class HttpApp:
     # ---- one request ------------------------------------------------------------------
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
         method: str = scope["method"]
+        if method == "HEAD":  # every GET route answers HEAD (a liveness probe's favourite)
+            method, send = "GET", _headless(send)
         path: str = scope["path"]
         headers: dict[str, str] = {
             k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]

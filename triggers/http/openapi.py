@@ -29,11 +29,7 @@ ERROR_SCHEMA = {
     },
     "required": ["error"],
 }
-UNAUTHORIZED_SCHEMA = {
-    "type": "object",
-    "properties": {"error": {"type": "string", "enum": ["unauthorized"]}},
-    "required": ["error"],
-}
+UNAUTHORIZED_SCHEMA = ERROR_SCHEMA
 
 
 def _hoist(schema: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:

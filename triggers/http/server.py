@@ -34,7 +34,7 @@ class HttpTrigger:
 
     async def apply(self, spec: TriggerSpec) -> None:
         self.table.put(route_from_spec(spec))
-        log.info(
+        log.debug(
             "route %s %s -> %s",
             spec.config.get("method", "GET"),
             spec.config.get("path"),
@@ -68,7 +68,13 @@ class HttpTrigger:
         self._task = await serve_in_background(
             self._server, listen_socket(settings.host, settings.port)
         )
-        log.info("http trigger listening on %s:%d", settings.host, settings.port)
+        # One line for what is served; each route is a debug line (ENGINE_LOG_LEVEL=DEBUG).
+        log.info(
+            "http trigger listening on %s:%d, %d routes",
+            settings.host,
+            settings.port,
+            len(self.table.routes()),
+        )
 
     async def stop(self) -> None:
         if self._server is not None and self._task is not None:

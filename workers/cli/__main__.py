@@ -1,6 +1,6 @@
 """`python -m workers.cli`: the agentmemory command line."""
 
-from workers.cli.main import main
+from workers.cli.entry import main
 
 if __name__ == "__main__":
     main()

@@ -1,321 +1,162 @@
-"""`agentmemory connect <agent>`: merge our MCP server and hooks into an agent's config.
+"""`agentmemory connect <agent>`: merge our MCP server (and hooks, where the agent runs
+them) into the files the agent reads, or take them out again.
 
 Every change is a merge: other servers, hooks and keys stay as they were; our own earlier
-entries are replaced, so connecting twice changes nothing. Files are written atomically
-after a one-time `.bak` copy of the original.
+entries are replaced, so connecting twice changes nothing. Each file is read once and
+changed in memory, so two wirings in one file (Devin's servers and hooks) are one change.
 """
 
 from __future__ import annotations
 
-import difflib
 import json
-import os
-import shlex
-import shutil
-import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-import tomlkit
+from workers.cli import formats, merge
+from workers.cli.agents import AGENTS, NAMES, agent
+from workers.cli.formats import SERVER_NAME, entry
+from workers.cli.wiring import Wiring, hook_target, wiring
 
-from workers.hooks import SCRIPTS
+HOOK_AGENTS = tuple(a.name for a in AGENTS if a.hooks is not None or a.format == "extension")
+GUIDELINE = """## Memory (agentmemory)
 
-AGENTS = ("claude-code", "codex", "cursor", "gemini-cli", "opencode", "mcp")
-SERVER_NAME = "agentmemory"
+You have long-term memory across sessions through the agentmemory MCP server.
+- Before starting a task, call `memory_smart_search` with the task in a few words to find
+  past decisions, fixes and preferences instead of asking the user again.
+- When something is settled (a decision and its reason, a root cause, a convention, a user
+  preference), save it with `memory_save` as one self-contained statement.
+- When the user corrects you, save the rule with `memory_lesson_save`.
+Save facts, not transcripts; never save secrets."""
 
-CLAUDE_EVENTS = (
-    "SessionStart",
-    "UserPromptSubmit",
-    "PreToolUse",
-    "PostToolUse",
-    "PostToolUseFailure",
-    "PreCompact",
-    "SubagentStart",
-    "SubagentStop",
-    "Stop",
-    "SessionEnd",
-)
-CODEX_EVENTS = (
-    "SessionStart",
-    "UserPromptSubmit",
-    "PreToolUse",
-    "PostToolUse",
-    "PreCompact",
-    "Stop",
-)
-TOOL_EVENTS = {"PreToolUse", "PostToolUse", "PostToolUseFailure"}
+__all__ = [
+    "AGENTS",
+    "NAMES",
+    "SERVER_NAME",
+    "Plan",
+    "Wiring",
+    "hook_target",
+    "plan",
+    "unplan",
+    "wire",
+    "wiring",
+]
 
 
 @dataclass
-class Change:
-    path: Path
-    before: str
-    after: str
+class Plan:
+    """The file changes that (un)wire one agent, and what to tell the user."""
 
-    @property
-    def changed(self) -> bool:
-        return self.before != self.after
-
-    def diff(self) -> str:
-        lines = difflib.unified_diff(
-            self.before.splitlines(keepends=True),
-            self.after.splitlines(keepends=True),
-            fromfile=f"{self.path} (before)",
-            tofile=f"{self.path} (after)",
-        )
-        # A file without a final newline would glue its last line to the next one.
-        return "".join(
-            ln if ln.endswith("\n") else ln + "\n\\ No newline at end of file\n" for ln in lines
-        )
-
-    def write(self) -> None:
-        if not self.changed:
-            return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        backup = self.path.with_name(self.path.name + ".agentmemory.bak")
-        if self.path.exists() and not backup.exists():
-            shutil.copy2(self.path, backup)
-        tmp = self.path.with_name(self.path.name + ".tmp")
-        tmp.write_text(self.after)
-        if self.path.exists():
-            os.chmod(tmp, self.path.stat().st_mode & 0o777)
-        os.replace(tmp, self.path)
+    changes: list[merge.Change] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    hooks: bool = False
+    """Hooks were part of the change."""
 
 
-def mcp_command() -> list[str]:
-    script = Path(sys.executable).parent / "agentmemory"
-    if script.exists():
-        return [str(script), "mcp"]
-    return [sys.executable, "-m", "workers.cli.main", "mcp"]
-
-
-def hook_command(host: str, url: str = "") -> str:
-    # The real interpreter, not a venv or pyenv shim: a shim is a shell script that
-    # costs more than the hook itself. `-S` skips site-packages: hooks are stdlib-only.
-    python = os.path.realpath(sys.executable)
-    prefix = f"AGENTMEMORY_URL={shlex.quote(url)} " if url else ""
-    return f"{prefix}{shlex.quote(python)} -S {shlex.quote(str(SCRIPTS[host]))}"
-
-
-def _read(path: Path) -> str:
-    return path.read_text() if path.exists() else ""
-
-
-def _load_json(path: Path, text: str) -> dict[str, Any]:
-    if not text.strip():
-        return {}
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise ValueError(f"{path} is not valid JSON ({exc}); fix it or move it aside") from None
-    if not isinstance(data, dict):
-        raise ValueError(f"{path} does not hold a JSON object")
-    return data
-
-
-def _dump_json(data: dict[str, Any]) -> str:
-    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
-
-
-def merge_mcp_json(
-    path: Path,
-    key: str = "mcpServers",
-    entry: dict[str, Any] | None = None,
-    env: dict[str, str] | None = None,
-) -> Change:
-    before = _read(path)
-    data = _load_json(path, before)
-    cmd = mcp_command()
-    servers = data.setdefault(key, {})
-    if not isinstance(servers, dict):
-        raise ValueError(f"{path}: `{key}` is not an object")
-    servers[SERVER_NAME] = entry or {
-        "type": "stdio",
-        "command": cmd[0],
-        "args": cmd[1:],
-        "env": env or {},
-    }
-    return Change(path, before, _dump_json(data))
-
-
-def _ours(hook: Any, host: str) -> bool:
-    command = hook.get("command", "") if isinstance(hook, dict) else ""
-    return isinstance(command, str) and SCRIPTS[host].name in command and "hooks" in command
-
-
-def merge_hooks_json(path: Path, host: str, events: tuple[str, ...], url: str = "") -> Change:
-    before = _read(path)
-    data = _load_json(path, before)
-    hooks = data.setdefault("hooks", {})
-    if not isinstance(hooks, dict):
-        raise ValueError(f"{path}: `hooks` is not an object")
-    command = hook_command(host, url)
-    for event in events:
-        groups = [g for g in hooks.get(event, []) if isinstance(g, dict)]
-        kept = []
-        for group in groups:
-            group["hooks"] = [h for h in group.get("hooks", []) if not _ours(h, host)]
-            if group["hooks"]:
-                kept.append(group)
-        ours: dict[str, Any] = {"hooks": [{"type": "command", "command": command, "timeout": 10}]}
-        if event in TOOL_EVENTS:
-            ours = {"matcher": "*", **ours}
-        hooks[event] = [*kept, ours]
-    return Change(path, before, _dump_json(data))
-
-
-def merge_codex_toml(path: Path, with_hooks: bool, env: dict[str, str] | None = None) -> Change:
-    before = _read(path)
-    try:
-        doc = tomlkit.parse(before) if before.strip() else tomlkit.document()
-    except Exception as exc:
-        raise ValueError(f"{path} is not valid TOML ({exc}); fix it or move it aside") from None
-    cmd = mcp_command()
-    servers = doc.get("mcp_servers")
-    if servers is None:
-        servers = tomlkit.table(is_super_table=True)
-        doc["mcp_servers"] = servers
-    entry = tomlkit.table()
-    entry["command"] = cmd[0]
-    entry["args"] = cmd[1:]
-    if env:
-        entry["env"] = env
-    servers[SERVER_NAME] = entry
-    if with_hooks:
-        features = doc.get("features")
-        if features is None:
-            features = tomlkit.table()
-            doc["features"] = features
-        features["codex_hooks"] = True
-    return Change(path, before, tomlkit.dumps(doc))
-
-
+# ---- wiring ------------------------------------------------------------------------
 def plan(
-    agent: str,
+    name: str,
     home: Path,
-    with_hooks: bool,
+    with_hooks: bool = False,
     hook_url: str = "",
     mcp_env: dict[str, str] | None = None,
-) -> list[Change]:
-    """The file changes that wire `agent` to agentmemory (nothing written yet).
+    *,
+    guidelines: bool = True,
+) -> list[merge.Change]:
+    """The file changes that wire `name` (nothing written yet)."""
+    return wire(name, home, with_hooks, hook_url, mcp_env, guidelines=guidelines).changes
 
-    A non-default server is named by `hook_url` (put into the hook commands, which read
-    nothing else) and by `mcp_env` (the MCP server's environment).
-    """
-    env = mcp_env or None
-    mcp_file, hooks_file = config_files(agent, home)
-    changes: list[Change]
-    if agent == "codex":
-        changes = [merge_codex_toml(mcp_file, with_hooks, env)]
-    elif agent == "opencode":
-        cmd = mcp_command()
-        entry: dict[str, Any] = {"type": "local", "command": cmd, "enabled": True}
-        if env:
-            entry["environment"] = env
-        changes = [merge_mcp_json(mcp_file, "mcp", entry)]
+
+def wire(
+    name: str,
+    home: Path,
+    with_hooks: bool = False,
+    hook_url: str = "",
+    mcp_env: dict[str, str] | None = None,
+    *,
+    guidelines: bool = True,
+) -> Plan:
+    a = agent(name)
+    env = dict(mcp_env or {})
+    fs, out = formats.Files(), Plan()
+    path = a.file(home)
+    if a.format == "none":
+        out.notes.append(a.note)
+        return out
+    if a.format == "extension":
+        fs.set_text(path, formats.pi_extension(hook_url))
+        out.hooks = True
+    elif a.format == "toml":
+        formats.codex_server(fs.toml(path), env, with_hooks)
+    elif a.shape == "continue":
+        formats.continue_server(fs, path, env)
+    elif a.shape == "dsh":
+        formats.dsh_rows(fs, a, path, env, with_hooks, hook_url)
+    elif a.format == "yaml":
+        doc = fs.yaml(path, formats.yaml_map())
+        if doc.get(a.key) is None:
+            doc[a.key] = formats.yaml_map()
+        doc[a.key][SERVER_NAME] = entry(a.shape, env)
     else:
-        changes = [merge_mcp_json(mcp_file, env=env)]
-    if with_hooks and hooks_file is not None:
-        events = CLAUDE_EVENTS if agent == "claude-code" else CODEX_EVENTS
-        changes.append(merge_hooks_json(hooks_file, agent, events, hook_url))
-    return changes
+        merge.table(fs.json(path), a.key, path)[SERVER_NAME] = entry(a.shape, env)
+    if with_hooks and a.hooks is not None:
+        if a.shape != "dsh":
+            formats.hooks_json(
+                fs.json(a.hooks.file(home)), a, a.hooks, hook_url, a.hooks.file(home)
+            )
+        out.hooks = True
+    elif with_hooks and a.format != "extension":
+        out.notes.append(f"{a.display} runs no hooks agentmemory installs: MCP only")
+    if guidelines and a.guideline is not None and a.hooks is None:
+        g = a.guideline(home)
+        fs.set_text(g, merge.upsert_block(fs.text(g), GUIDELINE))
+    if a.note:
+        out.notes.append(a.note)
+    out.changes = fs.changes()
+    return out
 
 
-def config_files(agent: str, home: Path) -> tuple[Path, Path | None]:
-    """The agent's MCP config file and its hooks file (None: the agent has no hooks)."""
-    if agent == "claude-code":
-        return home / ".claude.json", home / ".claude" / "settings.json"
-    if agent == "codex":
-        return home / ".codex" / "config.toml", home / ".codex" / "hooks.json"
-    if agent == "cursor":
-        return home / ".cursor" / "mcp.json", None
-    if agent == "gemini-cli":
-        return home / ".gemini" / "settings.json", None
-    if agent == "opencode":
-        return home / ".config" / "opencode" / "opencode.json", None
-    raise ValueError(f"unknown agent {agent!r}; choose one of {', '.join(AGENTS)}")
+def unplan(name: str, home: Path) -> Plan:
+    """The changes that take our entries out of `name`'s files (others stay)."""
+    a = agent(name)
+    fs, out = formats.Files(), Plan()
+    path = a.file(home)
+    if a.format == "none" or (a.format != "extension" and not path.exists()):
+        return out
+    if a.format == "extension":
+        fs.set_text(path, "")
+    elif a.format == "toml":
+        servers = fs.toml(path).get(a.key)
+        if servers is not None and SERVER_NAME in servers:
+            del servers[SERVER_NAME]
+    elif a.shape == "continue":
+        doc = fs.yaml(path, None)
+        if doc is not None and isinstance(doc.get("mcpServers"), list):
+            doc["mcpServers"] = [s for s in doc["mcpServers"] if not formats.named(s)]
+    elif a.shape == "dsh":
+        rows = fs.yaml(path, None)
+        if isinstance(rows, list):
+            rows[:] = [r for r in rows if not formats.dsh_ours(r)]
+    elif a.format == "yaml":
+        doc = fs.yaml(path, None)
+        if doc is not None and isinstance(doc.get(a.key), dict):
+            doc[a.key].pop(SERVER_NAME, None)
+    else:
+        servers = fs.json(path).get(a.key)
+        if isinstance(servers, dict):
+            servers.pop(SERVER_NAME, None)
+    if a.hooks is not None and a.hooks.file(home).exists():
+        hooks = fs.json(a.hooks.file(home)).get(a.hooks.key)
+        if isinstance(hooks, dict):
+            formats.drop_our_hooks(hooks, a.hooks.script)
+            out.hooks = True
+    if a.guideline is not None and a.guideline(home).exists():
+        g = a.guideline(home)
+        fs.set_text(g, merge.drop_block(fs.text(g)))
+    out.changes = [c for c in fs.changes() if c.changed]
+    return out
 
 
-HOOK_AGENTS = tuple(SCRIPTS)
-
-
-@dataclass
-class Wiring:
-    """What an agent's config holds of ours (read back for `doctor`)."""
-
-    agent: str
-    mcp_command: list[str]
-    hook_commands: list[str]
-
-    @property
-    def connected(self) -> bool:
-        return bool(self.mcp_command or self.hook_commands)
-
-
-def wiring(agent: str, home: Path) -> Wiring:
-    mcp_file, hooks_file = config_files(agent, home)
-    command: list[str] = []
-    try:
-        entry = _our_mcp_entry(agent, mcp_file)
-    except (OSError, ValueError, AttributeError):  # unreadable, or not the shape we write
-        entry = None
-    if isinstance(entry, dict):
-        raw = entry.get("command")
-        args = entry.get("args") or []
-        if isinstance(raw, str):
-            command = [raw, *(str(a) for a in args if isinstance(a, str | int))]
-        elif isinstance(raw, list):
-            command = [str(c) for c in raw]
-    hooks: list[str] = []
-    if hooks_file is not None:
-        try:
-            groups = _load_json(hooks_file, _read(hooks_file)).get("hooks", {})
-        except (OSError, ValueError):
-            groups = {}
-        hooks = [
-            hook["command"]
-            for event_groups in (list(groups.values()) if isinstance(groups, dict) else [])
-            for group in _list(event_groups)
-            for hook in _list(group.get("hooks") if isinstance(group, dict) else None)
-            if _ours(hook, agent)
-        ]
-    return Wiring(agent, command, hooks)
-
-
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
-def _our_mcp_entry(agent: str, path: Path) -> Any:
-    text = _read(path)
-    if not text.strip():
-        return None
-    if agent == "codex":
-        servers = tomlkit.parse(text).get("mcp_servers") or {}
-        entry = servers.get(SERVER_NAME)
-        return entry.unwrap() if entry is not None else None
-    servers = _load_json(path, text).get("mcp" if agent == "opencode" else "mcpServers")
-    return servers.get(SERVER_NAME) if isinstance(servers, dict) else None
-
-
-def hook_target(command: str) -> tuple[str, list[str]]:
-    """The URL an installed hook command sends to ("" when it names none) and the files
-    it runs (interpreter and script), as `hook_command` wrote them."""
-    try:
-        words = shlex.split(command)
-    except ValueError:
-        return "", []
-    url = ""
-    while words and "=" in words[0] and not words[0].startswith(("/", ".")):
-        key, _, value = words.pop(0).partition("=")
-        if key == "AGENTMEMORY_URL":
-            url = value
-    files = [w for w in words if not w.startswith("-")]
-    return url, files[:2]
-
-
-def generic_block() -> str:
-    cmd = mcp_command()
-    block = {"mcpServers": {SERVER_NAME: {"command": cmd[0], "args": cmd[1:]}}}
-    return json.dumps(block, indent=2)
+def generic_block(env: dict[str, str] | None = None) -> str:
+    """An `mcpServers` block for any MCP client, pointing at the chosen instance."""
+    item = entry("plain", dict(env or {}))
+    return json.dumps({"mcpServers": {SERVER_NAME: item}}, indent=2)

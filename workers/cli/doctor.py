@@ -150,7 +150,7 @@ def _rest(target: Target) -> list[Check]:
 
 
 def _agents(target: Target, home: Path, chosen: list[str]) -> list[Check]:
-    wired = {a: connect.wiring(a, home) for a in connect.AGENTS if a != "mcp"}
+    wired = {a.name: connect.wiring(a.name, home) for a in connect.AGENTS}
     judged = [a for a, w in wired.items() if w.connected or a in chosen]
     if not judged:
         return [

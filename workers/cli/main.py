@@ -6,15 +6,16 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
 from rich.panel import Panel
 
 from engine.paths import load_settings
+from workers import ENGINE_CONFIG
 from workers.cli import connect as connect_mod
-from workers.cli import supervisor
+from workers.cli import datadir, supervisor
 from workers.cli.app import (
     DataDir,
     InstanceOpt,
@@ -26,7 +27,7 @@ from workers.cli.app import (
     out,
     target_of,
 )
-from workers.cli.target import DEFAULT_CONFIG, Target, register
+from workers.cli.target import Target, register
 
 
 @app.callback(invoke_without_command=True)
@@ -62,7 +63,7 @@ def _ready_panel(target: Target, pid: int | None = None) -> Panel:
 def start(
     ctx: typer.Context,
     detach: Annotated[bool, typer.Option("--detach", "-d", help="Run in the background.")] = False,
-    config: Annotated[Path, typer.Option(help="Engine config.")] = DEFAULT_CONFIG,
+    config: Annotated[Path, typer.Option(help="Engine config.")] = ENGINE_CONFIG,
     data_dir: DataDir = None,
     port: Port = None,
     instance: InstanceOpt = None,
@@ -70,6 +71,11 @@ def start(
     """Start the engine and the memory service (foreground unless --detach)."""
     target = target_of(ctx, data_dir, port, instance, local=True)
     running = target.instance.running_pid()
+    if not running:
+        try:
+            datadir.migrate(target.instance.data_dir)  # stamps a new one; refuses a newer one
+        except datadir.TooNew as exc:
+            raise fail(str(exc)) from None
     if running:
         supervisor.drain_spool(target)  # what `doctor` suggests for a backlog
         out.print(_ready_panel(target, running))
@@ -150,9 +156,10 @@ def doctor(
     Exits 0 when every check passes, 1 when one fails."""
     from workers.cli import doctor as doc
 
-    unknown = [a for a in agent or [] if a not in connect_mod.AGENTS or a == "mcp"]
+    names = [a.name for a in connect_mod.AGENTS]
+    unknown = [a for a in agent or [] if a not in names]
     if unknown:
-        choices = ", ".join(a for a in connect_mod.AGENTS if a != "mcp")
+        choices = ", ".join(names)
         raise fail(f"unknown agent {unknown[0]!r} for --agent; choose one of {choices}", 2)
     checks = doc.run(target_of(ctx, data_dir, port, instance, url), Path.home(), agent)
     for c in checks:
@@ -170,40 +177,50 @@ def doctor(
 @app.command()
 def connect(
     ctx: typer.Context,
-    agent: Annotated[str, typer.Argument(help=f"One of: {', '.join(connect_mod.AGENTS)}")],
+    agent: Annotated[str, typer.Argument(help=f"One of: {', '.join(connect_mod.NAMES)}")],
     with_hooks: Annotated[
-        bool, typer.Option("--with-hooks", help="Also install capture hooks.")
+        bool,
+        typer.Option(
+            "--with-hooks", help="Also install capture hooks (where the agent runs them)."
+        ),
     ] = False,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Print the change, write nothing.")
     ] = False,
+    remove: Annotated[
+        bool, typer.Option("--remove", help="Take agentmemory out of the agent's config.")
+    ] = False,
+    guidelines: Annotated[
+        bool,
+        typer.Option(
+            "--guidelines/--no-guidelines",
+            help="For an agent without hooks, a short memory guideline in its rules file.",
+        ),
+    ] = True,
     data_dir: DataDir = None,
     port: Port = None,
     instance: InstanceOpt = None,
     url: UrlOpt = None,
 ) -> None:
     """Wire an agent to agentmemory (merges into its config, keeps other entries)."""
-    if agent == "mcp":
-        out.print(connect_mod.generic_block(), markup=False)
-        return
     target = target_of(ctx, data_dir, port, instance, url)
-    hook_url, mcp_env = "", {}
-    if target.remote:
-        # The MCP server reads AGENTMEMORY_URL too and then speaks REST to it.
-        hook_url, mcp_env = target.url, {"AGENTMEMORY_URL": target.url}
-    elif target.flags():
-        # A non-default instance: the hooks get its URL; the MCP server its data dir and
-        # port as an instance-0 anchor, which resolves to exactly these paths and ports.
-        hook_url = target.url
-        mcp_env = {
-            "AGENTMEMORY_DATA_DIR": str(target.instance.data_dir),
-            "AGENTMEMORY_PORT": str(target.instance.ports.rest),
-        }
+    env = target.selection_env()
+    if agent == "mcp":
+        out.print(connect_mod.generic_block(env), markup=False)
+        return
+    # Hooks read nothing but their command line and AGENTMEMORY_URL: a non-default server is
+    # named there; the MCP server gets the variables that select the instance.
+    hook_url = target.url if env else ""
     try:
-        changes = connect_mod.plan(agent, Path.home(), with_hooks, hook_url, mcp_env)
+        if remove:
+            result = connect_mod.unplan(agent, Path.home())
+        else:
+            result = connect_mod.wire(
+                agent, Path.home(), with_hooks, hook_url, env, guidelines=guidelines
+            )
     except ValueError as exc:
         raise fail(str(exc), 2) from None
-    for ch in changes:
+    for ch in result.changes:
         if not ch.changed:
             out.print(f"unchanged {ch.path}")
         elif dry_run:
@@ -211,15 +228,36 @@ def connect(
         else:
             ch.write()
             out.print(f"[green]updated[/green] {ch.path}")
-    if with_hooks and not dry_run:
+    if remove and not result.changes:
+        out.print(f"{agent}: nothing of agentmemory's to remove")
+    for note in result.notes:
+        out.print(note, highlight=False)
+    if result.hooks and with_hooks and not dry_run and not remove:
         out.print("hooks installed; start a new agent session to use them")
 
 
 @app.command()
-def mcp() -> None:
-    """Serve MCP on stdio (for an agent's mcpServers entry)."""
+def mcp(
+    ctx: typer.Context,
+    data_dir: DataDir = None,
+    port: Port = None,
+    instance: InstanceOpt = None,
+    url: UrlOpt = None,
+) -> None:
+    """Serve MCP on stdio (for an agent's mcpServers entry). Starts the service when none
+    runs on the instance (AGENTMEMORY_MCP_AUTOSTART=false: report it instead)."""
+    import os
+
     from workers.mcp.server import main as serve
 
+    base: dict[str, Any] = ctx.obj or {}
+    chosen = [data_dir, port, instance, url, *base.values()]
+    if any(v is not None for v in chosen):
+        # The server resolves its instance from the environment, as an agent's config sets it.
+        chosen_env = target_of(ctx, data_dir, port, instance, url).selection_env()
+        for name in ("INSTANCE", "DATA_DIR", "PORT", "URL"):
+            os.environ.pop(f"AGENTMEMORY_{name}", None)
+        os.environ.update(chosen_env)
     serve()
 
 
@@ -249,9 +287,9 @@ def console(
 
 def main() -> None:
     # Imported here so that `--help` lists start, stop and status first.
-    from workers.cli import memory_cmds
+    from workers.cli import memory_cmds, setup_cmds
 
-    del memory_cmds  # registered on `app` by importing it
+    del memory_cmds, setup_cmds  # registered on `app` by importing them
     app()
 
 

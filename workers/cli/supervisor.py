@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from workers.cli.target import ROOT, ServiceError, Target
+from workers.cli.target import CHECKOUT, ROOT, ServiceError, Target
 from workers.hooks import SCRIPTS
 
 READY_LINE = "engine ready:"
@@ -36,7 +36,8 @@ def engine_command(target: Target, config: Path, *extra: str) -> list[str]:
 
 def _env() -> dict[str, str]:
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    if CHECKOUT:  # the engine and its workers import the same tree as this process
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     return env
 
 

@@ -15,7 +15,8 @@ import httpx
 from engine.paths import Instance, Ports, current_layout, default_data_dir
 
 ROOT = Path(__file__).resolve().parents[2]
-DEFAULT_CONFIG = ROOT / "config" / "engine.yaml"
+CHECKOUT = (ROOT / "pyproject.toml").exists()
+"""Run from the repository (tests, `make run`) rather than from an installed wheel."""
 
 
 class ServiceError(Exception):
@@ -90,6 +91,29 @@ class Target:
         if self.remote and not local:
             out += ["--url", self.url]
         return out
+
+    def selection_env(self) -> dict[str, str]:
+        """The variables that make a process started elsewhere (an agent's MCP server, a
+        printed config) reach this same server: none for the default instance."""
+        if self.remote:
+            return {"AGENTMEMORY_URL": self.url}
+        lay, number = self.instance.layout, self.instance.number
+        data = self.instance.data_dir
+        xdg = os.environ.get("XDG_DATA_HOME")
+        pristine = ((Path(xdg) if xdg else Path.home() / ".local" / "share") / lay.name).resolve()
+        env: dict[str, str] = {}
+        root = data.parent if number and data.name == f"instance-{number}" else data
+        if number and root == data:
+            # A data dir of its own, outside the layout's: named exactly, with the block's
+            # first port as its anchor (instance 0 of that data dir resolves to both).
+            return {lay.env("DATA_DIR"): str(data), lay.env("PORT"): str(self.instance.ports.rest)}
+        if number:
+            env[lay.env("INSTANCE")] = str(number)
+        if root != pristine:
+            env[lay.env("DATA_DIR")] = str(root)
+        if self.anchor != lay.anchor:
+            env[lay.env("PORT")] = str(self.anchor)
+        return env
 
     def hint(self, command: str, *, local: bool = False) -> str:
         """`agentmemory <command>` with this instance's flags, ready to copy and paste."""

@@ -161,6 +161,18 @@ def notification(settings: core.Settings, base: dict[str, Any], p: dict[str, Any
         _observe(settings, base, "notification", data, "")
 
 
+def task_completed(settings: core.Settings, base: dict[str, Any], p: dict[str, Any]) -> None:
+    data = {
+        "task_id": str(p.get("task_id") or ""),
+        "task_subject": str(p.get("task_subject") or ""),
+        "task_description": core.truncate(p.get("task_description") or "", 2000),
+        "teammate_name": str(p.get("teammate_name") or ""),
+        "team_name": str(p.get("team_name") or ""),
+    }
+    if data["task_subject"] or data["task_description"] or data["task_id"]:
+        _observe(settings, base, "task_completed", data, "")
+
+
 def stop(settings: core.Settings, base: dict[str, Any], p: dict[str, Any]) -> None:
     # Upstream ends the session after every assistant turn; the server treats it as idempotent.
     body = {"sessionId": base["sessionId"], "project": base["project"]}
@@ -186,6 +198,7 @@ _HANDLERS = {
     "SubagentStart": subagent_start,
     "SubagentStop": subagent_stop,
     "Notification": notification,
+    "TaskCompleted": task_completed,
     "Stop": stop,
     "SessionEnd": session_end,
 }
@@ -203,7 +216,11 @@ def main(host: str, events: frozenset[str]) -> None:
             sys.stdout.write(_wire.dumps({"delivered": done, "kept": kept}) + "\n")
             return
         payload = core.read_stdin()
-        handle(host, events, payload, sys.argv[1] if len(sys.argv) > 1 else "")
+        args = sys.argv[1:]
+        # `--agent=droid`: an agent that runs Claude Code's hook format records as itself.
+        named = [a.removeprefix("--agent=") for a in args if a.startswith("--agent=")]
+        rest = [a for a in args if not a.startswith("--agent=")]
+        handle(named[0] if named else host, events, payload, rest[0] if rest else "")
     except BaseException:  # a hook must never fail the agent
         pass
     finally:

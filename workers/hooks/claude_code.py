@@ -27,6 +27,7 @@ EVENTS = frozenset(
         "SubagentStart",
         "SubagentStop",
         "Notification",
+        "TaskCompleted",
         "Stop",
         "SessionEnd",
     }

@@ -160,7 +160,14 @@ class BusGateway:
             self._tools = None  # a worker may have started since: look again next time
             return text_result(f"no tool named {name!r}", error=True)
         try:
-            reply = await self.client.call(found.function_id, arguments, timeout=self.timeout)
+            # Upstream's clients send numbers and booleans as strings ("3", "true"): the
+            # worker decodes a tool's arguments leniently, as it does a query string.
+            reply = await self.client.call(
+                found.function_id,
+                arguments,
+                timeout=self.timeout,
+                headers={HDR_COERCE: "strings"},
+            )
         except FunctionError as err:
             return text_result(error_text(err), error=True)
         return result_document(reply)
@@ -217,13 +224,62 @@ class BusGateway:
 
 
 async def connect_gateway() -> Gateway:
-    """REST when AGENTMEMORY_URL is set (or no local engine runs), else the local bus."""
+    """REST when AGENTMEMORY_URL is set (or no local engine runs), else the local bus.
+
+    With no URL and no engine on the instance, the service is started first (detached, as
+    `agentmemory start --detach` would), so an agent that launches the MCP server before
+    the service never meets "server down"; AGENTMEMORY_MCP_AUTOSTART=false turns it off."""
     url = os.environ.get("AGENTMEMORY_URL")
     if not url and os.environ.get("AGENTMEMORY_MCP_TRANSPORT", "auto") != "rest":
         bus = await _local_bus()
+        if bus is None and _autostart_enabled() and await _start_service():
+            bus = await _local_bus()
         if bus is not None:
             return bus
     return RestGateway(url or _local_url(), _secret())
+
+
+def _autostart_enabled() -> bool:
+    value = (os.environ.get("AGENTMEMORY_MCP_AUTOSTART") or "true").strip().lower()
+    return value not in ("0", "false", "no", "off")
+
+
+async def _start_service() -> bool:
+    """`agentmemory start --detach` on this process's instance; says on stderr what it did."""
+    import asyncio
+    import logging
+    import subprocess
+    import sys
+
+    from engine.paths import Instance
+
+    log = logging.getLogger("workers.mcp")
+    inst = Instance.resolve()
+    cmd = [sys.executable, "-m", "workers.cli", "start", "--detach"]
+    log.warning(
+        "no agentmemory service runs on instance %d (data dir %s): starting it",
+        inst.number,
+        inst.data_dir,
+    )
+    try:
+        done = await asyncio.to_thread(
+            subprocess.run,
+            cmd,
+            capture_output=True,
+            text=True,
+            timeout=180,
+            stdin=subprocess.DEVNULL,
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        log.warning("could not start the service (%s); tools will say so", exc)
+        return False
+    if done.returncode != 0:
+        log.warning("could not start the service: %s", (done.stderr or done.stdout).strip()[-500:])
+        return False
+    log.warning(
+        "started the agentmemory service on instance %d (REST :%d)", inst.number, inst.ports.rest
+    )
+    return True
 
 
 async def _local_bus() -> BusGateway | None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,19 @@ INSTRUCTIONS = (
     "agentmemory keeps what past coding sessions did and decided. Use memory_smart_search "
     "or memory_recall before repeating work, memory_save for decisions worth keeping."
 )
+
+
+PROJECT_SCOPED = frozenset({"memory_save", "memory_lesson_save"})
+"""Saves that land in the caller's project when they name none, as the CLI's `remember` and
+the hooks do (the agent starts its MCP server in the project it works in)."""
+
+
+def caller_project() -> str:
+    """This process's project as the hooks name it: AGENTMEMORY_PROJECT_NAME, else the git
+    root's folder, else the working directory's."""
+    from workers.hooks import _hookcore
+
+    return _hookcore.project_of(_hookcore.Settings(), os.getcwd())
 
 
 def tools_cache_file() -> Path:
@@ -143,7 +157,10 @@ def build_app(provider: GatewayProvider, tools_cache: Path | None = None) -> Ser
             doc: dict[str, Any] = {"content": [{"type": "text", "text": err.message}]}
             doc["isError"] = True
             return _result(doc)
-        return _result(await gw.call_tool(params.name, dict(params.arguments or {})))
+        args = dict(params.arguments or {})
+        if params.name in PROJECT_SCOPED and not args.get("project"):
+            args["project"] = caller_project()
+        return _result(await gw.call_tool(params.name, args))
 
     async def _listing(path: str) -> Any:
         try:

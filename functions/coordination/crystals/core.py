@@ -33,6 +33,7 @@ from functions.kernel.ids import kv_key, new_id
 from functions.kernel.models import clients
 from functions.kernel.models.settings import ModelSettings
 from functions.kernel.scrub import scrub
+from functions.kernel.text import clip
 from functions.kernel.views import as_view
 
 log = logging.getLogger("functions.coordination")
@@ -197,7 +198,7 @@ async def crystallize(cs: CoordStore, req: CrystallizeIn, remember: Remember) ->
             {
                 "content": _memory_text(digest),
                 "type": "crystal",
-                "title": ("Crystal: " + chain[0].title)[:120],
+                "title": clip("Crystal: " + chain[0].title, 120),
                 "concepts": concepts[:20],
                 "files": digest.files_affected[:20],
                 "project": project,

@@ -1,0 +1,267 @@
+"""The coding agents `agentmemory connect` knows: the file each reads its MCP servers from,
+the shape of an entry there, its hooks when it runs hook commands we support, and a rules
+file for a memory guideline when it has none.
+
+One row per agent, upstream's 21 names. Paths are the agents' own (their docs, or what
+their CLI reads: Cline's is the file its 3.x CLI opens, not the one upstream writes).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+Format = Literal["json", "toml", "yaml", "extension", "none"]
+Shape = Literal["plain", "stdio", "copilot", "opencode", "continue", "dsh", "codex", "none"]
+"""How one MCP entry looks: plain {command, args, env}; stdio adds `type: "stdio"`; copilot
+`type: "local"` and `tools`; opencode a command list under `mcp` with `environment`;
+continue a list item with a `name`; dsh a row of DeepSeek Harness's patch file; codex a
+TOML table."""
+
+Home = Callable[[Path], Path]
+
+# Claude Code's events, every one upstream's hooks handle; the plugin bundle's
+# hooks/hooks.json lists the same (a test holds them together).
+CLAUDE_EVENTS = (
+    "SessionStart",
+    "UserPromptSubmit",
+    "PreToolUse",
+    "PostToolUse",
+    "PostToolUseFailure",
+    "PreCompact",
+    "SubagentStart",
+    "SubagentStop",
+    "Notification",
+    "TaskCompleted",
+    "Stop",
+    "SessionEnd",
+)
+CODEX_EVENTS = (
+    "SessionStart",
+    "UserPromptSubmit",
+    "PreToolUse",
+    "PostToolUse",
+    "PreCompact",
+    "Stop",
+)
+# Droid and Devin run Claude Code's hook format with these events (their docs).
+DROID_EVENTS = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "SessionEnd")
+DEVIN_EVENTS = (
+    "SessionStart",
+    "UserPromptSubmit",
+    "PreToolUse",
+    "PostToolUse",
+    "Stop",
+    "SessionEnd",
+)
+TOOL_EVENTS = frozenset({"PreToolUse", "PostToolUse", "PostToolUseFailure"})
+
+
+@dataclass(frozen=True)
+class Hooks:
+    file: Home
+    events: tuple[str, ...]
+    script: str
+    """The hook script (a key of workers.hooks.SCRIPTS)."""
+    key: str = "hooks"
+    """The event map's key in that file (Devin keeps it beside its MCP servers)."""
+
+
+@dataclass(frozen=True)
+class Agent:
+    name: str
+    display: str
+    file: Home
+    format: Format
+    shape: Shape
+    key: str = "mcpServers"
+    hooks: Hooks | None = None
+    guideline: Home | None = None
+    """A rules file the agent reads in every session, given a memory guideline block when
+    the agent has no hooks of ours."""
+    note: str = ""
+    """Said after a change: how the agent picks it up."""
+
+
+def _xdg_config(home: Path) -> Path:
+    xdg = os.environ.get("XDG_CONFIG_HOME")
+    return Path(xdg) if xdg else home / ".config"
+
+
+def _antigravity(home: Path) -> Path:
+    if sys.platform == "darwin":
+        return home / "Library" / "Application Support" / "Antigravity" / "User"
+    return _xdg_config(home) / "Antigravity" / "User"
+
+
+def _copilot(home: Path) -> Path:
+    return Path(os.environ.get("COPILOT_HOME") or home / ".copilot")
+
+
+def _cline(home: Path) -> Path:
+    return Path(os.environ.get("CLINE_DIR") or home / ".cline") / "data" / "settings"
+
+
+def _dsh(home: Path) -> Path:
+    return Path(os.environ.get("DSH_HOME") or home / ".dsh")
+
+
+def _devin(home: Path) -> Path:
+    return _xdg_config(home) / "devin" / "config.json"
+
+
+AGENTS: tuple[Agent, ...] = (
+    Agent(
+        "claude-code",
+        "Claude Code",
+        lambda h: h / ".claude.json",
+        "json",
+        "stdio",
+        hooks=Hooks(lambda h: h / ".claude" / "settings.json", CLAUDE_EVENTS, "claude-code"),
+        note="restart Claude Code (or run /mcp in a session) to load it",
+    ),
+    Agent(
+        "copilot-cli",
+        "GitHub Copilot CLI",
+        lambda h: _copilot(h) / "mcp-config.json",
+        "json",
+        "copilot",
+        guideline=lambda h: _copilot(h) / "copilot-instructions.md",
+    ),
+    Agent(
+        "codex",
+        "Codex CLI",
+        lambda h: h / ".codex" / "config.toml",
+        "toml",
+        "codex",
+        key="mcp_servers",
+        hooks=Hooks(lambda h: h / ".codex" / "hooks.json", CODEX_EVENTS, "codex"),
+        note="Codex runs new hooks once you trust them in its TUI",
+    ),
+    Agent("cursor", "Cursor", lambda h: h / ".cursor" / "mcp.json", "json", "plain"),
+    Agent(
+        "devin",
+        "Devin CLI",
+        _devin,
+        "json",
+        "plain",
+        hooks=Hooks(_devin, DEVIN_EVENTS, "claude-code"),
+    ),
+    Agent(
+        "gemini-cli",
+        "Gemini CLI",
+        lambda h: h / ".gemini" / "settings.json",
+        "json",
+        "plain",
+        guideline=lambda h: h / ".gemini" / "GEMINI.md",
+    ),
+    Agent(
+        "qwen",
+        "Qwen Code",
+        lambda h: h / ".qwen" / "settings.json",
+        "json",
+        "plain",
+        guideline=lambda h: h / ".qwen" / "QWEN.md",
+    ),
+    Agent(
+        "antigravity",
+        "Antigravity",
+        lambda h: _antigravity(h) / "mcp_config.json",
+        "json",
+        "plain",
+        guideline=lambda h: h / ".gemini" / "GEMINI.md",
+    ),
+    Agent(
+        "antigravity-cli",
+        "Antigravity CLI (agy)",
+        lambda h: h / ".gemini" / "config" / "mcp_config.json",
+        "json",
+        "plain",
+        guideline=lambda h: h / ".gemini" / "GEMINI.md",
+    ),
+    Agent(
+        "kiro",
+        "Kiro",
+        lambda h: h / ".kiro" / "settings" / "mcp.json",
+        "json",
+        "plain",
+        guideline=lambda h: h / ".kiro" / "steering" / "agentmemory.md",
+    ),
+    Agent("warp", "Warp", lambda h: h / ".warp" / ".mcp.json", "json", "plain"),
+    Agent("cline", "Cline CLI", lambda h: _cline(h) / "cline_mcp_settings.json", "json", "plain"),
+    Agent("continue", "Continue", lambda h: h / ".continue" / "config.yaml", "yaml", "continue"),
+    Agent(
+        "zed",
+        "Zed",
+        lambda h: _xdg_config(h) / "zed" / "settings.json",
+        "json",
+        "plain",
+        key="context_servers",
+        guideline=lambda h: _xdg_config(h) / "zed" / "AGENTS.md",
+    ),
+    Agent(
+        "droid",
+        "Droid (Factory)",
+        lambda h: h / ".factory" / "mcp.json",
+        "json",
+        "stdio",
+        hooks=Hooks(lambda h: h / ".factory" / "hooks.json", DROID_EVENTS, "claude-code"),
+    ),
+    Agent(
+        "dsh",
+        "DeepSeek Harness",
+        lambda h: _dsh(h) / "cordis.patch.yml",
+        "yaml",
+        "dsh",
+        hooks=Hooks(lambda h: _dsh(h) / "agentmemory.hooks.json", CODEX_EVENTS, "claude-code"),
+    ),
+    Agent(
+        "opencode",
+        "OpenCode",
+        lambda h: _xdg_config(h) / "opencode" / "opencode.json",
+        "json",
+        "opencode",
+        key="mcp",
+        guideline=lambda h: _xdg_config(h) / "opencode" / "AGENTS.md",
+    ),
+    Agent("openclaw", "OpenClaw", lambda h: h / ".openclaw" / "openclaw.json", "json", "plain"),
+    Agent(
+        "hermes",
+        "Hermes Agent",
+        lambda h: h / ".hermes" / "config.yaml",
+        "yaml",
+        "plain",
+        key="mcp_servers",
+    ),
+    Agent(
+        "pi",
+        "pi",
+        lambda h: h / ".pi" / "agent" / "extensions" / "agentmemory" / "index.ts",
+        "extension",
+        "none",
+        note="pi loads it on its next start (/reload in a running one); pi has no MCP client",
+    ),
+    Agent(
+        "openhuman",
+        "OpenHuman",
+        lambda h: h / ".openhuman",
+        "none",
+        "none",
+        note="OpenHuman has no config agentmemory can write: point its Memory integration "
+        "at the REST API",
+    ),
+)
+BY_NAME = {a.name: a for a in AGENTS}
+NAMES = (*BY_NAME, "mcp")
+"""Every `connect` target: the agents, and `mcp` for a generic block to paste."""
+
+
+def agent(name: str) -> Agent:
+    try:
+        return BY_NAME[name]
+    except KeyError:
+        raise ValueError(f"unknown agent {name!r}; choose one of {', '.join(NAMES)}") from None

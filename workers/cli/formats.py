@@ -1,0 +1,238 @@
+"""Our entries in each agent format: a Codex TOML table, Continue's list, DeepSeek
+Harness's patch rows, Claude-shaped hook lists, the pi extension. Pure edits of parsed
+documents; `connect` decides which to apply."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import sys
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+
+import tomlkit
+
+from workers.cli import merge
+from workers.cli.agents import TOOL_EVENTS, Agent, Hooks
+from workers.hooks import SCRIPTS
+
+SERVER_NAME = "agentmemory"
+
+
+def mcp_command() -> list[str]:
+    script = Path(sys.executable).parent / "agentmemory"
+    if script.exists():
+        return [str(script), "mcp"]
+    return [sys.executable, "-m", "workers.cli", "mcp"]
+
+
+def hook_command(script: str, url: str = "", agent_id: str = "") -> str:
+    # The real interpreter, not a venv or pyenv shim: a shim is a shell script that
+    # costs more than the hook itself. `-S` skips site-packages: hooks are stdlib-only.
+    python = os.path.realpath(sys.executable)
+    prefix = f"AGENTMEMORY_URL={shlex.quote(url)} " if url else ""
+    cmd = f"{prefix}{shlex.quote(python)} -S {shlex.quote(str(SCRIPTS[script]))}"
+    return f"{cmd} --agent={agent_id}" if agent_id and agent_id != script else cmd
+
+
+def entry(shape: str, env: dict[str, str]) -> dict[str, Any]:
+    """Our MCP entry in an agent's shape."""
+    cmd = mcp_command()
+    plain: dict[str, Any] = {"command": cmd[0], "args": cmd[1:]}
+    if shape == "opencode":
+        out: dict[str, Any] = {"type": "local", "command": cmd, "enabled": True}
+        return {**out, "environment": env} if env else out
+    if shape == "stdio":
+        return {"type": "stdio", **plain, "env": env}
+    if shape == "copilot":
+        return {"type": "local", **plain, "env": env, "tools": ["*"]}
+    if shape == "continue":
+        return {"name": SERVER_NAME, **plain, **({"env": env} if env else {})}
+    return {**plain, "env": env} if env else plain
+
+
+class Files:
+    """Each file read once, changed in memory, turned into one Change."""
+
+    def __init__(self) -> None:
+        self.before: dict[Path, str] = {}
+        self.docs: dict[Path, Any] = {}
+        self.kinds: dict[Path, str] = {}
+
+    def _load(self, path: Path, kind: str) -> Any:
+        if path not in self.docs:
+            text = merge.read(path)
+            self.before[path], self.kinds[path] = text, kind
+            loaders = {
+                "json": merge.load_json,
+                "toml": merge.load_toml,
+                "yaml": merge.load_yaml,
+            }
+            self.docs[path] = loaders[kind](path, text) if kind in loaders else text
+        return self.docs[path]
+
+    def json(self, path: Path) -> dict[str, Any]:
+        doc: dict[str, Any] = self._load(path, "json")
+        return doc
+
+    def toml(self, path: Path) -> tomlkit.TOMLDocument:
+        doc: tomlkit.TOMLDocument = self._load(path, "toml")
+        return doc
+
+    def yaml(self, path: Path, empty: Any) -> Any:
+        if self._load(path, "yaml") is None:
+            self.docs[path] = empty
+        return self.docs[path]
+
+    def text(self, path: Path) -> str:
+        text: str = self._load(path, "text")
+        return text
+
+    def set_text(self, path: Path, text: str) -> None:
+        self._load(path, "text")
+        self.docs[path] = text
+
+    def changes(self) -> list[merge.Change]:
+        out = []
+        for path, doc in self.docs.items():
+            kind, before = self.kinds[path], self.before[path]
+            if kind == "json":
+                after = merge.dump_json(doc) if doc or before else ""
+            elif kind == "toml":
+                after = tomlkit.dumps(doc)
+            elif kind == "yaml":
+                after = merge.dump_yaml(doc) if doc else before
+            else:
+                after = doc
+            out.append(merge.Change(path, before, after))
+        return out
+
+
+def yaml_map() -> Any:
+    from ruamel.yaml.comments import CommentedMap
+
+    return CommentedMap()
+
+
+def codex_server(doc: tomlkit.TOMLDocument, env: dict[str, str], with_hooks: bool) -> None:
+    cmd = mcp_command()
+    servers = doc.get("mcp_servers")
+    if servers is None:
+        servers = tomlkit.table(is_super_table=True)
+        doc["mcp_servers"] = servers
+    item = tomlkit.table()
+    item["command"] = cmd[0]
+    item["args"] = cmd[1:]
+    if env:
+        item["env"] = env
+    servers[SERVER_NAME] = item
+    if with_hooks:
+        features = doc.get("features")
+        if features is None:
+            features = tomlkit.table()
+            doc["features"] = features
+        features["codex_hooks"] = True
+
+
+def named(item: Any) -> bool:
+    return isinstance(item, dict) and item.get("name") == SERVER_NAME
+
+
+def continue_server(fs: Files, path: Path, env: dict[str, str]) -> None:
+    # Continue reads config.yaml; a config.json is its legacy form, used when no YAML exists.
+    legacy = path.with_name("config.json")
+    if not path.exists() and legacy.exists():
+        doc = fs.json(legacy)
+        servers = [s for s in doc.get("mcpServers") or [] if not named(s)]
+        doc["mcpServers"] = [*servers, entry("continue", env)]
+        return
+    fresh = yaml_map()
+    fresh.update({"name": "Local config", "version": "1.0.0", "schema": "v1"})
+    doc = fs.yaml(path, fresh)
+    servers = [s for s in doc.get("mcpServers") or [] if not named(s)]
+    doc["mcpServers"] = [*servers, entry("continue", env)]
+
+
+def dsh_ours(row: Any) -> bool:
+    inserted = row.get("insert") if isinstance(row, dict) else None
+    return isinstance(inserted, list) and any(
+        isinstance(i, dict) and i.get("id") in (SERVER_NAME, f"{SERVER_NAME}-hooks")
+        for i in inserted
+    )
+
+
+def dsh_rows(
+    fs: Files, a: Agent, path: Path, env: dict[str, str], with_hooks: bool, url: str
+) -> None:
+    rows = fs.yaml(path, [])
+    rows[:] = [r for r in rows if not dsh_ours(r)]
+    cmd = mcp_command()
+    config: dict[str, Any] = {
+        "transport": "stdio",
+        "serverName": SERVER_NAME,
+        "command": cmd[0],
+        "args": cmd[1:],
+    }
+    if env:
+        config["env"] = env
+    server = {"id": SERVER_NAME, "name": "@deepseek-ai/dsh-mcp-client", "config": config}
+    rows.append({"insert": [server]})
+    if with_hooks and a.hooks is not None:
+        hooks_file = path.with_name("agentmemory.hooks.json")  # = a.hooks.file(home)
+        hooks_json(fs.json(hooks_file), a, a.hooks, url, hooks_file)
+        rows.append(
+            {
+                "insert": [
+                    {
+                        "id": f"{SERVER_NAME}-hooks",
+                        "name": "@deepseek-ai/dsh-hooks-claude-code",
+                        "config": {"configPath": str(hooks_file)},
+                    }
+                ]
+            }
+        )
+
+
+def ours(hook: Any, script: str) -> bool:
+    command = hook.get("command", "") if isinstance(hook, dict) else ""
+    return isinstance(command, str) and SCRIPTS[script].name in command and "hooks" in command
+
+
+def drop_our_hooks(hooks: dict[str, Any], script: str) -> None:
+    for event in list(hooks):
+        groups = hooks[event] if isinstance(hooks[event], list) else []
+        kept = []
+        for group in groups:
+            if not isinstance(group, dict):
+                kept.append(group)
+                continue
+            group["hooks"] = [h for h in group.get("hooks", []) if not ours(h, script)]
+            if group["hooks"]:
+                kept.append(group)
+        if kept:
+            hooks[event] = kept
+        else:
+            del hooks[event]
+
+
+def hooks_json(doc: dict[str, Any], a: Agent, h: Hooks, url: str, path: Path) -> None:
+    hooks = merge.table(doc, h.key, path)
+    drop_our_hooks(hooks, h.script)
+    command = hook_command(h.script, url, a.name)
+    for event in h.events:
+        ours: dict[str, Any] = {"hooks": [{"type": "command", "command": command, "timeout": 10}]}
+        if event in TOOL_EVENTS:
+            ours = {"matcher": "*", **ours}
+        hooks[event] = [*hooks.get(event, []), ours]
+
+
+def pi_extension(url: str) -> str:
+    template = files("workers.hooks").joinpath("pi", "index.ts").read_text()
+    env = {"AGENTMEMORY_URL": url} if url else {}
+    return (
+        template.replace("__AGENTMEMORY_PYTHON__", os.path.realpath(sys.executable))
+        .replace("__AGENTMEMORY_HOOK__", str(SCRIPTS["claude-code"]))
+        .replace("__AGENTMEMORY_ENV__", json.dumps(env))
+    )
