@@ -274,6 +274,13 @@ class Stream:
             raise translate(exc, f"following {self.name}") from None
         return follower
 
+    async def stored_subjects(self) -> list[str]:
+        """The subjects the stream is configured with now (NotFound if it does not exist):
+        what `ensure` would change when this handle declares others."""
+        config, _ = await _jetstream.raw_stream_info(self.client, self.name)
+        got = config.get("subjects")
+        return [str(s) for s in got] if isinstance(got, list) else []
+
     async def set_sources(self, sources: list[Source]) -> None:
         """Copy from exactly these sources from now on (each keeps its place if it was one
         before); the rest of the stream's config is left as it is."""
