@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from engine._jetstream import PubAck, StreamInfo
     from engine._objects import Objects
     from engine._operations import Http, NoArgs, Tool, operation
+    from engine._reconcile import ConfigDrift
     from engine._scan import StreamMessage
     from engine._state import CasConflict, Change, Entry, Presence, State
     from engine._streams import Follower, Source, SourceState, Stream
@@ -70,6 +71,7 @@ _WHERE = {
     "PubAck": "engine._jetstream",
     "StreamInfo": "engine._jetstream",
     "Objects": "engine._objects",
+    "ConfigDrift": "engine._reconcile",
     "StreamMessage": "engine._scan",
     "Presence": "engine._state",
     "Follower": "engine._streams",
@@ -99,6 +101,7 @@ __all__ = [
     "CasConflict",
     "Change",
     "Client",
+    "ConfigDrift",
     "Context",
     "Entry",
     "Follower",

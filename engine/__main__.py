@@ -1,4 +1,6 @@
-"""`python -m engine run|stop|status`: the supervisor's command line."""
+"""`python -m engine run|stop|status`: the supervisor's command line; `stream delete NAME`
+and `consumer delete STREAM DURABLE` remove what JetStream cannot change in place (a start
+that meets one says so), so the next start creates it as declared."""
 
 from __future__ import annotations
 
@@ -131,10 +133,32 @@ def cmd_status(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_delete(args: argparse.Namespace) -> int:
+    from engine import _maintenance
+    from engine._errors import FunctionError
+
+    try:
+        cfg = load_config(args.config)
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    inst = _instance(args, cfg.instance, cfg.port, cfg.data_dir, cfg.layout)
+    try:
+        if args.cmd == "stream":
+            said = asyncio.run(_maintenance.delete_stream(inst, cfg, args.name))
+        else:
+            said = asyncio.run(_maintenance.delete_consumer(inst, cfg, args.stream, args.durable))
+    except FunctionError as exc:
+        print(f"error: {exc.message}", file=sys.stderr)
+        return 1
+    print(said)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m engine", description=__doc__)
     sub = ap.add_subparsers(dest="cmd", required=True)
-    for name in ("run", "stop", "status"):
+    for name in ("run", "stop", "status", "stream", "consumer"):
         p = sub.add_parser(name)
         p.add_argument("--data-dir", default=None)
         p.add_argument("--instance", type=int, default=None)
@@ -150,8 +174,16 @@ def main(argv: list[str] | None = None) -> int:
             p.add_argument("--timeout", type=float, default=60.0)
         if name == "status":
             p.add_argument("--json", action="store_true")
+        if name == "stream":
+            p.add_argument("action", choices=["delete"])
+            p.add_argument("name")
+        if name == "consumer":
+            p.add_argument("action", choices=["delete"])
+            p.add_argument("stream")
+            p.add_argument("durable")
     args = ap.parse_args(argv)
-    return {"run": cmd_run, "stop": cmd_stop, "status": cmd_status}[args.cmd](args)
+    commands = {"run": cmd_run, "stop": cmd_stop, "status": cmd_status}
+    return commands.get(args.cmd, cmd_delete)(args)
 
 
 if __name__ == "__main__":

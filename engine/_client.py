@@ -56,6 +56,9 @@ class Client:
         self._js = nc.jetstream()
         self._states: dict[str, State] = {}
         self._objects: dict[str, Objects] = {}
+        self._declared: set[tuple[str, str]] = set()
+        """(bucket, config) already made or reconciled by this client: a declaration is
+        checked once per process, however often the bucket is opened."""
         self._local: dict[str, LocalCall] = {}
 
     def serve_locally(self, function_id: str, call: LocalCall) -> None:
@@ -219,26 +222,37 @@ class Client:
             headers=dict(headers) if headers else None,
         )
 
+    def _first(self, bucket: str, config: dict[str, Any]) -> bool:
+        key = (bucket, repr(sorted(config.items())))
+        if key in self._declared:
+            return False
+        self._declared.add(key)
+        return True
+
     async def state(self, bucket: str, **config: Any) -> State:
-        """A KV bucket, created on first use with `config` (history, ttl, replicas...);
-        `replicas` defaults to the client's."""
+        """A KV bucket, created on first use with `config` (history, ttl, replicas...;
+        `replicas` defaults to the client's), or brought to `config` where it exists with
+        other settings (only what is passed is declared: see State.open)."""
         st = self._states.get(bucket)
-        if st is None:
-            st = await State.open(self._js, bucket, client=self, **config)
-            st = self._states.setdefault(bucket, st)
+        if st is None or (config and self._first(bucket, config)):
+            opened = await State.open(self._js, bucket, client=self, **config)
+            self._first(bucket, config)
+            st = self._states.setdefault(bucket, opened)
         return st
 
     def stream(self, name: str, subjects: list[str] | None = None, **config: Any) -> Stream:
         """A JetStream stream: `await .ensure()` creates it with `subjects` and `config`
-        (nats-py StreamConfig fields: duplicate_window, max_age, storage...) if missing;
-        `num_replicas` defaults to the client's."""
+        (nats-py StreamConfig fields: duplicate_window, max_age, storage...) if missing, or
+        brings it to them (`num_replicas` defaults to the client's at creation)."""
         return Stream(self, name, subjects, config)
 
     async def objects(self, bucket: str, **config: Any) -> Objects:
         """An object store bucket, created on first use with `config` (nats-py's
-        create_object_store arguments); `replicas` defaults to the client's."""
+        create_object_store arguments; `replicas` defaults to the client's), or brought to
+        `config` where it exists with other settings."""
         got = self._objects.get(bucket)
-        if got is None:
-            got = await Objects.open(self, bucket, **config)
-            got = self._objects.setdefault(bucket, got)
+        if got is None or (config and self._first("OBJ_" + bucket, config)):
+            opened = await Objects.open(self, bucket, **config)
+            self._first("OBJ_" + bucket, config)
+            got = self._objects.setdefault(bucket, opened)
         return got

@@ -377,3 +377,56 @@ async def update_stream(
     got = await _api(client, f"STREAM.UPDATE.{name}", _encode(config), _updated, timeout)
     if got.error is not None:
         raise _refused(f"stream {name}", got.error)
+
+
+class _ConsumerInfo(msgspec.Struct):
+    error: _ApiError | None = None
+    config: dict[str, object] | None = None
+
+
+_consumer_info = msgspec.json.Decoder(_ConsumerInfo)
+CONSUMER_NOT_FOUND = 10014
+
+
+async def consumer_config(
+    client: Client, stream: str, durable: str, timeout: float = API_TIMEOUT
+) -> dict[str, object] | None:
+    """A durable consumer's config as the server sends it; None when there is none.
+    Raises NotFound when the stream does not exist."""
+    got = await _api(client, f"CONSUMER.INFO.{stream}.{durable}", _NO_BODY, _consumer_info, timeout)
+    if got.error is not None:
+        if got.error.err_code == CONSUMER_NOT_FOUND:
+            return None
+        raise _refused(f"stream {stream}", got.error)
+    return dict(got.config or {})
+
+
+async def create_consumer(
+    client: Client,
+    stream: str,
+    durable: str,
+    config: dict[str, object],
+    action: str,
+    timeout: float = API_TIMEOUT,
+) -> None:
+    """`action`: create (refused if it exists with another config) or update."""
+    body = _encode({"stream_name": stream, "config": {**config, "durable_name": durable},
+                    "action": action})  # fmt: skip
+    got = await _api(client, f"CONSUMER.CREATE.{stream}.{durable}", body, _consumer_info, timeout)
+    if got.error is not None:
+        raise _refused(f"consumer {durable} of stream {stream}", got.error)
+
+
+class _Deleted(msgspec.Struct):
+    error: _ApiError | None = None
+    success: bool = False
+
+
+_deleted = msgspec.json.Decoder(_Deleted)
+
+
+async def delete(client: Client, what: str, timeout: float = API_TIMEOUT) -> None:
+    """`STREAM.DELETE.<name>` or `CONSUMER.DELETE.<stream>.<durable>`."""
+    got = await _api(client, what, _NO_BODY, _deleted, timeout)
+    if got.error is not None:
+        raise _refused(what.split(".", 1)[1], got.error)

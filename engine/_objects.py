@@ -7,11 +7,22 @@ from typing import TYPE_CHECKING, Any
 
 import nats.js.errors
 
-from engine import _jetstream
+from engine import _jetstream, _reconcile
 from engine._bus import translate
 
 if TYPE_CHECKING:
     from engine._client import Client
+
+
+_FIELDS = {"ttl": "max_age", "replicas": "num_replicas"}
+
+
+def _declared(config: dict[str, Any]) -> dict[str, Any]:
+    out = {}
+    for key, value in config.items():
+        field = _FIELDS.get(key, key)
+        out[field] = _reconcile.declared_wire(field, value)
+    return out
 
 
 class Objects:
@@ -23,10 +34,17 @@ class Objects:
 
     @classmethod
     async def open(cls, client: Client, bucket: str, **config: Any) -> Objects:
+        """The bucket, created with `config` (nats-py's create_object_store arguments: ttl,
+        max_bytes, storage, replicas, description) if missing, or brought to it where it
+        exists with other settings (engine/_reconcile.py; only what is passed is declared)."""
         js = client._js
         try:
             try:
                 store = await js.object_store(bucket)
+                if config:
+                    await _reconcile.stream(
+                        client, f"OBJ_{bucket}", _declared(config), what=f"object store {bucket}"
+                    )
             except nats.js.errors.BucketNotFoundError:
                 config = {"replicas": client.replicas, **config}
                 try:

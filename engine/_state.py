@@ -15,7 +15,7 @@ from nats.js.api import KeyValueConfig, StorageType
 from nats.js.client import JetStreamContext
 from nats.js.kv import KeyValue
 
-from engine import _codec, _jetstream, _scan, _tracing
+from engine import _codec, _jetstream, _reconcile, _scan, _tracing
 from engine._bus import WrongLastSequence
 from engine._connect import default_replicas
 from engine._errors import FunctionError
@@ -95,6 +95,34 @@ def ttl_header(ttl: float) -> str:
     return str(max(1, math.ceil(ttl)))
 
 
+def _declared(
+    history: int | None,
+    ttl: float | None,
+    replicas: int | None,
+    max_bytes: int | None,
+    storage: str | None,
+    marker_ttl: float | None,
+) -> dict[str, Any]:
+    """A bucket's declared settings as fields of its stream (KV_<bucket>), API form."""
+    out: dict[str, Any] = {}
+    if history is not None:
+        out["max_msgs_per_subject"] = history
+    if ttl is not None:
+        out["max_age"] = _reconcile.declared_wire("max_age", ttl)
+    if replicas is not None:
+        out["num_replicas"] = replicas
+    if max_bytes is not None:
+        out["max_bytes"] = _reconcile.normal("max_bytes", max_bytes)
+    if storage is not None:
+        out["storage"] = storage
+    if marker_ttl is not None:
+        out["allow_msg_ttl"] = True
+        out["subject_delete_marker_ttl"] = _reconcile.declared_wire(
+            "subject_delete_marker_ttl", marker_ttl
+        )
+    return out
+
+
 class State:
     """A KV bucket. Values are msgspec JSON; `type=` decodes into a Struct.
 
@@ -123,30 +151,38 @@ class State:
         bucket: str,
         *,
         client: Client | None = None,
-        history: int = 1,
+        history: int | None = None,
         ttl: float | None = None,
         replicas: int | None = None,
         max_bytes: int | None = None,
-        storage: Literal["file", "memory"] = "file",
+        storage: Literal["file", "memory"] | None = None,
         marker_ttl: float | None = None,
     ) -> State:
-        """`ttl`: the bucket's maximum age. `marker_ttl`: when a key's own TTL (`ttl=` on
-        create, put, compare_and_set) runs out, the server leaves a deletion marker that
-        watchers and state triggers see, kept `marker_ttl` seconds; without it an expired
-        key vanishes silently. `replicas`: JetStream replicas of a bucket this call creates,
-        by default the client's (the instance's `nats.replicas`)."""
+        """The bucket, created with this config if missing (history 1, no age limit, file
+        storage, the client's replicas unless given), or brought to the settings given here
+        when it exists with others (engine/_reconcile.py): only what is passed is declared,
+        so opening a bucket without config changes nothing. `history`: values kept per
+        key. `ttl`: the bucket's maximum age in seconds (0: none). `max_bytes` (-1: none).
+        `marker_ttl`: when a key's own TTL (`ttl=` on create, put, compare_and_set) runs
+        out, the server leaves a deletion marker that watchers and state triggers see, kept
+        `marker_ttl` seconds; without it an expired key vanishes silently."""
+        declared = _declared(history, ttl, replicas, max_bytes, storage, marker_ttl)
         if replicas is None:
             replicas = client.replicas if client is not None else default_replicas()
         try:
             kv = await js.key_value(bucket)
+            if client is not None and declared:
+                await _reconcile.stream(
+                    client, f"KV_{bucket}", declared, what=f"KV bucket {bucket}"
+                )
         except nats.js.errors.BucketNotFoundError:
             cfg = KeyValueConfig(
                 bucket=bucket,
-                history=history,
-                ttl=ttl,
+                history=history or 1,
+                ttl=ttl or None,
                 replicas=replicas,
                 max_bytes=max_bytes if max_bytes is not None else -1,
-                storage=StorageType.FILE if storage == "file" else StorageType.MEMORY,
+                storage=StorageType.MEMORY if storage == "memory" else StorageType.FILE,
                 limit_marker_ttl=marker_ttl,
             )
             try:

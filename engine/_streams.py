@@ -21,7 +21,7 @@ import msgspec
 from nats.aio.msg import Msg
 from nats.js.api import ConsumerConfig, DeliverPolicy, ExternalStream, StreamConfig, StreamSource
 
-from engine import _codec, _jetstream, _scan, _tracing
+from engine import _codec, _jetstream, _reconcile, _scan, _tracing
 from engine._bus import BusError, translate
 from engine._errors import FunctionError
 from engine._jetstream import PubAck, StreamInfo
@@ -108,11 +108,20 @@ class Stream:
         self.subjects = subjects
         self.config = config
 
+    def declared(self) -> dict[str, Any]:
+        """What this handle declares, in the API's form (only the fields it names)."""
+        out = {k: _reconcile.declared_wire(k, v) for k, v in self.config.items()}
+        if self.subjects is not None:
+            out["subjects"] = list(self.subjects)
+        return out
+
     async def ensure(self) -> Stream:
-        """Create the stream with this handle's subjects and config unless it exists (an
-        existing stream keeps its own config); a peer creating it concurrently is fine."""
+        """Create the stream with this handle's subjects and config, or bring an existing
+        one to them: the fields named here are updated in place where JetStream allows it,
+        and ConfigDrift says what to do where it does not (see engine/_reconcile.py). A
+        peer creating it concurrently is fine."""
         try:
-            await _jetstream.stream_info(self.client, self.name)
+            await _reconcile.stream(self.client, self.name, self.declared())
             return self
         except _jetstream.NotFound:
             pass
@@ -126,13 +135,37 @@ class Stream:
         try:
             await js.add_stream(cfg)
         except Exception as exc:
-            try:
-                await _jetstream.stream_info(self.client, self.name)  # created by a peer
-            except FunctionError:
+            try:  # created by a peer meanwhile: then it must be as declared too
+                await _reconcile.stream(self.client, self.name, self.declared())
+            except _jetstream.NotFound:
                 raise translate(exc, f"creating stream {self.name}") from None
         if (cfg.num_replicas or 1) > 1:
             await _jetstream.wait_for_leader(self.client, self.name)
         return self
+
+    async def ensure_consumer(
+        self,
+        durable: str,
+        *,
+        filter_subject: str | None = None,
+        deliver_policy: str = "all",
+        max_ack_pending: int = 1,
+        ack_wait: float = 6.0,
+        max_deliver: int = -1,
+    ) -> None:
+        """A durable pull consumer with explicit acks, made as declared or brought to it
+        (ConfigDrift for what JetStream cannot change in place, such as the deliver policy:
+        the consumer's position is what makes a restart resume). NotFound when the stream
+        does not exist (yet)."""
+        declared: dict[str, Any] = {
+            "ack_policy": "explicit",
+            "deliver_policy": deliver_policy,
+            "max_ack_pending": max_ack_pending,
+            "ack_wait": _reconcile.declared_wire("ack_wait", ack_wait),
+            "max_deliver": max_deliver,
+            "filter_subject": filter_subject or "",
+        }
+        await _reconcile.consumer(self.client, self.name, durable, declared)
 
     async def publish(
         self,
@@ -272,6 +305,13 @@ class Stream:
             raw.update({k: config[k] for k in changed})
             await _jetstream.update_stream(self.client, raw)
         return changed
+
+    async def stored_subjects(self) -> list[str]:
+        """The subjects the stream is configured with now (NotFound if it does not exist):
+        what `ensure` would change when this handle declares others."""
+        config, _ = await _jetstream.raw_stream_info(self.client, self.name)
+        got = config.get("subjects")
+        return [str(s) for s in got] if isinstance(got, list) else []
 
     async def set_sources(self, sources: list[Source]) -> None:
         """Copy from exactly these sources from now on (each keeps its place if it was one

@@ -17,7 +17,7 @@ from typing import Any, Literal, cast
 
 import msgspec
 from nats.aio.client import Client as NATS
-from nats.js.api import DiscardPolicy, RetentionPolicy, StreamConfig
+from nats.js.api import DiscardPolicy, RetentionPolicy
 
 from engine._client import Client
 from engine._config import EngineConfig, WorkerConfig, start_order
@@ -428,44 +428,41 @@ class Supervisor:
         assert self.nc is not None
         reps = self.cfg.nats.replicas
         client = Client(self.nc, replicas=reps)
-        js = self.nc.jetstream()
+        # Declared here, so made as declared or brought to it (engine/_reconcile.py): a
+        # config changed between runs changes the stored stream or bucket, or the start
+        # fails saying what JetStream cannot change in place.
         for b in self.cfg.buckets:
             await client.state(
-                b.name, history=b.history, ttl=b.ttl, replicas=reps, max_bytes=b.max_bytes
+                b.name,
+                history=b.history,
+                ttl=b.ttl or 0,
+                replicas=reps,
+                max_bytes=b.max_bytes or -1,
             )
         for s in self.cfg.streams:
-            sc = StreamConfig(
-                name=s.name,
+            await client.stream(
+                s.name,
                 subjects=s.subjects,
                 retention=RetentionPolicy(s.retention),
-                max_age=s.max_age,
+                max_age=s.max_age or 0,
                 max_bytes=s.max_bytes or -1,
                 max_msgs=s.max_msgs or -1,
                 num_replicas=reps,
-            )
-            if s.allow_msg_schedules:
-                sc.allow_msg_schedules = True
-            try:
-                await js.add_stream(sc)
-            except Exception:
-                await js.update_stream(sc)
+                allow_msg_schedules=s.allow_msg_schedules,
+            ).ensure()
         # Bounded streams the console reads: spans and log records of every process.
         for name, subject, age, size in (
             (TRACES_STREAM, f"{TRACES_SUBJECT}.>", 24 * 3600, 256 * 2**20),
             (LOGS_STREAM, f"{LOGS_SUBJECT}.>", 24 * 3600, 128 * 2**20),
         ):
-            sc = StreamConfig(
-                name=name,
+            await client.stream(
+                name,
                 subjects=[subject],
                 max_age=age,
                 max_bytes=size,
                 num_replicas=reps,
                 discard=DiscardPolicy.OLD,
-            )
-            try:
-                await js.add_stream(sc)
-            except Exception:
-                await js.update_stream(sc)
+            ).ensure()
         if self.cfg.triggers:
             store = await client.state(TRIGGERS_BUCKET, history=5, replicas=reps)
             for t in self.cfg.triggers:

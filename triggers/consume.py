@@ -23,10 +23,9 @@ import nats.errors
 import nats.js.errors
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
-from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 from nats.js.client import JetStreamContext
 
-from engine import reconnected_event
+from engine import Client, reconnected_event
 from triggers.plugin import SpecWatcher
 
 log = logging.getLogger("triggers.consume")
@@ -45,30 +44,27 @@ dropped unanswered, and a long poll would wait it out."""
 
 
 async def ensure_consumer(
-    js: JetStreamContext,
+    client: Client,
     stream: str,
     durable: str,
     *,
     filter_subject: str | None = None,
     max_ack_pending: int = 1,
     ack_wait: float = ACK_WAIT,
-    deliver_policy: DeliverPolicy = DeliverPolicy.ALL,
+    deliver: str = "all",
 ) -> None:
-    cfg = ConsumerConfig(
-        durable_name=durable,
-        ack_policy=AckPolicy.EXPLICIT,
-        deliver_policy=deliver_policy,
+    """The trigger's durable consumer, as declared: an existing one is brought to these
+    settings where JetStream allows it. A setting it cannot change in place (the deliver
+    policy: the consumer's position is what makes a restart resume) raises ConfigDrift,
+    and the trigger is not bound until the declaration or the consumer changes; NotFound
+    while the stream does not exist yet."""
+    await client.stream(stream).ensure_consumer(
+        durable,
         filter_subject=filter_subject,
+        deliver_policy=deliver,
         max_ack_pending=max_ack_pending,
         ack_wait=ack_wait,
-        max_deliver=-1,
     )
-    try:
-        await js.add_consumer(stream, cfg)
-    except nats.js.errors.BadRequestError:
-        # Exists with settings that cannot change in place (e.g. deliver policy): keep it,
-        # its position is what makes a restart resume instead of replaying.
-        log.info("consumer %s/%s kept with its existing settings", stream, durable)
 
 
 class ConsumerLoop:

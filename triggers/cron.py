@@ -124,7 +124,9 @@ class CronTrigger:
         self._client = client
         js = client.nc.jetstream()
         await ensure_cron_stream(client)
-        await ensure_consumer(js, STREAM, DURABLE, filter_subject=TICK + ">", max_ack_pending=16)
+        await ensure_consumer(
+            client, STREAM, DURABLE, filter_subject=TICK + ">", max_ack_pending=16
+        )
         self._watcher = SpecWatcher(client, self)
         await self._watcher.start()
         await self._purge_orphans(js)

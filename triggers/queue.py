@@ -142,9 +142,8 @@ class QueueTrigger:
             return
         await self.remove(spec.key)
         assert self._client is not None
-        js = self._client.nc.jetstream()
         stream = await ensure_queue_stream(self._client, cfg.queue)
-        await ensure_consumer(js, stream, DURABLE, max_ack_pending=cfg.concurrency)
+        await ensure_consumer(self._client, stream, DURABLE, max_ack_pending=cfg.concurrency)
         loop = ConsumerLoop(
             self._client.nc,
             stream,

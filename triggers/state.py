@@ -24,11 +24,9 @@ import logging
 from typing import Any, Literal
 
 import msgspec
-import nats.js.errors
 from nats.aio.msg import Msg
-from nats.js.api import DeliverPolicy
 
-from engine import Client, Entry, FunctionError, State, TriggerSpec, Worker
+from engine import Client, ConfigDrift, Entry, FunctionError, State, TriggerSpec, Worker
 from triggers.consume import ConsumerBindings, ConsumerLoop, backoff_delay, ensure_consumer
 from triggers.plugin import SpecWatcher
 
@@ -90,20 +88,24 @@ class StateTrigger(ConsumerBindings):
 
     async def _bind(self, spec: TriggerSpec, cfg: StateConfig) -> None:
         assert self._client is not None
-        js = self._client.nc.jetstream()
         stream, durable = f"KV_{cfg.bucket}", f"trigger-{spec.id}"
         while True:
             try:
                 await ensure_consumer(
-                    js,
+                    self._client,
                     stream,
                     durable,
                     filter_subject=f"$KV.{cfg.bucket}.{cfg.key}",
                     max_ack_pending=1,
-                    deliver_policy=DeliverPolicy.NEW if cfg.deliver == "new" else DeliverPolicy.ALL,
+                    deliver=cfg.deliver,
                 )
                 break
-            except nats.js.errors.NotFoundError:
+            except ConfigDrift as drift:
+                log.error("%s -> %s not bound: %s", spec.id, spec.function_id, drift.message)
+                return
+            except FunctionError as err:
+                if err.code != "NOT_FOUND":
+                    raise
                 await asyncio.sleep(1.0)  # the bucket does not exist yet
         loop = ConsumerLoop(self._client.nc, stream, durable, self._handler(spec, cfg))
         loop.start()

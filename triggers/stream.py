@@ -5,7 +5,9 @@ Config keys of a `stream` trigger:
 - `stream` (required): the JetStream stream name (e.g. `MEM_EVENTS`).
 - `subject`: filter subject within the stream, default all.
 - `deliver`: where a new consumer starts, "all" (default) or "new". Once the consumer
-  exists, a restart resumes at its first unacknowledged message whatever this says.
+  exists, a restart resumes at its first unacknowledged message; JetStream cannot change
+  a consumer's deliver policy, so a changed `deliver` leaves the trigger unbound with an
+  error saying how to apply it (delete the consumer: `python -m engine consumer delete`).
 - `concurrency`: messages in flight, default 1 (strict stream order).
 - `max_attempts` / `backoff` / `timeout`: a failing message is retried with doubling
   backoff (default 5 attempts from 1 s, 30 s per call), then skipped with a warning.
@@ -23,11 +25,9 @@ import logging
 from typing import Any, Literal
 
 import msgspec
-import nats.js.errors
 from nats.aio.msg import Msg
-from nats.js.api import DeliverPolicy
 
-from engine import Client, FunctionError, TriggerSpec, Worker
+from engine import Client, ConfigDrift, FunctionError, TriggerSpec, Worker
 from triggers.consume import ConsumerBindings, ConsumerLoop, backoff_delay, ensure_consumer
 from triggers.plugin import SpecWatcher
 
@@ -66,20 +66,24 @@ class StreamTrigger(ConsumerBindings):
 
     async def _bind(self, spec: TriggerSpec, cfg: StreamConfig) -> None:
         assert self._client is not None
-        js = self._client.nc.jetstream()
         durable = f"trigger-{spec.id}"
         while True:
             try:
                 await ensure_consumer(
-                    js,
+                    self._client,
                     cfg.stream,
                     durable,
                     filter_subject=cfg.subject or None,
                     max_ack_pending=cfg.concurrency,
-                    deliver_policy=DeliverPolicy.NEW if cfg.deliver == "new" else DeliverPolicy.ALL,
+                    deliver=cfg.deliver,
                 )
                 break
-            except nats.js.errors.NotFoundError:
+            except ConfigDrift as drift:
+                log.error("%s -> %s not bound: %s", spec.id, spec.function_id, drift.message)
+                return
+            except FunctionError as err:
+                if err.code != "NOT_FOUND":
+                    raise
                 await asyncio.sleep(1.0)  # the stream's owner has not created it yet
         loop = ConsumerLoop(
             self._client.nc,

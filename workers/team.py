@@ -8,6 +8,7 @@ from engine import Worker
 from functions.bridge.service import BridgeService
 from functions.kernel.records import EVENTS_STREAM, EVENTS_SUBJECT
 from functions.snapshots.service import SnapshotService, schedule
+from functions.team.mesh import MeshService
 from functions.team.records import TEAM_STREAM
 from functions.team.service import TeamService
 
@@ -20,6 +21,7 @@ def serve_team(worker: Worker, service: TeamService | None = None) -> TeamServic
     worker.on_start(svc.start)
     worker.on_stop(svc.stop)
     worker.serve(svc)
+    worker.serve(MeshService(svc))
     worker.serve(SnapshotService(svc))
     worker.serve(BridgeService(svc))
     every = schedule()

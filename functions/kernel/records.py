@@ -124,6 +124,12 @@ class Memory(msgspec.Struct, omit_defaults=True, kw_only=True):
     memory is shared too."""
     instance: str = ""
     """The instance (JetStream domain) a shared memory came from; empty: written here."""
+    conflict: bool = False
+    """A shared memory's head while another version made from the same one on another
+    instance competes with it (both kept, listed in `alternates`, until resolved)."""
+    alternates: list[str] = msgspec.field(default_factory=list)
+    """The head of a shared memory: the other branches of its chain (versions made while
+    instances were apart), which its versions list besides its own line."""
 
 
 class Session(msgspec.Struct, omit_defaults=True, kw_only=True):

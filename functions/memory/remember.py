@@ -126,4 +126,11 @@ async def memory_chain(store: MemoryStore, memory_id: str) -> list[Memory]:
     while cur is not None and len(chain) < 100:
         chain.append(cur)
         cur = await store.get(store.memories, cur.supersedes, Memory) if cur.supersedes else None
+    # A shared memory edited on two instances while apart: the other branches are its
+    # versions too (the team keeps them; see functions/team/records.Chain).
+    seen = {m.id for m in chain}
+    for alt in chain[0].alternates if chain else []:
+        m = await store.get(store.memories, alt, Memory) if alt not in seen else None
+        if m is not None:
+            chain.append(m)
     return chain

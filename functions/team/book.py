@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from typing import Any
+
+import msgspec
 
 from engine import State
 from functions.kernel.clock import now_iso
@@ -25,15 +28,25 @@ from functions.kernel.records import (
     RecordsRemoved,
 )
 from functions.kernel.store import MemoryStore
+from functions.team.chains import Chains
 from functions.team.config import TeamConfig
 from functions.team.log import TeamLog, shared_copy
-from functions.team.records import Chain, Forgotten, Shared, TeamEvent, TeamItem, Tombstone, Version
+from functions.team.records import (
+    Echo,
+    Forgotten,
+    Link,
+    Probe,
+    Resolution,
+    Resolved,
+    Shared,
+    TeamEvent,
+    TeamItem,
+    Tombstone,
+)
 
 log = logging.getLogger("functions.team")
 STORED_WAIT = 100
 """Polls (50 ms apart) for a memory whose event came before its record."""
-CHAIN_WALK = 100
-"""How many older versions a memory's root is looked for through (as memory_chain)."""
 
 
 def item_key(record_id: str) -> str:
@@ -44,8 +57,8 @@ def gone_key(record_id: str) -> str:
     return "gone." + kv_key(record_id)
 
 
-def chain_key(root: str) -> str:
-    return "chain." + kv_key(root)
+def link_key(peer: str) -> str:
+    return "link." + kv_key(peer)
 
 
 class TeamBook:
@@ -54,6 +67,7 @@ class TeamBook:
         self.kv = kv
         self.log = team_log
         self.cfg = cfg
+        self.chains = Chains(store, kv)
         self.applied: dict[str, int] = {}
         """Events applied per peer since this process started."""
 
@@ -81,7 +95,7 @@ class TeamBook:
             return have, False
         memory = isinstance(record, Memory)
         if isinstance(record, Memory) and not root:
-            root = await self._root(record)
+            root = await self.chains.root_of(record, self._shared_root)
         copy = shared_copy(record, self.cfg.team, self.cfg.origin)
         item = TeamItem(
             id=record.id,
@@ -100,9 +114,12 @@ class TeamBook:
         await self.kv.put(item_key(record.id), item)
         await self._mark_team(record)
         if isinstance(record, Memory):
-            before, after = await self._chain_add(root, record)
-            await self._settle(before, after, record.id)
+            await self.chains.settle(await self.chains.add(root, record), record.id)
         return item, True
+
+    async def _shared_root(self, record_id: str) -> str | None:
+        item = await self.item(record_id)
+        return (item.root or item.id) if item is not None else None
 
     async def share_version(self, memory: Memory) -> TeamItem | None:
         """A new local version of a shared memory is shared too, in its chain."""
@@ -116,6 +133,29 @@ class TeamBook:
             return None
         item, _ = await self.share(stored, parent.item_type, root=parent.root or parent.id)
         return item
+
+    async def adopt(self, previous: str) -> int:
+        """Items this instance shared as `previous` (its origin before it got, or changed,
+        its domain) become its items as itself, and are appended again under its own
+        subjects: a peer sourcing `team.log.<origin>.>` gets them. How many."""
+        n = 0
+        origin = self.cfg.origin
+        for item in await self.items():
+            if item.origin != previous:
+                continue
+            copy: Memory | Observation | None = item.memory or item.observation
+            if copy is not None and copy.instance in ("", previous):
+                copy = msgspec.structs.replace(copy, instance=origin)
+            item = msgspec.structs.replace(
+                item,
+                origin=origin,
+                memory=copy if isinstance(copy, Memory) else None,
+                observation=copy if isinstance(copy, Observation) else None,
+            )
+            await self.log.append(Shared(item=item))
+            await self.kv.put(item_key(item.id), item)
+            n += 1
+        return n
 
     async def stored(self, memory_id: str) -> Memory | None:
         """The memory as stored, once it is: its event may come before the write path has
@@ -156,8 +196,14 @@ class TeamBook:
             return "own"
         if isinstance(event, Shared):
             outcome = await self._apply_shared(event.item)
-        else:
+        elif isinstance(event, Forgotten):
             outcome = await self._apply_forgotten(event)
+        elif isinstance(event, Probe):
+            return await self._apply_probe(event, origin)
+        elif isinstance(event, Echo):
+            return await self._apply_echo(event, origin)
+        else:
+            outcome = await self._apply_resolved(event)
         if outcome in ("stored", "forgotten"):
             self.applied[origin] = self.applied.get(origin, 0) + 1
         return outcome
@@ -170,7 +216,7 @@ class TeamBook:
             return "empty"
         if await self.gone(item.id):
             if isinstance(record, Memory):
-                await self._chain_add(item.root or item.id, record, gone=True)
+                await self.chains.add(item.root or item.id, record, gone=True)
             return "gone"
         had = await self.item(item.id)
         # The record before its item: a retry after a crash in between finds no item and
@@ -181,13 +227,15 @@ class TeamBook:
                 await st.observations.put(kv_key(record.id), record)
                 await st.publish_once(ObservationAdded(observation=record))
         else:
-            before, after = await self._chain_add(item.root or item.id, record)
+            moved = await self.chains.add(item.root or item.id, record)
+            after = moved.chain.head() if moved.chain is not None else None
             if await st.get(st.memories, record.id, Memory) is None:
                 record.superseded_by = None if after == record.id else after
+                record.conflict, record.alternates = False, []
                 await st.memories.put(kv_key(record.id), record)
                 if after == record.id:
                     await st.publish(MemoryAdded(memory=record), msg_id=record.id)
-            await self._settle(before, after, record.id)
+            await self.chains.settle(moved, record.id)
         if had is not None:
             return "duplicate"
         await self.kv.put(item_key(item.id), item)
@@ -207,7 +255,8 @@ class TeamBook:
         tomb = Tombstone(id=ev.id, by=ev.origin, at=ev.at, kind=ev.kind)
         await self.kv.put(gone_key(ev.id), tomb)
         if ev.kind == "memory":
-            await self._chain_gone(ev.root or (item.root if item else "") or ev.id, ev.id)
+            root = ev.root or (item.root if item else "") or ev.id
+            await self.chains.settle(await self.chains.bury(root, ev.id))
         st = self.store
         state = st.memories if ev.kind == "memory" else st.observations
         removed = await state.presence(kv_key(ev.id)) == "present"
@@ -219,75 +268,65 @@ class TeamBook:
             await st.publish(RecordsRemoved(ids=[ev.id], reason=why, action="team"))
             await st.audit("team-forget", [ev.id], reason=why)
 
-    # ---- version chains --------------------------------------------------------------
-    async def _root(self, memory: Memory) -> str:
-        cur: Memory | None = memory
-        root = memory.id
-        for _ in range(CHAIN_WALK):
-            if cur is None or not cur.supersedes:
-                break
-            parent = await self.item(cur.supersedes)
-            if parent is not None:
-                return parent.root or parent.id
-            root = cur.supersedes
-            cur = await self.store.get(self.store.memories, cur.supersedes, Memory)
-        return root
+    # ---- conflicts ----------------------------------------------------------------
+    async def resolve(self, root: str, head: str, over: list[str]) -> None:
+        """A person here chose `head` over `over`: the chain's head here and, through the
+        TEAM stream, on every instance."""
+        res = Resolution(head=head, over=sorted(over), at=now_iso(), origin=self.cfg.origin,
+                         by=self.cfg.user)  # fmt: skip
+        await self.log.append(Resolved(root=root, team=self.cfg.team, resolution=res))
+        await self.chains.settle(await self.chains.resolve(root, res))
 
-    async def _chain_add(
-        self, root: str, memory: Memory, *, gone: bool = False
-    ) -> tuple[str | None, str | None]:
-        """Note a version in its chain; the chain's head before and after."""
-        seen: dict[str, str | None] = {}
+    async def _apply_resolved(self, ev: Resolved) -> str:
+        if ev.team != self.cfg.team:
+            return "other team"
+        moved = await self.chains.resolve(ev.root, ev.resolution)
+        if not moved.changed:
+            return "duplicate"
+        await self.chains.settle(moved)
+        return "resolved"
 
-        def add(cur: Chain | None) -> Chain | None:
-            chain = cur or Chain(root=root)
-            seen["before"] = chain.head()
-            had = chain.versions.get(memory.id)
-            new = Version(memory.version, memory.created_at, gone or bool(had and had.gone))
-            if had == new:
+    # ---- the round-trip probe --------------------------------------------------------
+    async def _apply_probe(self, probe: Probe, origin: str) -> str:
+        """A peer's probe reached us: note it, and answer on our own log (the echo travels
+        back the way our shares do)."""
+        now = time.time()
+        seen: list[bool] = []
+
+        def heard(cur: Link | None) -> Link | None:
+            link = cur or Link()
+            if link.heard == probe.id:
+                seen.append(True)
+                return None  # a replay: answered already
+            link.heard, link.heard_at = probe.id, now
+            return link
+
+        await self.kv.update(link_key(origin), heard, type=Link)
+        if seen:
+            return "duplicate"
+        await self.log.echo(Echo(probe=probe.id, to=origin, origin=self.cfg.origin, at=now_iso()))
+        return "echoed"
+
+    async def _apply_echo(self, echo: Echo, origin: str) -> str:
+        if echo.to != self.cfg.origin:
+            return "duplicate"  # another peer's round trip: nothing for us
+        now = time.time()
+
+        seen: list[bool] = []
+
+        def echoed(cur: Link | None) -> Link | None:
+            link = cur or Link()
+            if link.echoed == echo.probe:
+                seen.append(True)
                 return None
-            chain.versions[memory.id] = new
-            return chain
+            link.echoed, link.echoed_at = echo.probe, now
+            return link
 
-        chain = await self.kv.update(chain_key(root), add, type=Chain)
-        return seen.get("before"), chain.head() if chain else None
+        await self.kv.update(link_key(origin), echoed, type=Link)
+        return "duplicate" if seen else "round trip"
 
-    async def _chain_gone(self, root: str, record_id: str) -> None:
-        def bury(cur: Chain | None) -> Chain | None:
-            had = cur.versions.get(record_id) if cur else None
-            if cur is None or had is None or had.gone:
-                return None  # a share arriving later meets the tombstone
-            cur.versions[record_id] = Version(had.version, had.created_at, True)
-            return cur
-
-        await self.kv.update(chain_key(root), bury, type=Chain)
-
-    async def _settle(self, before: str | None, after: str | None, new_id: str) -> None:
-        """The chain's head moved from `before` to `after`: the old head is superseded by
-        the new one here too, and leaves the indexes; a newcomer that lost is kept, as an
-        older version of the head."""
-        st = self.store
-        if after is None:
-            return
-        if new_id != after:
-            await self._supersede(new_id, after)
-        if before and before != after and before != new_id and await self._supersede(before, after):
-            await st.publish(
-                RecordsRemoved(ids=[before], reason=f"superseded by {after}", action="team")
-            )
-
-    async def _supersede(self, old: str, head: str) -> bool:
-        changed: dict[str, bool] = {}
-
-        def mark(cur: Memory | None) -> Memory | None:
-            if cur is None or cur.superseded_by == head:
-                return None
-            cur.superseded_by, cur.updated_at = head, now_iso()
-            changed["yes"] = True
-            return cur
-
-        await self.store.memories.update(kv_key(old), mark, type=Memory)
-        return bool(changed)
+    async def links(self) -> dict[str, Link]:
+        return {k.removeprefix("link."): v async for k, v in self.kv.scan("link.>", Link)}
 
     async def _mark_team(self, record: Memory | Observation) -> None:
         state = self.store.memories if isinstance(record, Memory) else self.store.observations

@@ -7,9 +7,18 @@ from __future__ import annotations
 
 import msgspec
 
-from engine import Client, Source, SourceState, Stream
+from engine import Client, FunctionError, Source, SourceState, Stream
 from functions.kernel.records import Memory, Observation
-from functions.team.records import LOG_SUBJECT, TEAM_STREAM, Forgotten, Shared, log_subject
+from functions.team.records import (
+    LOG_SUBJECT,
+    TEAM_STREAM,
+    Echo,
+    Forgotten,
+    Probe,
+    Resolved,
+    Shared,
+    log_subject,
+)
 
 PUBLISH_TIMEOUT = 5.0
 
@@ -25,15 +34,49 @@ class TeamLog:
             max_msgs_per_subject=1,
         )
 
+    async def previous_origin(self) -> str:
+        """The origin this instance's TEAM stream was made for, when it was another one
+        (an instance first run without a domain, `local`, that has one now); else ""."""
+        try:
+            stored = await self.stream.stored_subjects()
+        except FunctionError as err:
+            if err.code == "NOT_FOUND":
+                return ""
+            raise
+        mine = f"{LOG_SUBJECT}.{self.origin}.>"
+        for subject in stored:
+            parts = subject.split(".")
+            if subject != mine and len(parts) == 4 and subject.startswith(LOG_SUBJECT + "."):
+                return parts[2]
+        return ""
+
     async def ensure(self) -> None:
+        """Made, or brought to this origin's subjects (engine/_reconcile.py): the events it
+        holds stay."""
         await self.stream.ensure()
 
-    async def append(self, event: Shared | Forgotten) -> int:
-        record_id = event.item.id if isinstance(event, Shared) else event.id
+    async def append(self, event: Shared | Forgotten | Resolved) -> int:
+        if isinstance(event, Shared):
+            token = event.item.id
+        elif isinstance(event, Forgotten):
+            token = event.id
+        else:
+            token = "resolve-" + event.root
         ack = await self.stream.publish(
-            log_subject(self.origin, record_id), event, timeout=PUBLISH_TIMEOUT
+            log_subject(self.origin, token), event, timeout=PUBLISH_TIMEOUT
         )
         return ack.seq
+
+    async def probe(self, probe: Probe) -> None:
+        """One subject per origin (the stream keeps its latest message): no growth."""
+        await self.stream.publish(log_subject(self.origin, "probe"), probe, timeout=PUBLISH_TIMEOUT)
+
+    async def echo(self, echo: Echo) -> None:
+        subject = log_subject(self.origin, "echo-" + echo.to)
+        await self.stream.publish(subject, echo, timeout=PUBLISH_TIMEOUT)
+
+    async def purge_origin(self, origin: str) -> int:
+        return await self.stream.purge(f"{LOG_SUBJECT}.{origin}.>")
 
     async def source_peers(self, peers: list[str]) -> None:
         await self.stream.set_sources(

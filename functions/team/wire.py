@@ -107,6 +107,15 @@ class PeerView(msgspec.Struct, rename="camel", kw_only=True):
     """Its events applied here since this process started."""
     shared_scopes: list[str]
     error: str = ""
+    round_trip_ms: float | None = None
+    """Our latest probe's trip to the peer and its echo back, through both TEAM streams;
+    null: no echo of a recent probe (see `reason`)."""
+    echo_seconds: float | None = None
+    """Seconds since the peer's latest echo of one of our probes reached us."""
+    heard_seconds: float | None = None
+    """Seconds since the peer's latest own probe reached us (it → us works)."""
+    reason: str = ""
+    """Why there is no round trip, when there is none."""
 
 
 class PeersOut(msgspec.Struct, kw_only=True):
@@ -147,13 +156,19 @@ class SyncResult(msgspec.Struct, rename="camel", kw_only=True):
     """The peer's events applied here since this process started."""
     lag: int
     errors: list[str]
+    """Why this peer is not converged (with the round-trip probe's finding first)."""
+    round_trip_ms: float | None = None
+    """This sync's probe to the peer and back; null when its echo did not come."""
 
 
 class SyncOut(msgspec.Struct, kw_only=True):
     success: bool
     converged: bool
-    """Every peer copied up to date and every copied event applied."""
+    """Every wanted peer echoed this sync's probe (what this instance writes reaches it, and
+    what it writes reaches us) and every copied event was applied."""
     results: list[SyncResult]
+    reason: str = ""
+    """Why not, when this instance itself is the cause (its TEAM stream refused the probe)."""
 
 
 class ExportIn(msgspec.Struct, rename="camel", kw_only=True):
@@ -205,3 +220,48 @@ def item_view(item: TeamItem) -> TeamItemView:
         root=item.root,
         content=content,
     )
+
+
+class ChainIn(msgspec.Struct, rename="camel", kw_only=True):
+    memory_id: Id
+    """Any version of a shared memory."""
+
+
+class ChainVersion(msgspec.Struct, rename="camel", kw_only=True):
+    id: str
+    version: int
+    created_at: str
+    parent: str
+    origin: str
+    """The instance it was made on."""
+    shared_by: str
+    head: bool
+    live: bool
+    """Not forgotten."""
+    competing: bool
+    """One of the versions of an unresolved conflict."""
+    title: str = ""
+    content: str = ""
+
+
+class ChainOut(msgspec.Struct, rename="camel", kw_only=True):
+    root: str
+    head: str | None
+    conflict: bool
+    competing: list[str]
+    versions: list[ChainVersion]
+    """Newest first."""
+    resolved_by: str = ""
+    resolved_at: str = ""
+
+
+class ResolveIn(msgspec.Struct, rename="camel", kw_only=True):
+    memory_id: Id
+    """The version to keep: one of the competing versions of its chain."""
+
+
+class ResolveOut(msgspec.Struct, rename="camel", kw_only=True):
+    success: bool
+    head: str
+    over: list[str]
+    """The versions it was chosen over (kept as listed versions of the head)."""

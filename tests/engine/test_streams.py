@@ -50,14 +50,18 @@ async def test_a_msg_id_makes_a_retry_a_duplicate(client: Client) -> None:
     assert (await ev.info()).messages == 1
 
 
-async def test_ensure_keeps_an_existing_stream_and_a_peer_creating_it_is_fine(
+async def test_peers_creating_a_stream_at_once_is_fine_and_a_new_declaration_applies(
     client: Client,
 ) -> None:
     handles = [client.stream("EV", subjects=["ev.>"]) for _ in range(5)]
     await asyncio.gather(*(h.ensure() for h in handles))
     await handles[0].publish("ev.a", 1)
-    await client.stream("EV", subjects=["other.>"]).ensure()  # exists: left as it is
     assert (await handles[0].publish("ev.b", 2)).seq == 2
+    # Declared with other subjects (an instance that got a domain): updated in place, its
+    # messages kept (tests/engine/test_reconcile.py covers the rest).
+    await client.stream("EV", subjects=["other.>"]).ensure()
+    assert (await handles[0].publish("other.c", 3)).seq == 3
+    assert (await handles[0].info()).messages == 3
 
 
 async def test_info_counts_messages_sequences_and_subjects(client: Client) -> None:

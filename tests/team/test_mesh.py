@@ -203,6 +203,40 @@ async def test_after_a_partition_both_sides_converge_without_loss_or_duplicates(
             loser = (versions - {head, m1}).pop()
             chain = (await h.get(f"/agentmemory/memories/{loser}")).json()["memory"]
             assert chain["supersededBy"] == head
+            # The two edits are a conflict: both kept and listed, the memory flagged.
+            got = (await h.get("/agentmemory/team/chain", params={"memoryId": m1})).json()
+            assert got["conflict"] is True and got["head"] == head
+            assert sorted(got["competing"]) == sorted([head, loser])
+            shown = (await h.get(f"/agentmemory/memories/{head}")).json()
+            assert shown["memory"]["conflict"] is True
+            assert loser in [v["id"] for v in shown["versions"]]
+    # Resolving on one side keeps the chosen one as head, on both.
+    async with b.http() as h:
+        r = await h.post("/agentmemory/team/resolve", json={"memoryId": loser})
+        assert r.status_code == 200, r.text
+        assert r.json()["head"] == loser and r.json()["over"] == [head]
+    await converged(a, b, timeout=60)
+
+    async def resolved(node: Node) -> bool:
+        async with node.http() as h:
+            got = (await h.get("/agentmemory/team/chain", params={"memoryId": m1})).json()
+            kept = (await h.get(f"/agentmemory/memories/{loser}")).json()
+        return (
+            got["head"] == loser
+            and got["conflict"] is False
+            and kept["memory"].get("supersededBy") is None
+            and kept["memory"].get("conflict", False) is False
+            and head in [v["id"] for v in kept["versions"]]
+        )
+
+    for node in (a, b):
+        await eventually(
+            lambda node=node: resolved(node), timeout=10, what=f"resolved on {node.name}"
+        )
+        async with node.http() as h:
+            old = (await h.get(f"/agentmemory/memories/{head}")).json()["memory"]
+            assert old["supersededBy"] == loser
+    assert (await team_state(a))[0] == (await team_state(b))[0]
 
 
 async def test_a_stopped_peer_catches_up_when_it_is_back(mesh: Mesh) -> None:

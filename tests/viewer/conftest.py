@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from tests.conftest import ROOT, EngineProcess
+from workers.viewer import tokens
 
 SECRET = "viewer-test-" + secrets.token_hex(8)
 
@@ -31,6 +32,25 @@ class Stack:
     @property
     def rest_url(self) -> str:
         return f"http://127.0.0.1:{self.engine.ports['rest']}"
+
+    def login_url(self, ttl: float = tokens.LOGIN_TTL) -> str:
+        """What `agentmemory viewer` opens: a one-time link that signs a browser in."""
+        return tokens.login_url(self.engine.ports["viewer"], SECRET, ttl)
+
+    def viewed(self) -> httpx.Client:
+        """A client signed in to the viewer as a browser is: the link, then its cookie."""
+        c = httpx.Client(base_url=self.viewer, timeout=30)
+        r = c.get(self.login_url().removeprefix(self.viewer), follow_redirects=False)
+        assert r.status_code == 303 and self.cookie_name in r.headers["set-cookie"], r.text
+        return c
+
+    @property
+    def cookie_name(self) -> str:
+        return tokens.cookie_name(self.engine.ports["viewer"])
+
+    def cookie(self, c: httpx.Client) -> dict[str, str]:
+        """The Cookie header of a signed-in client (for the live socket)."""
+        return {"Cookie": f"{self.cookie_name}={c.cookies[self.cookie_name]}"}
 
     def rest(self) -> httpx.Client:
         return httpx.Client(
@@ -88,6 +108,13 @@ def transcript(sid: str, cwd: str, turns: int = 3) -> str:
                   "is_error": False}]}}
         )  # fmt: skip
     return "\n".join(json.dumps(r) for r in recs) + "\n{torn"
+
+
+@pytest.fixture
+def viewer(stack: Stack) -> Iterator[httpx.Client]:
+    c = stack.viewed()
+    yield c
+    c.close()
 
 
 @pytest.fixture(scope="package")

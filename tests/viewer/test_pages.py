@@ -41,6 +41,8 @@ def page(browser: Any, stack: Stack) -> Iterator[Any]:
     pg.set_default_timeout(15000)
     errors: list[str] = []
     pg.on("pageerror", lambda e: errors.append(str(e)))
+    pg.goto(stack.login_url())  # as `agentmemory viewer` opens it: signs this browser in
+    pg.goto("about:blank")  # so that each test's first goto is a page load of its own
     yield pg
     ctx.close()
     assert errors == []
@@ -56,13 +58,13 @@ def open_live(pg: Any, stack: Stack, where: str = "activity") -> None:
     pg.locator('#live-status[data-state="live"]').wait_for()
 
 
-def test_the_viewer_loads_without_login_on_loopback(page: Any, stack: Stack) -> None:
-    resp = page.goto(f"{stack.viewer}/")
+def test_the_link_signs_the_browser_in_and_the_viewer_loads(page: Any, stack: Stack) -> None:
+    resp = page.goto(f"{stack.viewer}/")  # the fixture opened the login link first
     assert resp.status == 200 and "content-security-policy" in resp.headers
     page.locator('#live-status[data-state="live"]').wait_for()
     assert page.locator("main h1").text_content() == "Activity"
     assert page.locator('#nav a[aria-current="page"]').text_content() == "Activity"
-    assert "login" not in page.url and page.locator("input[type=password]").count() == 0
+    assert "token" not in page.url and page.locator("input[type=password]").count() == 0
 
 
 def test_an_observation_posted_after_load_appears_within_a_second(page: Any, stack: Stack) -> None:
@@ -244,7 +246,9 @@ def test_actions_show_the_coordination_routes_or_say_they_are_missing(
 
 
 def test_every_page_says_what_fills_it_when_empty(page: Any, stack: Stack) -> None:
-    snapshot = httpx.get(stack.viewer + "/agentmemory/viewer/snapshot").json()
+    c = stack.viewed()
+    snapshot = c.get("/agentmemory/viewer/snapshot").json()
+    c.close()
     snapshot.update(activity=[], projects=[],
                     counts={"sessions": 0, "observations": 0, "memories": 0, "lessons": 0})  # fmt: skip
     empties = {

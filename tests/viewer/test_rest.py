@@ -26,8 +26,8 @@ def _nonce(csp: str) -> str:
     return m.group(1)
 
 
-def test_every_page_load_gets_a_csp_with_its_own_nonce(stack: Stack) -> None:
-    first, second = httpx.get(stack.viewer + "/"), httpx.get(stack.viewer + "/")
+def test_every_page_load_gets_a_csp_with_its_own_nonce(stack: Stack, viewer: httpx.Client) -> None:
+    first, second = viewer.get("/"), viewer.get("/")
     assert first.status_code == 200
     csp = first.headers["content-security-policy"]
     assert "default-src 'none'" in csp and "frame-ancestors 'none'" in csp
@@ -36,7 +36,7 @@ def test_every_page_load_gets_a_csp_with_its_own_nonce(stack: Stack) -> None:
     assert n1 != n2
     assert f'<script type="module" src="/static/app.js" nonce="{n1}">' in first.text
     assert first.headers["x-content-type-options"] == "nosniff"
-    assert httpx.get(stack.viewer + "/static/app.js").headers["content-security-policy"]
+    assert viewer.get("/static/app.js").headers["content-security-policy"]
 
 
 def test_the_page_has_no_inline_script_or_handler() -> None:
@@ -50,41 +50,44 @@ def test_the_page_has_no_inline_script_or_handler() -> None:
         ), f
 
 
-def test_a_foreign_origin_or_host_is_refused(stack: Stack) -> None:
+def test_a_foreign_origin_or_host_is_refused(stack: Stack, viewer: httpx.Client) -> None:
     body = {"content": "should never be saved " + uuid.uuid4().hex}
     for origin in ("http://evil.example", "http://127.0.0.1:5173", "null"):
-        r = httpx.post(
-            stack.viewer + "/agentmemory/remember", json=body, headers={"origin": origin}
-        )
+        r = viewer.post("/agentmemory/remember", json=body, headers={"origin": origin})
         assert r.status_code == 403, origin
         assert r.json()["error"]["field"] == "Origin"
-    r = httpx.get(stack.viewer + "/", headers={"host": "evil.example"})
+    r = viewer.get("/", headers={"host": "evil.example"})
     assert r.status_code == 403 and r.json()["error"]["field"] == "Host"
-    own = httpx.get(stack.viewer + "/agentmemory/sessions", headers={"origin": stack.viewer})
+    own = viewer.get("/agentmemory/sessions", headers={"origin": stack.viewer})
     assert own.status_code == 200
     with stack.rest() as c:
         memories = c.get("/agentmemory/memories", params={"limit": 10000}).json()["memories"]
         assert body["content"] not in [m["content"] for m in memories]
 
 
-async def test_the_live_socket_refuses_foreign_origins_and_hosts(stack: Stack) -> None:
+async def test_the_live_socket_refuses_foreign_origins_and_hosts(
+    stack: Stack, viewer: httpx.Client
+) -> None:
     ws = stack.viewer.replace("http", "ws") + "/live"
+    cookie = stack.cookie(viewer)
     for headers in ({"Origin": "http://evil.example"}, {"Host": "evil.example"}):
         with pytest.raises(InvalidStatus):
-            async with connect(ws, additional_headers=headers) as conn:
+            async with connect(ws, additional_headers={**headers, **cookie}) as conn:
                 await conn.recv()
-    async with connect(ws, origin=stack.viewer) as conn:  # type: ignore[arg-type]
+    async with connect(ws, origin=stack.viewer, additional_headers=cookie) as conn:  # type: ignore[arg-type]
         hello = json.loads(await asyncio.wait_for(conn.recv(), 5))
         assert hello["type"] == "hello"
 
 
-def test_the_viewer_forwards_the_secret_and_only_the_writes_its_pages_make(stack: Stack) -> None:
+def test_the_viewer_forwards_the_secret_and_only_the_writes_its_pages_make(
+    stack: Stack, viewer: httpx.Client
+) -> None:
     assert httpx.get(stack.rest_url + "/agentmemory/sessions").status_code == 401
-    assert httpx.get(stack.viewer + "/agentmemory/sessions").status_code == 200
-    refused = httpx.post(stack.viewer + "/agentmemory/import", json={"data": {}})
+    assert viewer.get("/agentmemory/sessions").status_code == 200
+    refused = viewer.post("/agentmemory/import", json={"data": {}})
     assert refused.status_code == 405 and refused.json()["error"]["field"] == "method"
-    assert httpx.delete(stack.viewer + "/agentmemory/governance/memories").status_code == 405
-    bad = httpx.post(stack.viewer + "/agentmemory/remember", json={"content": ""})
+    assert viewer.delete("/agentmemory/governance/memories").status_code == 405
+    bad = viewer.post("/agentmemory/remember", json={"content": ""})
     assert bad.status_code == 400 and bad.json()["error"]["field"] == "content"
 
 
@@ -118,11 +121,14 @@ def test_the_snapshot_holds_recent_activity_and_the_sequence_it_covers(stack: St
         assert c.get("/agentmemory/viewer/snapshot", params={"limit": 0}).status_code == 400
 
 
-async def test_the_live_socket_sends_what_happens_after_the_snapshot(stack: Stack) -> None:
-    async with httpx.AsyncClient(base_url=stack.viewer, timeout=30) as c:
+async def test_the_live_socket_sends_what_happens_after_the_snapshot(
+    stack: Stack, viewer: httpx.Client
+) -> None:
+    cookie = stack.cookie(viewer)
+    async with httpx.AsyncClient(base_url=stack.viewer, timeout=30, headers=cookie) as c:
         seq = (await c.get("/agentmemory/viewer/snapshot")).json()["seq"]
         ws_url = stack.viewer.replace("http", "ws") + f"/live?after={seq}"
-        async with connect(ws_url, origin=stack.viewer) as ws:  # type: ignore[arg-type]
+        async with connect(ws_url, origin=stack.viewer, additional_headers=cookie) as ws:  # type: ignore[arg-type]
             assert json.loads(await ws.recv())["type"] == "hello"
             sid = "live-" + uuid.uuid4().hex[:8]
             r = await c.post("/agentmemory/remember", json={"content": f"live memory {sid}"})

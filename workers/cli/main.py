@@ -44,12 +44,27 @@ def root(
         ctx.invoke(start, ctx=ctx)
 
 
+def _viewer_url(port: int, ttl: float) -> str:
+    """The viewer's URL with a one-time login token (workers/viewer/tokens.py), made with
+    the REST secret this user may read; the plain URL when the login is off."""
+    import os
+
+    from triggers.http.secret import load_secret
+    from workers.viewer.tokens import login_url
+
+    if os.environ.get("VIEWER_AUTH", "").strip().lower() == "none":
+        return f"http://127.0.0.1:{port}/"
+    return login_url(port, load_secret(), ttl)
+
+
 def _ready_panel(target: Target, pid: int | None = None) -> Panel:
+    from workers.viewer.tokens import START_TTL
+
     p = target.instance.ports
     lines = [
         f"REST     http://127.0.0.1:{p.rest}/agentmemory",
         f"streams  ws://127.0.0.1:{p.streams}",
-        f"viewer   http://127.0.0.1:{p.viewer}",
+        f"viewer   {_viewer_url(p.viewer, START_TTL)}  (one-time link)",
         f"console  http://127.0.0.1:{p.console}",
         f"data     {target.instance.data_dir}",
     ]
@@ -263,14 +278,24 @@ def mcp(
 
 @app.command()
 def viewer(
-    ctx: typer.Context, data_dir: DataDir = None, port: Port = None, instance: InstanceOpt = None
+    ctx: typer.Context,
+    data_dir: DataDir = None,
+    port: Port = None,
+    instance: InstanceOpt = None,
+    no_open: Annotated[
+        bool, typer.Option("--no-open", help="Print the link only; open no browser.")
+    ] = False,
 ) -> None:
-    """Open the memory viewer in a browser (no login on this machine)."""
+    """Open the memory viewer in a browser, signed in by a one-time link (10 minutes)."""
     import webbrowser
 
-    url = f"http://127.0.0.1:{target_of(ctx, data_dir, port, instance, local=True).instance.ports.viewer}/"
-    out.print(f"viewer: {url}")
-    webbrowser.open(url)
+    from workers.viewer.tokens import LOGIN_TTL
+
+    ports = target_of(ctx, data_dir, port, instance, local=True).instance.ports
+    url = _viewer_url(ports.viewer, LOGIN_TTL)
+    out.print(f"viewer: {url}", soft_wrap=True)
+    if not no_open:
+        webbrowser.open(url)
 
 
 @app.command()

@@ -7,21 +7,33 @@ from pathlib import Path
 
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.responses import (
+    FileResponse,
+    HTMLResponse,
+    JSONResponse,
+    RedirectResponse,
+    Response,
+)
 from starlette.routing import Mount, Route, WebSocketRoute
 from starlette.staticfiles import StaticFiles
 from starlette.websockets import WebSocket
 
+from workers.viewer.auth import Spent, ViewerAuth
 from workers.viewer.guard import NONCE_KEY, ViewerGuard
 from workers.viewer.live import Hub, follow
 from workers.viewer.proxy import RestProxy
 from workers.viewer.settings import ViewerSettings
+from workers.viewer.tokens import cookie_name
 
 STATIC = Path(__file__).parent / "static"
 _PAGE = (STATIC / "index.html").read_text()
 
 
-def build_app(settings: ViewerSettings, hub: Hub, proxy: RestProxy) -> ViewerGuard:
+def build_app(
+    settings: ViewerSettings, hub: Hub, proxy: RestProxy, spent: Spent | None
+) -> ViewerGuard:
+    """`spent`: where used login links are remembered; None turns the login off."""
+
     async def index(request: Request) -> Response:
         nonce = request.scope["state"][NONCE_KEY]
         return HTMLResponse(
@@ -30,6 +42,14 @@ def build_app(settings: ViewerSettings, hub: Hub, proxy: RestProxy) -> ViewerGua
 
     async def healthz(request: Request) -> Response:
         return JSONResponse({"ok": True})
+
+    async def favicon(request: Request) -> Response:
+        return FileResponse(STATIC / "favicon.svg", media_type="image/svg+xml")
+
+    async def logout(request: Request) -> Response:
+        resp = RedirectResponse("/", status_code=303)
+        resp.delete_cookie(cookie_name(settings.port), path="/", httponly=True, samesite="strict")
+        return resp
 
     async def live(ws: WebSocket) -> None:
         await follow(ws, hub)
@@ -44,6 +64,8 @@ def build_app(settings: ViewerSettings, hub: Hub, proxy: RestProxy) -> ViewerGua
         routes=[
             Route("/", index),
             Route("/healthz", healthz),
+            Route("/favicon.svg", favicon),
+            Route("/logout", logout, methods=["POST"]),
             Route(
                 "/agentmemory/{rest:path}", proxy.forward, methods=["GET", "POST", "PUT", "DELETE"]
             ),
@@ -52,4 +74,5 @@ def build_app(settings: ViewerSettings, hub: Hub, proxy: RestProxy) -> ViewerGua
         ],
         exception_handlers={404: not_found},
     )
-    return ViewerGuard(app, settings.origins)
+    auth = ViewerAuth(app, settings.secret, settings.port, settings.instance, spent)
+    return ViewerGuard(auth, settings.origins)

@@ -1,7 +1,7 @@
 """Who may use the viewer, and what a page may load.
 
-The viewer needs no login: it answers loopback only and forwards the REST secret itself.
-So it must not be driven by anyone else's page: a Host that is not a loopback name is
+The viewer answers loopback only, lets in only its owner's browser (workers/viewer/auth.py)
+and forwards the REST secret itself. So it must not be driven by anyone else's page either: a Host that is not a loopback name is
 refused (DNS rebinding: evil.example resolving to 127.0.0.1), and so is an Origin that is
 not the viewer's own (a page on another site or another local port posting to it, or
 opening its live socket). Every response carries a Content-Security-Policy with a nonce

@@ -10,9 +10,11 @@ import logging
 from engine import Client
 from triggers.serving import QuietServer, serve_app
 from workers.viewer.app import build_app
+from workers.viewer.auth import Spent
 from workers.viewer.live import Hub
 from workers.viewer.proxy import RestProxy
 from workers.viewer.settings import ViewerSettings
+from workers.viewer.tokens import START_TTL, login_url
 
 log = logging.getLogger("viewer")
 
@@ -31,14 +33,22 @@ class ViewerServer:
         self.hub = Hub(client, s.health_every)
         await self.hub.start()
         self.proxy = RestProxy(s.rest_port, s.secret)
+        spent = await Spent.open(client) if s.auth == "token" else None
         self._server, self._task = await serve_app(
-            build_app(s, self.hub, self.proxy),
+            build_app(s, self.hub, self.proxy, spent),
             s.host,
             s.port,
             ws="websockets-sansio",
             what="the viewer",
         )
-        log.info("viewer on http://%s:%d", s.host, s.port)
+        if spent is None:
+            log.warning("viewer on http://%s:%d, open to every local user (VIEWER_AUTH=none)",
+                        s.host, s.port)  # fmt: skip
+        else:
+            # As Jupyter prints its URL: this link signs one browser in, once.
+            url = login_url(s.port, s.secret, START_TTL)
+            log.info("viewer: open %s (one-time link, valid 24 h; `agentmemory viewer` "
+                     "opens a new one)", url)  # fmt: skip
 
     async def stop(self) -> None:
         if self._server is not None and self._task is not None:
