@@ -121,10 +121,26 @@ class NatsConfig(msgspec.Struct, forbid_unknown_fields=True):
     """JetStream replicas for buckets and streams the engine creates (3 on a cluster)."""
     max_file_store: str = "10G"
     max_memory_store: str = "512M"
+    sync: str = "default"
+    """When the embedded nats-server syncs its store to disk: `default` (its own: every two
+    minutes; the kernel writes most pages back within ~30 s, so a power loss can take the last
+    seconds of acknowledged writes), `always` (before every acknowledgement: nothing
+    acknowledged is lost to a power cut, at the price on ingest docs/PERFORMANCE.md states),
+    or an interval such as `1s`. A crash of the process alone loses nothing either way."""
     domain: str | None = None
     """This instance's JetStream domain: its name among linked instances, unique, fixed once
     chosen. Required with leaf links; workers get it as ENGINE_NATS_DOMAIN."""
     leafnodes: LeafNodesConfig = msgspec.field(default_factory=LeafNodesConfig)
+
+    def __post_init__(self) -> None:
+        if not SYNC_RE.match(self.sync):
+            raise msgspec.ValidationError(
+                f"nats.sync must be 'default', 'always' or an interval such as '1s', "
+                f"got {self.sync!r}"
+            )
+
+
+SYNC_RE = re.compile(r"^(default|always|\d+(ms|s|m|h))$")
 
 
 class TriggerConfig(msgspec.Struct, forbid_unknown_fields=True):

@@ -3,6 +3,7 @@ leaf node links to other instances' servers (each its own JetStream domain)."""
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import secrets
@@ -16,6 +17,8 @@ import time
 import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
+
+log = logging.getLogger("engine.server")
 
 _LISTEN_RE = re.compile(r"Listening for client connections on [^\s:]+:(\d+)")
 _MONITOR_RE = re.compile(r"Starting http monitor on [^\s:]+:(\d+)")
@@ -57,8 +60,17 @@ def write_private(path: Path, text: str) -> None:
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as f:
         f.write(text)
+        # On disk before the rename is: after a power cut the name could otherwise point at
+        # an empty file (found by tests/faults/test_power_loss.py: the engine did not start).
+        f.flush()
+        os.fsync(f.fileno())
     os.chmod(tmp, 0o600)
     os.replace(tmp, path)
+    dfd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dfd)
+    finally:
+        os.close(dfd)
 
 
 def ensure_credentials(path: Path, user: str = "engine") -> tuple[str, str]:
@@ -67,8 +79,13 @@ def ensure_credentials(path: Path, user: str = "engine") -> tuple[str, str]:
     import json
 
     if path.exists():
-        data = json.loads(path.read_text())
-        return data["user"], data["password"]
+        try:
+            data = json.loads(path.read_text())
+            return data["user"], data["password"]
+        except (ValueError, KeyError, TypeError):
+            # Cut short by a crash or a power loss before the write reached the disk: the
+            # servers take their users from this file at each start, so new ones will do.
+            log.warning("%s was unreadable (a write cut short?): new credentials made", path)
     password = secrets.token_urlsafe(32)
     write_private(path, json.dumps({"user": user, "password": password}))
     return user, password
@@ -175,6 +192,9 @@ class NatsServer:
     log_file: Path | None = None
     max_file_store: str = "10G"
     max_memory_store: str = "512M"
+    sync: str = "default"
+    """`sync_interval` of the store: `default` (the server's, two minutes), `always`, or an
+    interval (`1s`)."""
     domain: str | None = None
     """The JetStream domain: required once leaf links join servers that each run JetStream
     (their APIs are then told apart as `$JS.<domain>.API`)."""
@@ -196,6 +216,8 @@ class NatsServer:
             f"  max_file_store: {self.max_file_store}",
             f"  max_memory_store: {self.max_memory_store}",
         ]
+        if self.sync != "default":
+            lines.append(f"  sync_interval: {_quote(self.sync)}")
         if self.domain:
             lines.append(f"  domain: {_quote(self.domain)}")
         lines += ["}", "max_payload: 8MB"]

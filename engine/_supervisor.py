@@ -354,6 +354,7 @@ class Supervisor:
                 log_file=self.inst.data_dir / "logs" / "nats-server.log",
                 max_file_store=self.cfg.nats.max_file_store,
                 max_memory_store=self.cfg.nats.max_memory_store,
+                sync=self.cfg.nats.sync,
                 domain=self.cfg.nats.domain,
                 leafnodes=self._leafnodes(),
             )
