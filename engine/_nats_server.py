@@ -18,10 +18,13 @@ import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
 
-log = logging.getLogger("engine.server")
+_log = logging.getLogger("engine.server")
 
 _LISTEN_RE = re.compile(r"Listening for client connections on [^\s:]+:(\d+)")
 _MONITOR_RE = re.compile(r"Starting http monitor on [^\s:]+:(\d+)")
+_WRITE_ERROR = "critical write error"
+"""nats-server's words (filestore, stream, consumer, meta group) for a write to its store
+that failed: after one, that stream or consumer refuses writes until the server restarts."""
 _LEAF_RE = re.compile(r"Listening for leafnode connections on [^\s:]+:(\d+)")
 
 # What a leaf link must carry for a peer to source a shared stream across JetStream domains
@@ -85,7 +88,7 @@ def ensure_credentials(path: Path, user: str = "engine") -> tuple[str, str]:
         except (ValueError, KeyError, TypeError):
             # Cut short by a crash or a power loss before the write reached the disk: the
             # servers take their users from this file at each start, so new ones will do.
-            log.warning("%s was unreadable (a write cut short?): new credentials made", path)
+            _log.warning("%s was unreadable (a write cut short?): new credentials made", path)
     password = secrets.token_urlsafe(32)
     write_private(path, json.dumps({"user": user, "password": password}))
     return user, password
@@ -200,6 +203,11 @@ class NatsServer:
     (their APIs are then told apart as `$JS.<domain>.API`)."""
     leafnodes: LeafNodes | None = None
     proc: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+    start_log: list[str] = field(default_factory=list, repr=False)
+    """The server's log lines up to "Server is ready" of its last start."""
+    write_error: str = ""
+    """The first log line of the running server saying it could not write its store (a full
+    disk, an I/O error): such a stream takes no write until the server restarts."""
     client_port: int | None = None
     leaf_port: int | None = None
 
@@ -267,6 +275,8 @@ class NatsServer:
         )
         ready = threading.Event()
         lines: list[str] = []
+        self.start_log = lines
+        self.write_error = ""
         threading.Thread(target=self._pump, args=(ready, lines), daemon=True).start()
         deadline = time.monotonic() + timeout
         while not ready.is_set():
@@ -297,6 +307,8 @@ class NatsServer:
                         self.leaf_port = int(m.group(1))
                     if "Server is ready" in line:
                         ready.set()
+                elif not self.write_error and _WRITE_ERROR in line.lower():
+                    self.write_error = line.strip()
                 if log:
                     log.write(line)
                     log.flush()
