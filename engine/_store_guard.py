@@ -12,6 +12,7 @@ store rarely gets there through them.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from pathlib import Path
@@ -20,7 +21,15 @@ import msgspec
 from nats.aio.client import Client as NATS
 
 from engine._nats_server import NatsServer, NatsServerError
-from engine._store_repair import StoreRepair, block_sizes, repair_warnings, repairs
+from engine._store_repair import (
+    StoreRepair,
+    block_sizes,
+    read_seen,
+    repair_warnings,
+    repairs,
+    shorter_than_seen,
+    write_seen,
+)
 from engine.disk import free_bytes, mb
 
 log = logging.getLogger("engine.store")
@@ -45,7 +54,9 @@ class StoreStatus(msgspec.Struct, kw_only=True):
 
 
 class StoreGuard:
-    def __init__(self, server: NatsServer, min_free: int, poll: float = 1.0) -> None:
+    def __init__(
+        self, server: NatsServer, min_free: int, poll: float = 1.0, mark_every: float = 2.0
+    ) -> None:
         self.server = server
         self.min_free = min_free
         self.poll = poll
@@ -53,7 +64,9 @@ class StoreGuard:
         self.found: list[StoreRepair] = []
         self.warnings: list[str] = []
         self._before: dict[tuple[str, str], dict[str, int]] | None = None
-        self._task: asyncio.Task[None] | None = None
+        self.mark_every = mark_every
+        self._nc: NATS | None = None
+        self._tasks: list[asyncio.Task[None]] = []
 
     @property
     def store(self) -> Path:
@@ -66,17 +79,14 @@ class StoreGuard:
         self._before = None if clean else block_sizes(self.store)
 
     async def after_ready(self, nc: NATS) -> list[StoreRepair]:
+        self._nc = nc
         if self._before is None:
             return []
         found = repairs(self._before, block_sizes(self.store))
         self._before = None
-        js = nc.jetstream()
+        now = await self._stream_states()
+        found = shorter_than_seen(found, read_seen(self.store), now)
         for r in found:
-            try:
-                info = await asyncio.wait_for(js.stream_info(r.stream), 5)
-                r.last_seq, r.messages = info.state.last_seq, info.state.messages
-            except Exception as exc:  # the report matters more than its last figure
-                log.debug("stream_info %s: %s", r.stream, exc)
             log.warning("store repaired: %s", r.describe())
         self.found = found
         self.warnings = repair_warnings(self.server.start_log)
@@ -84,21 +94,44 @@ class StoreGuard:
             log.warning("nats-server at start: %s", w)
         return found
 
+    async def _stream_states(self) -> dict[str, tuple[int, int]]:
+        assert self._nc is not None
+        try:
+            infos = await asyncio.wait_for(self._nc.jetstream().streams_info(), 10)
+        except Exception as exc:  # the marks are a help, never a reason to stop
+            log.debug("streams_info: %s", exc)
+            return {}
+        return {i.config.name: (i.state.last_seq, i.state.messages) for i in infos if i.config.name}
+
+    async def _mark_loop(self) -> None:
+        last: dict[str, int] = {}
+        while True:
+            await asyncio.sleep(self.mark_every)
+            if self._nc is None or self.server.write_error or self.free() < self.min_free:
+                continue
+            seen = {k: v[0] for k, v in (await self._stream_states()).items()}
+            if seen and seen != last:
+                try:
+                    await asyncio.to_thread(write_seen, self.store, seen)
+                    last = seen
+                except OSError as exc:
+                    log.debug("marks not written: %s", exc)
+
     def mark_clean(self) -> None:
         if self.store.exists():
             (self.store / CLEAN_MARK).touch()
 
     def start(self) -> None:
-        self._task = asyncio.get_running_loop().create_task(self._watch())
+        loop = asyncio.get_running_loop()
+        self._tasks = [loop.create_task(self._watch()), loop.create_task(self._mark_loop())]
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            try:
-                await self._task
-            except asyncio.CancelledError:
-                pass
-            self._task = None
+        for t in self._tasks:
+            t.cancel()
+        for t in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await t
+        self._tasks = []
 
     def free(self) -> int:
         try:
