@@ -23,12 +23,15 @@ $(TEST_STAMP): pyproject.toml | $(PY)
 	$(PIP) install --quiet -e '.[dev,local]'
 	touch $(RUN_STAMP) $@
 
-# Debian packages the suite drives: headless Chromium for the console/viewer pages.
+# Debian packages the suite drives: headless Chromium for the console/viewer pages, wrk,
+# libfaketime.
 $(SYSTEM_STAMP):
 	@if ! command -v chromium >/dev/null 2>&1; then \
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium >/dev/null; \
 	  else echo "chromium missing: browser tests will be skipped"; fi; fi
 	@command -v wrk >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && apt-get install -y -qq wrk >/dev/null || true; }
+	@# libfaketime: the clock-skew tests run workers whose wall clock is off (tests/faults/skew.py).
+	@ls /usr/lib/*/faketime/libfaketime.so.1 >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && apt-get install -y -qq libfaketime >/dev/null || true; }
 	touch $@
 
 # The cross-language test's Node.js caller (npm `nats`, no SDK of ours).

@@ -12,6 +12,7 @@ from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 
 from engine import _codec, _tracing
+from engine._clock import BusClock
 from engine._connect import default_replicas
 from engine._errors import FunctionError
 from engine._objects import Objects
@@ -54,6 +55,7 @@ class Client:
         when their caller names none: the instance's `nats.replicas` (ENGINE_REPLICAS)."""
         self._requester = Requester(nc)
         self._js = nc.jetstream()
+        self._clock = BusClock(nc, self.replicas)
         self._states: dict[str, State] = {}
         self._objects: dict[str, Objects] = {}
         self._declared: set[tuple[str, str]] = set()
@@ -239,6 +241,11 @@ class Client:
             self._first(bucket, config)
             st = self._states.setdefault(bucket, opened)
         return st
+
+    async def bus_time(self) -> float:
+        """Now, in seconds since the epoch, by the clock JetStream stamps messages and runs
+        TTLs and schedules with (measured every minute; this host's own clock may be off)."""
+        return await self._clock.now()
 
     def stream(self, name: str, subjects: list[str] | None = None, **config: Any) -> Stream:
         """A JetStream stream: `await .ensure()` creates it with `subjects` and `config`

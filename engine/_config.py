@@ -13,6 +13,7 @@ import yaml
 
 from engine._paths import Layout
 from engine._triggers import check_kind
+from engine.disk import parse_size
 
 
 class RestartPolicy(msgspec.Struct, forbid_unknown_fields=True):
@@ -127,10 +128,34 @@ class NatsConfig(msgspec.Struct, forbid_unknown_fields=True):
     live; a limit above the live set (~150 MB of JetStream's per-key state at a million
     observations) costs some CPU only as the heap nears it (docs/PERFORMANCE.md). A
     GOMEMLIMIT in the engine's own environment wins."""
+    sync: str = "default"
+    """When the embedded nats-server syncs its store to disk: `default` (its own: every two
+    minutes; the kernel writes most pages back within ~30 s, so a power loss can take the last
+    seconds of acknowledged writes), `always` (before every acknowledgement: nothing
+    acknowledged is lost to a power cut, at the price on ingest docs/PERFORMANCE.md states),
+    or an interval such as `1s`. A crash of the process alone loses nothing either way."""
+    min_free_disk: str = "64M"
+    """Space kept free on the disk of the data dir: writers answer a retryable "disk full"
+    error below it rather than write, and a nats-server that hit a full disk is restarted
+    once this much is free again (workers get it as ENGINE_MIN_FREE_DISK)."""
     domain: str | None = None
     """This instance's JetStream domain: its name among linked instances, unique, fixed once
     chosen. Required with leaf links; workers get it as ENGINE_NATS_DOMAIN."""
     leafnodes: LeafNodesConfig = msgspec.field(default_factory=LeafNodesConfig)
+
+    def __post_init__(self) -> None:
+        try:
+            parse_size(self.min_free_disk)
+        except ValueError as exc:
+            raise msgspec.ValidationError(f"nats.min_free_disk: {exc}") from None
+        if not SYNC_RE.match(self.sync):
+            raise msgspec.ValidationError(
+                f"nats.sync must be 'default', 'always' or an interval such as '1s', "
+                f"got {self.sync!r}"
+            )
+
+
+SYNC_RE = re.compile(r"^(default|always|\d+(ms|s|m|h))$")
 
 
 class TriggerConfig(msgspec.Struct, forbid_unknown_fields=True):

@@ -3,6 +3,7 @@ leaf node links to other instances' servers (each its own JetStream domain)."""
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import secrets
@@ -17,8 +18,13 @@ import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
 
+_log = logging.getLogger("engine.server")
+
 _LISTEN_RE = re.compile(r"Listening for client connections on [^\s:]+:(\d+)")
 _MONITOR_RE = re.compile(r"Starting http monitor on [^\s:]+:(\d+)")
+_WRITE_ERROR = "critical write error"
+"""nats-server's words (filestore, stream, consumer, meta group) for a write to its store
+that failed: after one, that stream or consumer refuses writes until the server restarts."""
 _LEAF_RE = re.compile(r"Listening for leafnode connections on [^\s:]+:(\d+)")
 
 # What a leaf link must carry for a peer to source a shared stream across JetStream domains
@@ -57,8 +63,17 @@ def write_private(path: Path, text: str) -> None:
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as f:
         f.write(text)
+        # On disk before the rename is: after a power cut the name could otherwise point at
+        # an empty file (found by tests/faults/test_power_loss.py: the engine did not start).
+        f.flush()
+        os.fsync(f.fileno())
     os.chmod(tmp, 0o600)
     os.replace(tmp, path)
+    dfd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dfd)
+    finally:
+        os.close(dfd)
 
 
 def ensure_credentials(path: Path, user: str = "engine") -> tuple[str, str]:
@@ -67,8 +82,13 @@ def ensure_credentials(path: Path, user: str = "engine") -> tuple[str, str]:
     import json
 
     if path.exists():
-        data = json.loads(path.read_text())
-        return data["user"], data["password"]
+        try:
+            data = json.loads(path.read_text())
+            return data["user"], data["password"]
+        except (ValueError, KeyError, TypeError):
+            # Cut short by a crash or a power loss before the write reached the disk: the
+            # servers take their users from this file at each start, so new ones will do.
+            _log.warning("%s was unreadable (a write cut short?): new credentials made", path)
     password = secrets.token_urlsafe(32)
     write_private(path, json.dumps({"user": user, "password": password}))
     return user, password
@@ -178,11 +198,19 @@ class NatsServer:
     memory_limit: str | None = None
     """GOMEMLIMIT for the server process (Go's syntax, e.g. `320MiB`); None: not set here (an
     inherited GOMEMLIMIT still applies)."""
+    sync: str = "default"
+    """`sync_interval` of the store: `default` (the server's, two minutes), `always`, or an
+    interval (`1s`)."""
     domain: str | None = None
     """The JetStream domain: required once leaf links join servers that each run JetStream
     (their APIs are then told apart as `$JS.<domain>.API`)."""
     leafnodes: LeafNodes | None = None
     proc: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+    start_log: list[str] = field(default_factory=list, repr=False)
+    """The server's log lines up to "Server is ready" of its last start."""
+    write_error: str = ""
+    """The first log line of the running server saying it could not write its store (a full
+    disk, an I/O error): such a stream takes no write until the server restarts."""
     client_port: int | None = None
     leaf_port: int | None = None
 
@@ -199,6 +227,8 @@ class NatsServer:
             f"  max_file_store: {self.max_file_store}",
             f"  max_memory_store: {self.max_memory_store}",
         ]
+        if self.sync != "default":
+            lines.append(f"  sync_interval: {_quote(self.sync)}")
         if self.domain:
             lines.append(f"  domain: {_quote(self.domain)}")
         lines += ["}", "max_payload: 8MB"]
@@ -252,6 +282,8 @@ class NatsServer:
         )
         ready = threading.Event()
         lines: list[str] = []
+        self.start_log = lines
+        self.write_error = ""
         threading.Thread(target=self._pump, args=(ready, lines), daemon=True).start()
         deadline = time.monotonic() + timeout
         while not ready.is_set():
@@ -282,6 +314,8 @@ class NatsServer:
                         self.leaf_port = int(m.group(1))
                     if "Server is ready" in line:
                         ready.set()
+                elif not self.write_error and _WRITE_ERROR in line.lower():
+                    self.write_error = line.strip()
                 if log:
                     log.write(line)
                     log.flush()

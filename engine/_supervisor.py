@@ -35,9 +35,11 @@ from engine._nats_server import (
     leaf_allowlist,
 )
 from engine._paths import ENGINE_PORTS, ENV_CONFIG
+from engine._store_guard import StoreGuard, StoreStatus
 from engine._tracing import TRACES_STREAM, TRACES_SUBJECT
 from engine._triggers import TRIGGERS_BUCKET, TriggerSpec
 from engine._worker import Worker
+from engine.disk import ENV_MIN_FREE, parse_size
 
 log = logging.getLogger("engine.supervisor")
 
@@ -62,7 +64,7 @@ class WorkerStatus(msgspec.Struct):
     rss_mb: float | None = None
 
 
-class EngineStatus(msgspec.Struct):
+class EngineStatus(msgspec.Struct, kw_only=True):
     instance: int
     pid: int
     data_dir: str
@@ -71,6 +73,8 @@ class EngineStatus(msgspec.Struct):
     ports: dict[str, int]
     started_at: float
     workers: list[WorkerStatus]
+    store: StoreStatus | None = None
+    """The embedded server's store: free space, a write error, what was repaired at start."""
 
 
 _TICKS = os.sysconf("SC_CLK_TCK")
@@ -265,6 +269,7 @@ class Supervisor:
         self.config_path = str(Path(config_path).resolve()) if config_path else None
         self.echo_logs = echo_logs
         self.server: NatsServer | None = None
+        self.store_guard: StoreGuard | None = None
         self.nc: NATS | None = None
         self.url = ""
         self.credentials: str | None = None
@@ -359,10 +364,13 @@ class Supervisor:
                 max_file_store=self.cfg.nats.max_file_store,
                 max_memory_store=self.cfg.nats.max_memory_store,
                 memory_limit=self.cfg.nats.memory_limit,
+                sync=self.cfg.nats.sync,
                 domain=self.cfg.nats.domain,
                 leafnodes=self._leafnodes(),
             )
             (self.inst.data_dir / "logs").mkdir(parents=True, exist_ok=True)
+            self.store_guard = StoreGuard(self.server, parse_size(self.cfg.nats.min_free_disk))
+            self.store_guard.before_start()
             try:
                 await asyncio.to_thread(self.server.start)
             except NatsServerError as exc:
@@ -370,6 +378,9 @@ class Supervisor:
             self.url = self.server.url
             self.credentials = str(self.inst.credentials)
         self.nc = await connect(self.url, self.credentials, name="engine")
+        if self.store_guard is not None:
+            await self.store_guard.after_ready(self.nc)
+            self.store_guard.start()
 
     def _leafnodes(self) -> LeafNodes | None:
         cfg = self.cfg.nats.leafnodes
@@ -507,6 +518,7 @@ class Supervisor:
                 "ENGINE_WORKER_REPLICA": str(replica),
                 "ENGINE_INSTANCE": str(self.inst.number),
                 "ENGINE_DATA_DIR": str(self.inst.data_dir),
+                ENV_MIN_FREE: str(parse_size(self.cfg.nats.min_free_disk)),
                 "ENGINE_SUPERVISOR_PID": str(os.getpid()),
                 "ENGINE_BOOT_ID": self.boot_id,
                 "ENGINE_SUPERVISOR_FD": str(self._lifeline_r),
@@ -558,6 +570,7 @@ class Supervisor:
             ports=self.inst.ports.as_dict(),
             started_at=self.started_at,
             workers=[w.status() for w in self.workers],
+            store=self.store_guard.status() if self.store_guard is not None else None,
         )
 
     async def run_until_stopped(self) -> None:
@@ -579,8 +592,12 @@ class Supervisor:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self.nc.drain(), 5)
             self.nc = None
+        if self.store_guard is not None:
+            await self.store_guard.stop()
         if self.server is not None:
             await asyncio.to_thread(self.server.stop)
+            if self.store_guard is not None and not self.server.running():
+                self.store_guard.mark_clean()
         self._lock.release()
         log.info("engine stopped")
 

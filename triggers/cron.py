@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-import time
 from typing import Any, Literal
 
 import msgspec
@@ -188,12 +187,15 @@ class CronTrigger:
         md = msg.metadata
         attempt = md.num_delivered or 1
         manual = (msg.headers or {}).get("Cron-Manual") == "true"
-        due = md.timestamp.timestamp() if md.timestamp else time.time()
-        if cfg.catch_up == "skip" and not manual and attempt == 1 and time.time() - due > cfg.grace:
-            log.info("cron %s: tick due %.1fs ago skipped (catch_up=skip)", tid, time.time() - due)
+        assert self._client is not None
+        # The tick's stamp is the server's clock: lateness is measured by it too (a host
+        # whose clock ran a few seconds ahead skipped every tick as late).
+        now = await self._client.bus_time()
+        due = md.timestamp.timestamp() if md.timestamp else now
+        if cfg.catch_up == "skip" and not manual and attempt == 1 and now - due > cfg.grace:
+            log.info("cron %s: tick due %.1fs ago skipped (catch_up=skip)", tid, now - due)
             await msg.ack()
             return
-        assert self._client is not None
         headers = {
             "Idempotency-Key": f"cron:{tid}:{md.sequence.stream}",
             "Cron-Due": dt.datetime.fromtimestamp(due, dt.UTC).isoformat(),
@@ -204,7 +206,7 @@ class CronTrigger:
                 spec.function_id, msg.data, timeout=cfg.timeout, headers=headers
             )
         except FunctionError as err:
-            if err.code == "UNAVAILABLE" and time.time() - due < cfg.wait_unavailable:
+            if err.code == "UNAVAILABLE" and now - due < cfg.wait_unavailable:
                 log.debug("cron %s: %s not served yet, waiting", tid, spec.function_id)
                 await msg.nak(
                     delay=min(UNAVAILABLE_RETRY, backoff_delay(attempt, cfg.backoff, 300))

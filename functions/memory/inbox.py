@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import logging
 import os
 import time
@@ -19,9 +20,14 @@ from typing import Any
 
 import msgspec
 
+from engine.disk import free_bytes, mb, min_free_disk
 from functions.kernel.records import Observation
 
 log = logging.getLogger("functions.memory.inbox")
+
+
+class DiskFull(OSError):
+    """The disk of the data dir has less than its reserve free."""
 
 
 class Pending(msgspec.Struct, kw_only=True):
@@ -74,6 +80,8 @@ class Inbox:
         self.max_delay = max_delay
         self._wake = asyncio.Event()
         self._count: int | None = None
+        self.min_free = min_free_disk()
+        self._free: tuple[float, int] = (0.0, 0)
 
     def _ensure(self) -> None:
         self.pending_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -92,11 +100,41 @@ class Inbox:
     def delay(self, attempts: int) -> float:
         return float(min(self.max_delay, self.base_delay * (2 ** max(0, attempts - 1))))
 
+    def free_disk(self) -> int:
+        """Free bytes on the inbox's disk (the data dir's), read at most once a second: the
+        write path asks before every write."""
+        at, free = self._free
+        now = time.monotonic()
+        if now - at > 1.0:
+            try:
+                free = free_bytes(self.root)
+            except OSError:
+                free = self.min_free
+            self._free = (now, free)
+        return free
+
+    def disk_full(self) -> str:
+        """Why nothing should be written now ("" when the disk has its reserve free)."""
+        free = self.free_disk()
+        if free >= self.min_free:
+            return ""
+        return (
+            f"the disk holding {self.root} is full ({mb(free)} free, "
+            f"{mb(self.min_free)} kept free): free space on it and writes resume by themselves"
+        )
+
     def put(self, entry: Pending) -> bool:
-        """Durably spool `entry`; False when the inbox is full (the caller answers 503)."""
+        """Durably spool `entry`; False when the inbox is full (the caller answers 503).
+        A disk with no room left raises DiskFull."""
         if self.size() >= self.max_entries:
             return False
-        self._write(self.pending_dir, entry)
+        try:
+            self._write(self.pending_dir, entry)
+        except OSError as exc:
+            if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+                raise
+            self._free = (0.0, 0)
+            raise DiskFull(self.disk_full() or f"the inbox's disk is full: {exc}") from None
         self._count = (self._count or 0) + 1
         self._wake.set()
         return True
@@ -155,8 +193,12 @@ class Inbox:
         return moved
 
     async def drain_once(self, store: StoreFn, *, force: bool = False) -> tuple[int, int]:
-        """One pass over due entries: (stored, failed)."""
+        """One pass over due entries: (stored, failed). None is tried while the disk is
+        full: such attempts would fail for a reason that is not the entry's, and count it
+        towards the dead letters."""
         stored = failed = 0
+        if self.disk_full():
+            return 0, 0
         now = time.time()
         for path, entry in self._read(self.pending_dir):
             if not force and entry.next_at > now:

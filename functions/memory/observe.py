@@ -29,7 +29,7 @@ from functions.kernel.records import Observation, ObservationAdded, Session
 from functions.kernel.scrub import scrub, scrub_value
 from functions.kernel.store import STORE_ERRORS, MemoryStore
 from functions.memory.compress import compress
-from functions.memory.inbox import Inbox, Pending
+from functions.memory.inbox import DiskFull, Inbox, Pending
 from functions.memory.wire import ObserveIn, ObserveOut
 
 _hash_encoder = msgspec.json.Encoder(order="sorted")
@@ -263,6 +263,11 @@ class Observer:
         started = time.monotonic()
         key, obs = build(req, self.store.default_agent(req.agent_id))
         accepted_at = now_iso()
+        full = self.inbox.disk_full()
+        if full:
+            # Before writing: nats-server would not answer a write it has no room for, and
+            # would refuse that stream's writes until restarted.
+            raise FunctionError("UNAVAILABLE", full, retryable=True)
         try:
             status = await self.store_observation(key, obs)
         except STORE_ERRORS as exc:
@@ -274,7 +279,11 @@ class Observer:
                 next_at=time.time() + self.inbox.delay(1),
                 accepted_at=accepted_at,
             )
-            if not self.inbox.put(entry):
+            try:
+                spooled = self.inbox.put(entry)
+            except DiskFull as full_exc:
+                raise FunctionError("UNAVAILABLE", str(full_exc), retryable=True) from None
+            if not spooled:
                 raise FunctionError(
                     "UNAVAILABLE",
                     "the capture inbox is full and the store is failing; retry later "

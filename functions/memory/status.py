@@ -9,6 +9,7 @@ import os
 import time
 
 from engine import FunctionError
+from engine.disk import mb
 from engine.paths import ENV_CONFIG, Instance
 from functions.kernel.models import usage as model_usage
 from functions.kernel.models.settings import ModelSettings
@@ -104,6 +105,20 @@ async def checks(store: MemoryStore, inbox: Inbox) -> list[Check]:
                 "(`python -m engine status`) and has disk space",
             )
         )
+    full = inbox.disk_full()
+    out.append(
+        Check(
+            name="disk",
+            ok=not full,
+            detail=full.split(":", 1)[0]
+            if full
+            else f"{mb(inbox.free_disk())} free on the disk holding {inbox.root}",
+            fix="free space on that disk (or move the data dir with --data-dir): observations "
+            "are refused with a retryable 503 meanwhile and writes resume by themselves"
+            if full
+            else "",
+        )
+    )
     pending, dead = inbox.size(), inbox.dead_count()
     out.append(
         Check(

@@ -43,6 +43,12 @@ SHARED_SUBJECTS = tuple(f"{EVENTS_SUBJECT}.{k}" for k in ("memory", "summary", "
 _decoder = msgspec.json.Decoder(MemEvent)
 
 
+def _digest(msg: StreamMessage) -> bytes:
+    import hashlib
+
+    return hashlib.sha256(msg.subject.encode() + b"\0" + msg.data).digest()
+
+
 class IndexHolder:
     def __init__(
         self,
@@ -89,10 +95,13 @@ class IndexHolder:
         self._client = client
         self.store = await client.objects(SNAPSHOT_BUCKET)
         await self.restore()
+        self.events = await events_stream(client).ensure()
+        if self.index.seq and not await self._snapshot_still_holds():
+            self.index = SearchIndex(self.index.config, VectorIndex() if self.embedder else None)
+            self.snapshot_seq = 0
         self.delivered_seq = self.index.seq  # the snapshot covers these
         if self.embedder is not None:
             ensure_model(self.index, self.embedder)
-        self.events = await events_stream(client).ensure()
         self._follower = await self.events.follow(self._on_event, start_seq=self.index.seq + 1)
         self._tasks.append(asyncio.create_task(self._snapshot_loop()))
         if self.embedder is not None and self.queue is not None:
@@ -226,7 +235,10 @@ class IndexHolder:
         if seq == self.snapshot_seq:
             return seq
         blob = snapshot.dump(self.index)
+        last = await self.events.get(seq) if seq else None
         await self.store.put(self.snapshot_name, blob)
+        if last is not None:
+            await self.store.put(self.snapshot_name + ".last", _digest(last))
         self.snapshot_at = time.time()
         self.snapshot_seq = seq
         return seq
@@ -240,6 +252,29 @@ class IndexHolder:
         self.snapshot_seq = self.index.seq
         self.snapshot_at = time.time()
         return True
+
+    async def _snapshot_still_holds(self) -> bool:
+        """Whether MEM_EVENTS still holds the event the snapshot ends with. After a crash
+        nats-server may drop a torn tail and give its sequence numbers to new events: a
+        snapshot covering them would skip those new events for ever, so it is dropped and
+        the index rebuilt from the stream."""
+        seq = self.index.seq
+        try:
+            now = await self.events.get(seq)
+            want = await self.store.get(self.snapshot_name + ".last")
+            if now is None and seq <= (await self.events.info()).last_seq:
+                return True  # that one event was deleted since (a purge), not the tail lost
+        except Exception as exc:  # cannot tell: keep the snapshot
+            log.debug("snapshot check skipped: %s", exc)
+            return True
+        if now is not None and (want is None or want == _digest(now)):
+            return True
+        log.warning(
+            "MEM_EVENTS no longer holds event %d that the index snapshot ends with (the store "
+            "was repaired after a crash): the index is rebuilt from the stream",
+            seq,
+        )
+        return False
 
     async def _snapshot_loop(self) -> None:
         while True:

@@ -17,6 +17,9 @@ from pathlib import Path
 
 import httpx
 
+from engine.config import ConfigError, load_config
+from engine.disk import DEFAULT_MIN_FREE, free_bytes, mb, parse_size
+from engine.paths import default_config
 from workers.cli import connect
 from workers.cli.target import Target, secret_path
 from workers.hooks import SCRIPTS, _spool
@@ -94,6 +97,7 @@ def _local(target: Target, running: bool) -> list[Check]:
         ok = writable and not mode & 0o077
         fix = "" if ok else f"chmod 700 {dd}" + ("" if writable else f" && chown $USER {dd}")
         out.append(Check("data dir", ok, f"{dd} mode {mode:o}, writable={writable}", fix))
+    out.append(_disk(dd))
 
     if running:
         restart = (
@@ -109,6 +113,26 @@ def _local(target: Target, running: bool) -> list[Check]:
             detail = f"monitor port not answering ({type(exc).__name__})"
             out.append(Check("NATS", False, detail, restart))
     return out
+
+
+def _disk(dd: Path) -> Check:
+    """The engine keeps `nats.min_free_disk` free on the data dir's disk: below it observe
+    answers a retryable 503 (issue 29)."""
+    try:
+        reserve = parse_size(load_config(default_config()).nats.min_free_disk)
+    except (ConfigError, ValueError):
+        reserve = DEFAULT_MIN_FREE
+    free = free_bytes(dd)
+    if free >= reserve:
+        return Check("disk", True, f"{mb(free)} free on the disk holding {dd}")
+    return Check(
+        "disk",
+        False,
+        f"the disk holding {dd} is full: {mb(free)} free, {mb(reserve)} kept free "
+        "(observations are refused with a retryable 503 meanwhile)",
+        f"free space on that disk (`du -sh {dd}/*` shows what the data dir holds); "
+        "writes resume by themselves",
+    )
 
 
 def _secret_file() -> Check:

@@ -29,7 +29,7 @@ from functions.coordination.inputs import StateChange
 from functions.coordination.leases.wire import LeaseIn, LeaseOut, LeaseView
 from functions.coordination.records import Action, Lease
 from functions.coordination.store import CoordStore
-from functions.kernel.clock import iso_ms, ms_of, now_iso, now_ms
+from functions.kernel.clock import iso_ms, ms_of, now_iso
 from functions.kernel.ids import kv_key, new_id
 from functions.kernel.scrub import scrub
 from functions.kernel.views import as_view
@@ -58,11 +58,17 @@ def _closed(a: Action) -> LeaseOut | None:
 
 
 def _live(lease: Lease, agent_id: str) -> bool:
-    return lease.agent_id == agent_id and ms_of(lease.expires_at) > now_ms()
+    # Not "expiresAt > my clock": the key exists until JetStream's TTL removes it, by the
+    # server's clock; a host whose clock ran ahead refused a holder's release in time.
+    return lease.agent_id == agent_id
 
 
-def _new_lease(req: LeaseIn, agent: str, ttl: int) -> Lease:
-    start = now_ms()
+async def bus_ms(cs: CoordStore) -> int:
+    """Now by the bus's clock, which runs the lease TTLs (the host's may be off)."""
+    return int(await cs.client.bus_time() * 1000)
+
+
+def _new_lease(req: LeaseIn, agent: str, ttl: int, start: int) -> Lease:
     return Lease(
         id=new_id("lse"),
         action_id=req.action_id,
@@ -82,7 +88,7 @@ async def acquire(cs: CoordStore, req: LeaseIn) -> LeaseOut:
     key = kv_key(req.action_id)
     ttl = ttl_seconds(req.ttl_ms)
     agent = scrub(req.agent_id)
-    lease = _new_lease(req, agent, ttl)
+    lease = _new_lease(req, agent, ttl, await bus_ms(cs))
     # The claim is tried while the action is read (one round trip less); a claim on an
     # action that turns out closed or blocked is dropped before anyone could commit it.
     cur, lease_rev = await asyncio.gather(
@@ -105,7 +111,7 @@ async def acquire(cs: CoordStore, req: LeaseIn) -> LeaseOut:
             break
         held = await cs.entry(cs.leases, key, Lease)
         if held is None:  # it ran out between the create and the read: try again
-            lease = _new_lease(req, agent, ttl)
+            lease = _new_lease(req, agent, ttl, await bus_ms(cs))
             lease_rev = await cs.leases.create(key, lease, ttl=ttl)
             continue
         if held.value.agent_id == agent:
@@ -237,7 +243,7 @@ async def renew(cs: CoordStore, req: LeaseIn) -> LeaseOut:
     held = await cs.entry(cs.leases, key, Lease)
     if held is None or not _live(held.value, agent):
         return LeaseOut(success=False, error="no active (non-expired) lease to renew")
-    now = now_ms()
+    now = await bus_ms(cs)
     # upstream's rule: the new TTL counts from the old expiry, capped at the longest lease
     want = min(
         max(now, ms_of(held.value.expires_at)) + ttl_seconds(req.ttl_ms) * 1000, now + MAX_TTL_MS
