@@ -175,6 +175,9 @@ class NatsServer:
     log_file: Path | None = None
     max_file_store: str = "10G"
     max_memory_store: str = "512M"
+    memory_limit: str | None = None
+    """GOMEMLIMIT for the server process (Go's syntax, e.g. `320MiB`); None: not set here (an
+    inherited GOMEMLIMIT still applies)."""
     domain: str | None = None
     """The JetStream domain: required once leaf links join servers that each run JetStream
     (their APIs are then told apart as `$JS.<domain>.API`)."""
@@ -237,8 +240,12 @@ class NatsServer:
         self.store_dir.mkdir(parents=True, exist_ok=True)
         conf = self.store_dir / "nats-server.conf"
         write_private(conf, self._config())  # holds the bus password: never on argv
+        env = dict(os.environ)
+        if self.memory_limit and "GOMEMLIMIT" not in env:  # an operator's own setting wins
+            env["GOMEMLIMIT"] = self.memory_limit
         self.proc = subprocess.Popen(
             [server_binary(), "-c", str(conf)],
+            env=env,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             start_new_session=True,  # a Ctrl-C on the terminal goes to the supervisor only

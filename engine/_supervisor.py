@@ -358,6 +358,7 @@ class Supervisor:
                 log_file=self.inst.data_dir / "logs" / "nats-server.log",
                 max_file_store=self.cfg.nats.max_file_store,
                 max_memory_store=self.cfg.nats.max_memory_store,
+                memory_limit=self.cfg.nats.memory_limit,
                 domain=self.cfg.nats.domain,
                 leafnodes=self._leafnodes(),
             )
