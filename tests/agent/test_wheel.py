@@ -213,3 +213,34 @@ def test_a_foreign_package_named_engine_is_refused_with_the_way_out(
         init.write_bytes(original)
     assert res.returncode == 2
     assert "replaced the package `functions`" in res.stderr
+
+
+def test_the_installed_plugin_is_complete_and_valid(installed: Installed) -> None:
+    from tests.agent import agent_clis
+
+    res = installed.run("plugin")
+    assert res.returncode == 0, res.stderr
+    root = Path(res.stdout.splitlines()[0])
+    assert root.is_relative_to(installed.venv)
+    for rel in (
+        ".claude-plugin/plugin.json",
+        ".claude-plugin/marketplace.json",
+        ".codex-plugin/plugin.json",
+        ".mcp.json",
+        "hooks/hooks.json",
+        "hooks/hooks.codex.json",
+        "claude_code.py",
+        "skills/recall/SKILL.md",
+        "skills/_shared/TROUBLESHOOTING.md",
+        "pi/index.ts",
+    ):
+        assert (root / rel).exists(), rel
+    checked = agent_clis.run(
+        "claude",
+        "plugin",
+        "validate",
+        "--strict",
+        str(root / ".claude-plugin" / "plugin.json"),
+        home=installed.home,
+    )
+    assert checked.returncode == 0 and "Validation passed" in checked.stdout, checked.stdout

@@ -143,3 +143,17 @@ def remove(
     shutil.rmtree(data, ignore_errors=True)
     shutil.rmtree(home / ".agentmemory", ignore_errors=True)
     out.print(f"deleted {data} and {home / '.agentmemory'}")
+
+
+@app.command()
+def plugin() -> None:
+    """Where this install's Claude Code / Codex plugin (and its marketplace) is, and the
+    commands that install it."""
+    from workers.hooks import HOOKS_DIR
+
+    root = str(HOOKS_DIR)
+    out.print(root, highlight=False)
+    out.print(f"claude plugin marketplace add {root}", highlight=False)
+    out.print("claude plugin install agentmemory@agentmemory", highlight=False)
+    out.print(f"codex plugin marketplace add {root}", highlight=False)
+    out.print("codex plugin add agentmemory@agentmemory", highlight=False)
