@@ -38,6 +38,9 @@ class StreamMessage(msgspec.Struct, frozen=True):
     data: bytes
     pending: int = 0
     """Messages after this one that the reader has not been sent yet (0: caught up)."""
+    at: float = 0.0
+    """When JetStream stored it (epoch seconds; 0: not known). One clock for every
+    message, whatever times the payloads carry."""
 
 
 async def _pages(
@@ -155,4 +158,6 @@ async def read_stream(
     async for msgs in _pages(client, stream, info.last_seq, subject, config, page, timeout):
         for m in msgs:
             md = m.metadata
-            yield StreamMessage(md.sequence.stream, m.subject, m.data, md.num_pending)
+            yield StreamMessage(
+                md.sequence.stream, m.subject, m.data, md.num_pending, md.timestamp.timestamp()
+            )

@@ -353,7 +353,7 @@ class Follower:
     async def _on_msg(self, msg: Msg) -> None:
         md = msg.metadata
         seq = md.sequence.stream
-        sm = StreamMessage(seq, msg.subject, msg.data, md.num_pending)
+        sm = StreamMessage(seq, msg.subject, msg.data, md.num_pending, md.timestamp.timestamp())
         self.last_seq = seq
         span = None
         if _tracing._enabled and msg.headers:

@@ -1,6 +1,7 @@
 """The viewer's operations: the snapshot a page loads before it follows live events
-(`GET /agentmemory/viewer/snapshot`), and `GET /agentmemory/viewer`, which sends a browser
-to the viewer's own port."""
+(`GET /agentmemory/viewer/snapshot`), older activity page by page
+(`GET /agentmemory/viewer/activity?before=`), and `GET /agentmemory/viewer`, which sends a
+browser to the viewer's own port."""
 
 from __future__ import annotations
 
@@ -12,19 +13,17 @@ from urllib.parse import urlsplit
 
 import msgspec
 
-from engine import Client, FunctionError, Http, HttpRequest, HttpResponse, operation
-from engine import tracing as _tracing
+from engine import Client, Http, HttpRequest, HttpResponse, operation
 from functions.kernel.clock import now_iso
 from functions.kernel.owned import started
 from functions.kernel.records import LESSONS_BUCKET, Memory, Session
 from functions.kernel.store import MemoryStore
-from functions.memory.wire import Check
-from functions.viewer.activity import ActivityItem, item_of
+from functions.viewer.activity import Activity, ActivityItem
+from functions.viewer.health import HealthView, health_of
 
 log = logging.getLogger("functions.viewer")
 
-VERSION = "0.1.0"
-STATUS_TIMEOUT = 3.0
+VERSION = "0.2.0"
 _LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
@@ -42,12 +41,6 @@ class Counts(msgspec.Struct, kw_only=True):
     lessons: int
 
 
-class HealthView(msgspec.Struct, kw_only=True):
-    status: str
-    """ok, degraded, or unknown when the status could not be read."""
-    checks: list[Check]
-
-
 class SnapshotOut(msgspec.Struct, kw_only=True):
     seq: int
     """The last MEM_EVENTS sequence the snapshot covers: follow live events after it."""
@@ -59,28 +52,25 @@ class SnapshotOut(msgspec.Struct, kw_only=True):
     """Projects of the stored sessions and memories, for the pages' filters."""
     health: HealthView
     version: str
+    more: bool = False
+    """Events older than `activity` remain (`viewer/activity?before=`)."""
+    rest_url: str = ""
+    """The REST API, for the commands the pages show (never the secret itself)."""
+    secret_hint: str = ""
+    """How a shell gets the REST secret: `$(cat <its file>)` or `$AGENTMEMORY_SECRET`."""
 
 
-async def health_of(client: Client) -> HealthView:
-    """`mem::status` as the viewer shows it; `unknown` when the memory worker is away."""
-    try:
-        with _tracing.untraced():
-            doc = await client.call("mem::status", None, timeout=STATUS_TIMEOUT)
-        checks = msgspec.convert(doc.get("checks", []), list[Check])
-        return HealthView(status=str(doc.get("status", "unknown")), checks=checks)
-    except (FunctionError, msgspec.ValidationError, AttributeError) as exc:
-        detail = exc.message if isinstance(exc, FunctionError) else str(exc)
-        return HealthView(
-            status="unknown",
-            checks=[
-                Check(
-                    name="memory",
-                    ok=False,
-                    detail=f"the memory worker did not answer: {detail}",
-                    fix="start the engine (`agentmemory start`) and check `agentmemory status`",
-                )
-            ],
-        )
+class ActivityIn(msgspec.Struct, rename="camel", kw_only=True):
+    before: Annotated[int, msgspec.Meta(ge=1)]
+    """Events older than this MEM_EVENTS sequence (the oldest one a page holds)."""
+    limit: Annotated[int, msgspec.Meta(ge=1, le=500)] = 100
+
+
+class ActivityOut(msgspec.Struct, kw_only=True):
+    activity: list[ActivityItem]
+    """Newest first."""
+    more: bool
+    """Older events remain."""
 
 
 REDIRECT_SCHEMA = {
@@ -91,8 +81,19 @@ REDIRECT_SCHEMA = {
 
 
 class ViewerService:
-    def __init__(self, viewer_port: int) -> None:
+    def __init__(
+        self,
+        viewer_port: int,
+        *,
+        rest_port: int = 3111,
+        secret_hint: str = "",
+        activity: Activity | None = None,
+    ) -> None:
         self.viewer_port = viewer_port
+        self.rest_port = rest_port
+        self.secret_hint = secret_hint
+        self.activity = activity or Activity()
+        """Shared with the live sockets of this process (the titles it has learnt)."""
         self._store: MemoryStore | None = None
 
     @property
@@ -101,6 +102,21 @@ class ViewerService:
 
     async def start(self, client: Client) -> None:
         self._store = await MemoryStore(client).open()
+        self.activity.store = self._store
+
+    async def _between(self, after: int, last: int) -> list[ActivityItem]:
+        """The feed lines of the events after `after` up to `last`, newest first."""
+        out: list[ActivityItem] = []
+        reader = self.store.events.read(after=after)
+        async with contextlib.aclosing(reader) as messages:
+            async for m in messages:
+                if m.seq > last:
+                    break
+                item = await self.activity.item(m.seq, m.data, m.at)
+                if item is not None:
+                    out.append(item)
+        out.reverse()
+        return out
 
     @operation(
         "mem::viewer::snapshot",
@@ -111,18 +127,8 @@ class ViewerService:
     async def snapshot(self, req: SnapshotIn) -> SnapshotOut:
         st = self.store
         info = await st.events.info()
-        activity: list[ActivityItem] = []
         after = max(info.first_seq - 1, info.last_seq - req.limit, 0)
-        if info.messages:
-            reader = st.events.read(after=after)
-            async with contextlib.aclosing(reader) as messages:
-                async for m in messages:
-                    if m.seq > info.last_seq:
-                        break
-                    item = item_of(m.seq, m.data)
-                    if item is not None:
-                        activity.append(item)
-        activity.reverse()
+        activity = await self._between(after, info.last_seq) if info.messages else []
         sessions, memories, lessons, health = await asyncio.gather(
             st.load_all(st.sessions, Session),
             st.load_all(st.memories, Memory),
@@ -144,7 +150,23 @@ class ViewerService:
             projects=projects,
             health=health,
             version=VERSION,
+            more=bool(info.messages) and after >= info.first_seq,
+            rest_url=f"http://127.0.0.1:{self.rest_port}",
+            secret_hint=self.secret_hint,
         )
+
+    @operation(
+        "mem::viewer::activity",
+        description="Older activity for the viewer's feed: the events before a sequence, "
+        "newest first, as the snapshot shows them.",
+        http=Http("GET", "/agentmemory/viewer/activity", tags=["viewer"]),
+    )
+    async def older(self, req: ActivityIn) -> ActivityOut:
+        info = await self.store.events.info()
+        last = min(req.before - 1, info.last_seq)
+        after = max(info.first_seq - 1, last - req.limit, 0)
+        items = await self._between(after, last) if info.messages and last > after else []
+        return ActivityOut(activity=items, more=after >= info.first_seq)
 
     async def _lesson_count(self) -> int:
         state = await self.store.client.state(LESSONS_BUCKET)

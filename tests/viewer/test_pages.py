@@ -85,6 +85,48 @@ def test_an_observation_posted_after_load_appears_within_a_second(page: Any, sta
     assert item.locator("a.title").get_attribute("href") == f"#sessions/{sid}?obs={oid}"
 
 
+def test_activity_keeps_what_it_showed_after_navigating_away_and_back(
+    page: Any, stack: Stack
+) -> None:
+    open_live(page, stack)
+    with stack.rest() as c:
+        first = c.post("/agentmemory/remember", json={
+            "content": "Receipts are kept for 30 days.", "title": "Receipt retention",
+            "project": "viewer-demo"}).json()["memory"]  # fmt: skip
+        second = c.post("/agentmemory/remember", json={
+            "content": "Receipts are kept for 90 days.", "title": "Receipt retention",
+            "project": "viewer-demo", "supersedes": first["id"]}).json()["memory"]  # fmt: skip
+        gone = c.post("/agentmemory/remember", json={"content": "Temporary note " + uuid.uuid4().hex,
+                      "title": "Temporary note", "project": "viewer-demo"}).json()["memory"]  # fmt: skip
+        assert c.post(
+            "/agentmemory/forget", json={"memoryId": gone["id"], "reason": "done"}
+        ).json()["deleted"]
+    head = page.locator(f'#activity-feed li[data-id="{second["id"]}"]')
+    head.wait_for()
+    page.locator("#nav a[data-page=memories]").click()
+    page.locator("#memories-list").wait_for()
+    page.locator("#nav a[data-page=activity]").click()
+    head.wait_for()  # heard live before the page changed, still there after
+    # The two versions are one row, the newest, saying there is an earlier one.
+    assert head.get_attribute("data-versions") == "2"
+    assert page.locator(f'#activity-feed li[data-id="{first["id"]}"]').count() == 0
+    # The removal names what it removed.
+    removal = page.locator("#activity-feed li[data-kind=removed]").filter(has_text="Temporary note")
+    assert removal.count() == 1
+    assert "Forgotten: Temporary note" in removal.locator("a.title").text_content()
+    assert "—" not in removal.locator("time").text_content()
+    # One clock: down the feed, times never go forward.
+    stamps = page.eval_on_selector_all(
+        "#activity-feed li > time", "els => els.map((e) => Date.parse(e.getAttribute('datetime')))"
+    )
+    assert len(stamps) > 3 and stamps == sorted(stamps, reverse=True)
+    # It offers older events exactly when there are some (viewer/activity pages back).
+    more = page.evaluate(
+        "() => fetch('/agentmemory/viewer/snapshot?limit=200').then((r) => r.json()).then((s) => s.more)"
+    )
+    assert page.locator("#activity-older").is_visible() == more
+
+
 def test_forget_removes_a_memory_from_the_page(page: Any, stack: Stack) -> None:
     with stack.rest() as c:
         mem = c.post("/agentmemory/remember", json={

@@ -121,6 +121,19 @@ def test_the_snapshot_holds_recent_activity_and_the_sequence_it_covers(stack: St
         assert c.get("/agentmemory/viewer/snapshot", params={"limit": 0}).status_code == 400
 
 
+def test_older_activity_pages_back_from_a_sequence(stack: Stack) -> None:
+    stack.observe("older-" + uuid.uuid4().hex[:6], 6)
+    with stack.rest() as c:
+        snap = c.get("/agentmemory/viewer/snapshot", params={"limit": 3}).json()
+        assert len(snap["activity"]) == 3 and snap["more"] is True
+        oldest = snap["activity"][-1]["seq"]
+        page = c.get("/agentmemory/viewer/activity", params={"before": oldest, "limit": 4}).json()
+        seqs = [a["seq"] for a in page["activity"]]
+        assert seqs == sorted(seqs, reverse=True) and all(s < oldest for s in seqs)
+        assert 0 < len(seqs) <= 4 and all(a["at"] for a in page["activity"])
+        assert c.get("/agentmemory/viewer/activity", params={"before": 0}).status_code == 400
+
+
 async def test_the_live_socket_sends_what_happens_after_the_snapshot(
     stack: Stack, viewer: httpx.Client
 ) -> None:

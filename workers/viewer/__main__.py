@@ -4,6 +4,7 @@ its snapshot operation, and the redirect from `GET /agentmemory/viewer` on the R
 from __future__ import annotations
 
 from engine import Client, Worker
+from functions.viewer.activity import Activity
 from functions.viewer.snapshot import ViewerService
 from workers.viewer.server import ViewerServer
 from workers.viewer.settings import ViewerSettings
@@ -12,8 +13,14 @@ from workers.viewer.settings import ViewerSettings
 def build(settings: ViewerSettings | None = None) -> Worker:
     settings = settings or ViewerSettings.from_env()
     worker = Worker("viewer", description="the memory viewer (web)")
-    service = ViewerService(settings.port)
-    server = ViewerServer(settings)
+    activity = Activity()
+    service = ViewerService(
+        settings.port,
+        rest_port=settings.rest_port,
+        secret_hint=settings.secret_hint,
+        activity=activity,
+    )
+    server = ViewerServer(settings, activity)
     worker.serve(service)
 
     @worker.on_start

@@ -42,8 +42,8 @@ from functions.kernel.records import (
 )
 from functions.kernel.store import events_stream
 from functions.kernel.views import AuditEntryView, SessionView, as_view, view
-from functions.viewer.activity import item_of
-from functions.viewer.snapshot import HealthView, health_of
+from functions.viewer.activity import Activity
+from functions.viewer.health import HealthView, health_of
 
 log = logging.getLogger("viewer.live")
 
@@ -75,8 +75,10 @@ def kv_message(bucket: str, key: str, op: str, data: bytes) -> bytes | None:
 class Hub:
     """What every open page hears alike: KV changes and health (one watch per process)."""
 
-    def __init__(self, client: Client, health_every: float) -> None:
+    def __init__(self, client: Client, health_every: float, activity: Activity) -> None:
         self.client = client
+        self.activity = activity
+        """Feed lines as the snapshot makes them (the titles it learnt name removals)."""
         self.health_every = health_every
         self.health: HealthView | None = None
         self.sockets: set[asyncio.Queue[bytes]] = set()
@@ -148,7 +150,7 @@ async def follow(ws: WebSocket, hub: Hub) -> None:
     async def on_event(m: StreamMessage) -> None:
         nonlocal last
         last = m.seq
-        item = item_of(m.seq, m.data)
+        item = await hub.activity.item(m.seq, m.data, m.at)
         if item is None:
             return
         try:

@@ -8,6 +8,7 @@ import contextlib
 import logging
 
 from engine import Client
+from functions.viewer.activity import Activity
 from triggers.serving import QuietServer, serve_app
 from workers.viewer.app import build_app
 from workers.viewer.auth import Spent
@@ -20,8 +21,9 @@ log = logging.getLogger("viewer")
 
 
 class ViewerServer:
-    def __init__(self, settings: ViewerSettings) -> None:
+    def __init__(self, settings: ViewerSettings, activity: Activity) -> None:
         self.settings = settings
+        self.activity = activity
         self.hub: Hub | None = None
         self.proxy: RestProxy | None = None
         self._server: QuietServer | None = None
@@ -30,7 +32,7 @@ class ViewerServer:
     async def start(self, client: Client) -> None:
         logging.getLogger("httpx").setLevel(logging.WARNING)
         s = self.settings
-        self.hub = Hub(client, s.health_every)
+        self.hub = Hub(client, s.health_every, self.activity)
         await self.hub.start()
         self.proxy = RestProxy(s.rest_port, s.secret)
         spent = await Spent.open(client) if s.auth == "token" else None

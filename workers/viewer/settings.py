@@ -6,7 +6,7 @@ import os
 from dataclasses import dataclass, field
 
 from engine.paths import Instance
-from triggers.http.secret import load_secret
+from triggers.http.secret import load_secret, secret_file
 
 LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
 
@@ -52,6 +52,13 @@ class ViewerSettings:
             auth=auth,
             instance=Instance.resolve().number,
         )
+
+    @property
+    def secret_hint(self) -> str:
+        """How a shell on this machine gets the REST secret, for the commands pages show."""
+        if os.environ.get("AGENTMEMORY_SECRET", "").strip():
+            return "$AGENTMEMORY_SECRET"
+        return f"$(cat {secret_file()})"
 
     @property
     def origins(self) -> frozenset[str]:

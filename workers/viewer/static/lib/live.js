@@ -4,6 +4,7 @@
 import { get } from "./api.js";
 
 const QUIET_MS = 12000;      // heartbeats come every 5 s
+const FEED_MAX = 1000;       // activity items a page keeps (newest first)
 const BACKOFF_MIN = 1000;
 const BACKOFF_MAX = 30000;
 
@@ -12,6 +13,10 @@ export class Live {
     this.statusEl = statusEl;
     this.listeners = new Map();
     this.snapshot = null;
+    this.feed = [];
+    /** What memory took in, newest first: the snapshot's items, every live event since,
+        and older pages a person asked for. Kept across page changes. */
+    this.more = true;
     this.seq = 0;
     this.ws = null;
     this.attempts = 0;
@@ -43,6 +48,8 @@ export class Live {
     const snap = await get("viewer/snapshot?limit=200");
     this.snapshot = snap;
     this.seq = snap.seq;
+    this.feed = snap.activity.slice();
+    this.more = Boolean(snap.more);
     this.lastNews = Date.now();
     this.emit("snapshot", snap);
   }
@@ -59,6 +66,10 @@ export class Live {
     this.lastNews = Date.now();
     if (msg.type === "event") {
       this.seq = Math.max(this.seq, msg.item.seq);
+      if (!this.feed.length || msg.item.seq > this.feed[0].seq) {
+        this.feed.unshift(msg.item);
+        if (this.feed.length > FEED_MAX) this.feed.length = FEED_MAX;
+      }
       this.emit("event", msg.item);
     } else if (msg.type === "kv") {
       this.emit(`kv:${msg.kind}`, msg);
@@ -69,6 +80,17 @@ export class Live {
       this.busUp = msg.bus;
     }
     this.showStatus();
+  }
+
+  // Older events than the feed holds, appended to it; how many came.
+  async older(limit = 100) {
+    const oldest = this.feed.length ? this.feed[this.feed.length - 1].seq : this.seq + 1;
+    if (oldest <= 1) { this.more = false; return 0; }
+    const page = await get(`viewer/activity?before=${oldest}&limit=${limit}`);
+    const fresh = page.activity.filter((i) => i.seq < oldest);
+    this.feed.push(...fresh);
+    this.more = page.more;
+    return fresh.length;
   }
 
   retry() {
