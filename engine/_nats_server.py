@@ -268,7 +268,7 @@ class NatsServer:
         conf = self.store_dir / "nats-server.conf"
         write_private(conf, self._config())  # holds the bus password: never on argv
         self.proc = subprocess.Popen(
-            [server_binary(), "-c", str(conf)],
+            self.argv(conf),
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             start_new_session=True,  # a Ctrl-C on the terminal goes to the supervisor only
@@ -290,6 +290,10 @@ class NatsServer:
                 )
             ready.wait(0.02)
         return self
+
+    def argv(self, conf: Path) -> list[str]:
+        """The command that runs the server (a cluster node in a network namespace wraps it)."""
+        return [server_binary(), "-c", str(conf)]
 
     def _pump(self, ready: threading.Event, lines: list[str]) -> None:
         assert self.proc is not None and self.proc.stderr is not None
