@@ -274,7 +274,7 @@ class NatsServer:
         if self.memory_limit and "GOMEMLIMIT" not in env:  # an operator's own setting wins
             env["GOMEMLIMIT"] = self.memory_limit
         self.proc = subprocess.Popen(
-            [server_binary(), "-c", str(conf)],
+            self.argv(conf),
             env=env,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
@@ -297,6 +297,10 @@ class NatsServer:
                 )
             ready.wait(0.02)
         return self
+
+    def argv(self, conf: Path) -> list[str]:
+        """The command that runs the server (a cluster node in a network namespace wraps it)."""
+        return [server_binary(), "-c", str(conf)]
 
     def _pump(self, ready: threading.Event, lines: list[str]) -> None:
         assert self.proc is not None and self.proc.stderr is not None

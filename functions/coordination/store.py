@@ -17,6 +17,7 @@ from functions.kernel.records import AUDIT_BUCKET, AuditEntry
 from functions.kernel.store import write_audit
 
 T = TypeVar("T")
+AUDIT_RETRY = 30.0
 
 
 class CoordStore:
@@ -71,6 +72,9 @@ class CoordStore:
             actor=actor,
             project=project,
             details={k: v for k, v in details.items() if v not in (None, "", [])},
+            # It records a commit already made: a gap would hide who held what (the
+            # partition bench found some after elections).
+            retry_for=AUDIT_RETRY,
         )
 
     # Typed per-key reads and writes (State's own take `type=` beside an Any default).

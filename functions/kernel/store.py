@@ -259,8 +259,11 @@ async def write_audit(
     actor: str = "",
     project: str = "",
     details: dict[str, Any] | None = None,
+    retry_for: float = 0.0,
 ) -> AuditEntry:
-    """Append an entry to the audit log (`mem_audit`), keyed so keys sort by time."""
+    """Append an entry to the audit log (`mem_audit`), keyed so keys sort by time.
+    `retry_for`: seconds to keep trying while the bus cannot take it (an election, a
+    partition) for an entry that records a commit already made: the same key each time."""
     at = now_iso()
     entry = AuditEntry(
         id=new_id("aud"),
@@ -273,8 +276,17 @@ async def write_audit(
         details=details or {},
     )
     key = f"{at[:4]}{at[5:7]}.{int(time.time() * 1000):013d}-{entry.id}"
-    await audit_log.put(key, entry)
-    return entry
+    deadline = time.monotonic() + retry_for
+    delay = 0.2
+    while True:
+        try:
+            await audit_log.put(key, entry)
+            return entry
+        except BUS_ERRORS:
+            if time.monotonic() + delay > deadline:
+                raise
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 2.0)
 
 
 class StoreOwner(Protocol):

@@ -162,7 +162,7 @@ class Load:
 
     def _take(self, host: Host) -> Connection:
         pool = self._pools.setdefault(host.index, [])
-        return pool.pop() if pool else Connection("127.0.0.1", host.port(0), SECRET)
+        return pool.pop() if pool else Connection(host.address, host.port(0), SECRET)
 
     def _give(self, host: Host, conn: Connection) -> None:
         self._pools.setdefault(host.index, []).append(conn)

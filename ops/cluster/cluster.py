@@ -80,7 +80,11 @@ class Cluster:
         hosts: int = HOSTS,
         config: Path = HOST_CONFIG,
         env: dict[str, str] | None = None,
+        addresses: list[str] | None = None,
+        wraps: list[list[str]] | None = None,
     ) -> None:
+        """`addresses`/`wraps`: host k and node k share address k and command prefix k (a
+        machine of their own in a network namespace, ops/netns.py); default loopback."""
         self.root = root
         self.anchor = anchor
         self.config_template = config
@@ -92,11 +96,21 @@ class Cluster:
             NodePorts(anchor + 100 * k + 4, anchor + 100 * k + 5, anchor + 100 * k + 6)
             for k in range(hosts)
         ]
-        self.nats = NatsCluster(root / "nats", ports, user=user, password=password)
+        self.nats = NatsCluster(
+            root / "nats", ports, user=user, password=password, addresses=addresses, wraps=wraps
+        )
         base_env = dict(os.environ, PYTHONPATH=str(ROOT))
         base_env.update(env or {})
         self.hosts = [
-            Host(k, root / f"host-{k}", root / f"host-{k}" / "engine.yaml", anchor, base_env)
+            Host(
+                k,
+                root / f"host-{k}",
+                root / f"host-{k}" / "engine.yaml",
+                anchor,
+                base_env,
+                address=addresses[k] if addresses else "127.0.0.1",
+                wrap=wraps[k] if wraps else None,
+            )
             for k in range(hosts)
         ]
 

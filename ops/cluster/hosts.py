@@ -25,8 +25,20 @@ class Host:
     (its block is anchor + 100 × index, as `--instance` shifts it)."""
 
     def __init__(
-        self, index: int, home: Path, config: Path, anchor: int, env: dict[str, str]
+        self,
+        index: int,
+        home: Path,
+        config: Path,
+        anchor: int,
+        env: dict[str, str],
+        *,
+        address: str = "127.0.0.1",
+        wrap: list[str] | None = None,
     ) -> None:
+        """`address`: where its REST listens (a namespace's own address); `wrap`: a command
+        prefix (`ip netns exec NS`) that runs the host in a network namespace."""
+        self.address = address
+        self.wrap = wrap or []
         self.index = index
         self.home = home
         self.data_dir = home / "data"
@@ -46,10 +58,11 @@ class Host:
 
     @property
     def rest_url(self) -> str:
-        return f"http://127.0.0.1:{self.port(0)}"
+        return f"http://{self.address}:{self.port(0)}"
 
     def argv(self) -> list[str]:
         return [
+            *self.wrap,
             sys.executable,
             "-m",
             "engine",
@@ -72,10 +85,13 @@ class Host:
         self.ready.clear()
         self.data_dir.mkdir(parents=True, exist_ok=True)
         log = open(self.home / "engine.log", "ab")  # the pump thread closes it
+        env = self.env
+        if self.address != "127.0.0.1":
+            env = dict(env, AGENTMEMORY_REST_HOST=self.address)
         self.proc = subprocess.Popen(
             self.argv(),
             cwd=ROOT,
-            env=self.env,
+            env=env,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,

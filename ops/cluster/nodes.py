@@ -19,6 +19,8 @@ from pathlib import Path
 from engine.server import NatsServer, NatsServerError
 
 CLUSTER_NAME = "agentmemory"
+PING_INTERVAL = "2s"
+PING_MAX = 3
 
 
 @dataclass
@@ -29,6 +31,13 @@ class ClusterNode(NatsServer):
     cluster_port: int = 0
     routes: list[int] = field(default_factory=list)
     """Route ports of every node of the cluster (its own is skipped by the server)."""
+    route_hosts: list[str] = field(default_factory=list)
+    """The address of each route (default: this node's own host, all on loopback)."""
+    wrap: list[str] = field(default_factory=list)
+    """A prefix of the server's command: `ip netns exec NS` runs it in a namespace."""
+
+    def argv(self, conf: Path) -> list[str]:
+        return [*self.wrap, *super().argv(conf)]
 
     def _config(self) -> str:
         auth = ""
@@ -36,8 +45,16 @@ class ClusterNode(NatsServer):
         if self.user:
             auth = f'  authorization {{ user: "{self.user}", password: "{self.password}" }}\n'
             cred = f"{self.user}:{self.password}@"
-        routes = ", ".join(f'"nats-route://{cred}{self.host}:{p}"' for p in self.routes)
+        hosts = self.route_hosts or [self.host] * len(self.routes)
+        routes = ", ".join(
+            f'"nats-route://{cred}{h}:{p}"' for h, p in zip(hosts, self.routes, strict=True)
+        )
         return super()._config() + (
+            # A peer gone silent (a partition: no reset, packets just lost) holds its route,
+            # and requests to queue groups it served vanish into it, until pings notice:
+            # nats-server's default (every 2 min) took minutes; this, 6-8 s.
+            f'ping_interval: "{PING_INTERVAL}"\n'
+            f"ping_max: {PING_MAX}\n"
             "cluster {\n"
             f'  name: "{self.cluster_name}"\n'
             f'  listen: "{self.host}:{self.cluster_port}"\n'
@@ -77,9 +94,14 @@ class NatsCluster:
         user: str | None = None,
         password: str | None = None,
         name: str = CLUSTER_NAME,
+        addresses: list[str] | None = None,
+        wraps: list[list[str]] | None = None,
     ) -> None:
+        """`addresses`: one per node (default all loopback); `wraps`: a command prefix per
+        node (ops/netns.py runs each in its own network namespace)."""
         self.root = root
         self.ports = ports
+        self.addresses = addresses or ["127.0.0.1"] * len(ports)
         routes = [p.route for p in ports]
         self.nodes = [
             ClusterNode(
@@ -95,13 +117,16 @@ class NatsCluster:
                 cluster_name=name,
                 cluster_port=p.route,
                 routes=routes,
+                host=self.addresses[k],
+                route_hosts=self.addresses,
+                wrap=wraps[k] if wraps else [],
             )
             for k, p in enumerate(ports)
         ]
 
     @property
     def urls(self) -> list[str]:
-        return [f"nats://127.0.0.1:{p.client}" for p in self.ports]
+        return [f"nats://{a}:{p.client}" for a, p in zip(self.addresses, self.ports, strict=True)]
 
     @property
     def url(self) -> str:

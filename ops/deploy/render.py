@@ -79,6 +79,9 @@ def node_config(nodes: list[str], user: str, password: str, store_dir: str) -> s
 listen: "0.0.0.0:{CLIENT_PORT}"
 http: "0.0.0.0:{MONITOR_PORT}"
 max_payload: 8MB
+# Notice a silent peer (a partition) in seconds, not minutes (docs/PERFORMANCE.md).
+ping_interval: "2s"
+ping_max: 3
 jetstream {{
   store_dir: "{store_dir}"
   max_file_store: 50G
