@@ -68,15 +68,28 @@ async def test_watch_sees_put_update_delete_in_order(client: Client) -> None:
     st = await client.state("t6")
     await st.put("old", 0)
     seen: list[tuple[str, str, object]] = []
+    watching = asyncio.Event()
 
     async def follow() -> None:
         async for ch in st.watch(include_existing=False):
+            if ch.key == "ready":  # the watch is live: what follows it must all be seen
+                watching.set()
+                continue
             seen.append((ch.key, ch.op, ch.value and msgspec.json.decode(ch.value)))
             if len(seen) == 3:
                 return
 
     task = asyncio.create_task(follow())
-    await asyncio.sleep(0.2)
+    # Not a fixed sleep: under load the watch took longer than 0.2 s to start and missed
+    # the first put. Mark until the watcher has seen a mark, then write.
+    for _ in range(100):
+        await st.put("ready", 1)
+        try:
+            await asyncio.wait_for(watching.wait(), 0.1)
+            break
+        except TimeoutError:
+            continue
+    assert watching.is_set(), "the watch never started"
     await st.put("x", 1)
     await st.put("x", 2)
     await st.delete("x")
