@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from engine._client import Client
     from engine._connect import connect, reconnected_event
     from engine._context import Context
-    from engine._discovery import FunctionInfo, discover
+    from engine._discovery import FunctionInfo, discover, service_infos
     from engine._errors import FunctionError, invalid_request
     from engine._jetstream import PubAck, StreamInfo
     from engine._objects import Objects
@@ -47,6 +47,7 @@ _WHERE = {
     "Context": "engine._context",
     "FunctionInfo": "engine._discovery",
     "discover": "engine._discovery",
+    "service_infos": "engine._discovery",
     "FunctionError": "engine._errors",
     "invalid_request": "engine._errors",
     "Http": "engine._operations",
@@ -132,6 +133,7 @@ __all__ = [
     "invalid_request",
     "operation",
     "reconnected_event",
+    "service_infos",
     "subject_for",
     "tracing",
 ]

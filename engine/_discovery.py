@@ -44,8 +44,11 @@ def _declared(text: Any, type_: Any) -> Any:
     return None
 
 
-async def service_infos(client: Client, quiet: float = 0.15, limit: float = 1.0) -> list[Any]:
-    """Every `$SRV.INFO` reply (JSON objects); stops once none came for `quiet` seconds."""
+async def service_infos(
+    client: Client, quiet: float = 0.15, limit: float = 1.0, verb: str = "INFO"
+) -> list[Any]:
+    """Every `$SRV.<verb>` reply (INFO or STATS, JSON objects); stops once none came for
+    `quiet` seconds."""
     nc = client.nc
     replies: asyncio.Queue[bytes] = asyncio.Queue()
 
@@ -56,7 +59,7 @@ async def service_infos(client: Client, quiet: float = 0.15, limit: float = 1.0)
     sub = await nc.subscribe(inbox, cb=on_reply)
     out: list[Any] = []
     try:
-        await nc.publish("$SRV.INFO", b"", reply=inbox)
+        await nc.publish(f"$SRV.{verb}", b"", reply=inbox)
         loop = asyncio.get_running_loop()
         end = loop.time() + limit
         while loop.time() < end:

@@ -89,6 +89,8 @@ class _Stats:
     errors: int = 0
     last_error: str = ""
     busy_ns: int = 0
+    bytes_out: int = 0
+    """Bytes of the replies it sent (a reader can tell how much its callers got)."""
     # Duration histogram: counts[i] calls took <= BUCKETS_MS[i] (the last bucket: more).
     counts: list[int] = field(default_factory=lambda: [0] * (len(BUCKETS_MS) + 1))
 
@@ -101,6 +103,7 @@ class _Stats:
             "calls": sum(self.counts),
             "errors": self.errors,
             "last_error": self.last_error,
+            "bytes_out": self.bytes_out,
         }
 
 
@@ -415,7 +418,9 @@ class Worker:
                     "DEADLINE_EXCEEDED", f"{spec.id} did not finish before its deadline"
                 ) from None
             if msg.reply:
-                await self._respond(msg, _codec.encode(result), None)
+                data = _codec.encode(result)
+                self._stats[spec.id].bytes_out += len(data)
+                await self._respond(msg, data, None)
         except FunctionError as err:
             self._trace_error(span, spec, msg, err, now)
             await self._reply_error(spec, msg, err)

@@ -90,8 +90,8 @@ def _happened(own: str, at: float) -> str:
     return own
 
 
-def _verb(ev: RecordsRemoved) -> tuple[str, str]:
-    """(action, how the feed says it)."""
+def removal_kind(ev: RecordsRemoved) -> tuple[str, str]:
+    """(what kind of removal, how the feed says it)."""
     why = ev.reason.lower()
     if ev.action in ("forget", "governance-delete"):
         return "forget", "Forgotten"
@@ -182,7 +182,7 @@ class Activity:
 
     async def name(self, seq: int, ev: RecordsRemoved, at: str) -> ActivityItem:
         removed = [await self._what(i) for i in ev.ids[:20]]
-        action, verb = _verb(ev)
+        action, verb = removal_kind(ev)
         named = [r.title for r in removed if r.title]
         more = len(ev.ids) - 1
         if named:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterator
+from typing import Any
 
 import httpx
 import pytest
@@ -14,6 +15,7 @@ import pytest
 from tests.browser import chromium, needs_chromium
 from tests.conftest import ROOT
 from tests.console.conftest import Console
+from tests.helpers import wait_until
 
 SHOTS = os.environ.get("SCREENSHOTS")
 ARTIFACTS = ROOT / SHOTS if SHOTS else ROOT / "artifacts" / "console"
@@ -84,6 +86,48 @@ def test_invoking_a_function_from_the_page_shows_its_result_and_trace(
     rows.nth(2).click()
     assert '"service": "example"' in pg.locator("#span-detail").text_content()  # type: ignore[attr-defined]
     shot(pg, "trace-waterfall")
+
+
+def test_the_function_list_filters_and_each_function_has_an_example_payload(
+    page: object, console: Console
+) -> None:
+    import json
+
+    import jsonschema
+
+    pg: Any = page
+    pg.goto(f"{console.url}/#/functions")
+    links = pg.locator("#function-list a")
+    links.first.wait_for()
+    total = links.count()
+    pg.locator("#function-filter").fill("relay")
+    wait_until(lambda: links.count() < total, timeout=5, what="the filter")
+    shown = links.all_text_contents()
+    assert shown and all("relay" in t for t in shown)
+    assert pg.locator("#function-count").text_content() == f"{len(shown)} of {total} functions"
+    assert "q=relay" in pg.url
+    links.first.click()
+    payload = pg.locator("#invoke-payload")
+    payload.wait_for()
+    with console.api() as c:
+        functions = {f["function_id"]: f for f in c.get("/api/functions").json()["functions"]}
+    schema = functions["example::relay"]["request_schema"]
+    jsonschema.validate(json.loads(payload.input_value()), schema)
+    pg.locator("#invoke-btn").click()
+    pg.locator("#invoke-result").wait_for()
+    assert pg.locator("#invoke-status").text_content() == "ok"
+    # Every function's example is valid for its own request schema.
+    bad = {}
+    for fid, f in functions.items():
+        if not f["request_schema"]:
+            continue
+        example = json.loads(pg.evaluate("(s) => examplePayload(s)", f["request_schema"]))
+        try:
+            jsonschema.validate(example, f["request_schema"])
+        except jsonschema.ValidationError as err:
+            bad[fid] = err.message
+    assert bad == {}
+    assert len(functions) > 20
 
 
 def test_traces_page_searches_by_function_and_status(page: object, console: Console) -> None:

@@ -20,6 +20,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from triggers.http.secret import bearer_matches
 
 COOKIE = "am_console"
+ICON = "data:image/svg+xml,%3Csvg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 32 32'%3E%3Crect width='32' height='32' rx='7' fill='%230b4fb3'/%3E%3Ccircle cx='11' cy='12' r='3.2' fill='%23fff'/%3E%3Ccircle cx='21' cy='10' r='2.4' fill='%23fff'/%3E%3Ccircle cx='20' cy='21' r='3.6' fill='%23fff'/%3E%3C/svg%3E"
+"""The favicon, inline: no request for it (a login page asking for /favicon.ico got a 404)."""
 LOOPBACK = frozenset({"localhost", "127.0.0.1", "::1"})
 _OPEN_PATHS = frozenset({"/login", "/healthz"})
 
@@ -56,9 +58,14 @@ def login_page(error: str = "", status: int = 200) -> HTMLResponse:
     note = f'<p class="err" id="login-error">{html.escape(error)}</p>' if error else ""
     return HTMLResponse(
         "<!doctype html><html><head><meta charset='utf-8'><title>agentmemory console · login"
-        "</title><style>body{font:15px system-ui;background:#111827;color:#e5e7eb;display:flex;"
-        "justify-content:center;padding-top:15vh}form{background:#1f2937;padding:2em;"
-        "border-radius:8px}input{display:block;margin:.6em 0;padding:.5em;width:22em}"
+        f"</title><link rel='icon' href=\"{ICON}\"><style>body{{font:15px system-ui;"
+        "background:#111827;color:#e5e7eb;display:flex;justify-content:center;padding-top:15vh}"
+        "form{background:#1f2937;padding:2em;border-radius:8px}label{font-weight:600}"
+        "input{display:block;margin:.6em 0 1em;padding:.55em;width:22em;background:#0b1220;"
+        "color:#e5e7eb;border:1px solid #475569;border-radius:5px;font:inherit}"
+        "button{background:#60a5fa;color:#0b1220;border:0;border-radius:5px;padding:.55em 1.4em;"
+        "font:inherit;font-weight:700;cursor:pointer}button:hover{background:#93c5fd}"
+        "button:focus-visible,input:focus-visible{outline:3px solid #93c5fd;outline-offset:2px}"
         ".err{color:#f87171}</style></head><body><form method='post' action='/login'>"
         "<h2>agentmemory console</h2><label for='secret'>Secret (AGENTMEMORY_SECRET or "
         "~/.agentmemory/secret)</label><input id='secret' name='secret' type='password' "

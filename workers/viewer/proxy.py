@@ -21,6 +21,7 @@ WRITES = frozenset(
         "graph/query",
         "lessons/recall",
         "replay/import-jsonl",
+        "team/resolve",
     }
 )
 MAX_BODY = 17 * 1024 * 1024

@@ -49,7 +49,7 @@ class ViewerServer:
         else:
             # As Jupyter prints its URL: this link signs one browser in, once.
             url = login_url(s.port, s.secret, START_TTL)
-            log.info("viewer: open %s (one-time link, valid 24 h; `agentmemory viewer` "
+            log.info("open %s (one-time link, valid 24 h; `agentmemory viewer` "
                      "opens a new one)", url)  # fmt: skip
 
     async def stop(self) -> None:

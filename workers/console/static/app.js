@@ -90,21 +90,40 @@ function workersPage() {
 }
 
 // ---- Functions ----------------------------------------------------------------------
-async function functionsPage(selected) {
+async function functionsPage(selected, params) {
   const { functions } = await api("/api/functions");
   const fn = functions.find((f) => f.function_id === selected) || null;
-  const list = h("div", { class: "list", id: "function-list" }, functions.map((f) =>
-    h("a", { href: `#/functions/${f.function_id}`, class: f === fn ? "sel" : null,
+  const filter = h("input", { id: "function-filter", type: "search", size: 28, "aria-label": "Filter functions",
+    placeholder: "filter: id, description, route, tool", value: params.get("q") || "" });
+  const count = h("p", { id: "function-count", class: "muted" });
+  const list = h("div", { class: "list", id: "function-list" });
+  const hay = (f) => [f.function_id, f.description, f.http ? `${f.http.method} ${f.http.path}` : "",
+    f.tool ? f.tool.name : "", ...(f.workers || [])].join(" ").toLowerCase();
+  const draw = () => {
+    const q = filter.value.trim().toLowerCase();
+    const shown = functions.filter((f) => !q || hay(f).includes(q));
+    const qs = q ? `?q=${encodeURIComponent(filter.value.trim())}` : "";
+    list.replaceChildren(...shown.map((f) => h("a", { href: `#/functions/${f.function_id}${qs}`, class: f === fn ? "sel" : null,
       "data-function": f.function_id }, f.function_id,
       h("span", { class: "muted", text: `  ${f.num_requests} calls` }))));
+    count.textContent = q ? `${shown.length} of ${functions.length} functions` : `${functions.length} functions`;
+  };
+  filter.addEventListener("input", () => {
+    const q = filter.value.trim();
+    history.replaceState(null, "", `#/functions${selected ? `/${selected}` : ""}${q ? `?q=${encodeURIComponent(q)}` : ""}`);
+    draw();
+  });
+  draw();
   const detail = fn ? functionDetail(fn) : h("p", { class: "muted",
     text: `${functions.length} functions on the bus; pick one to see its schema and invoke it.` });
-  page("Functions", h("div", { class: "cols" }, list, detail));
+  page("Functions", h("div", { class: "cols" }, h("div", {}, filter, count, list), detail));
+  if (!fn) filter.focus();
 }
 
 function functionDetail(fn) {
-  const payload = h("textarea", { id: "invoke-payload" });
-  payload.value = "{}";
+  const payload = h("textarea", { id: "invoke-payload", "aria-label": "Payload (JSON)" });
+  const example = examplePayload(fn.request_schema);
+  payload.value = example;
   const out = h("div", { id: "invoke-output" });
   const run = async () => {
     let value;
@@ -134,8 +153,11 @@ function functionDetail(fn) {
       (fn.tool.tier && fn.tool.tier !== "all" ? ` (tier ${fn.tool.tier})` : "") }) : null,
     h("h3", { text: "request schema" }), h("pre", { text: pretty(fn.request_schema) }),
     h("h3", { text: "response schema" }), h("pre", { text: pretty(fn.response_schema) }),
-    h("h3", { text: "invoke with a JSON payload" }), payload,
-    h("div", { class: "row" }, h("button", { id: "invoke-btn", onclick: run, text: "Invoke" })),
+    h("h3", { text: "invoke with a JSON payload" }),
+    h("p", { class: "muted", text: "An example made from the request schema; edit it as you need." }), payload,
+    h("div", { class: "row" }, h("button", { id: "invoke-btn", onclick: run, text: "Invoke" }),
+      h("button", { id: "invoke-reset", class: "secondary", text: "Reset to the example",
+        onclick: () => { payload.value = example; } })),
     out);
 }
 
@@ -470,7 +492,7 @@ async function route() {
     a.classList.toggle("active", a.dataset.page === name));
   try {
     if (name === "workers") workersPage();
-    else if (name === "functions") await functionsPage(decodeURIComponent(parts[1] || ""));
+    else if (name === "functions") await functionsPage(decodeURIComponent(parts[1] || ""), params);
     else if (name === "triggers") await triggersPage(params);
     else if (name === "kv") await kvPage(parts[1], parts.slice(2).join("/"));
     else if (name === "streams") await streamsPage(parts[1]);

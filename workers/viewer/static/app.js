@@ -1,5 +1,5 @@
 // The viewer: hash routes, one module per page, live events from the viewer's socket.
-import { h, main, page, parseHash, toast } from "./lib/dom.js";
+import { h, main, page, parseHash, plural, toast } from "./lib/dom.js";
 import { Live } from "./lib/live.js";
 import * as activity from "./pages/activity.js";
 import * as actions from "./pages/actions.js";
@@ -11,16 +11,18 @@ import * as memories from "./pages/memories.js";
 import * as profile from "./pages/profile.js";
 import * as replay from "./pages/replay.js";
 import * as sessions from "./pages/sessions.js";
+import * as trends from "./pages/trends.js";
 
-const PAGES = { activity, memories, sessions, replay, graph, profile, lessons, audit, actions, health };
+const PAGES = { activity, trends, memories, sessions, replay, graph, profile, lessons, audit, actions, health };
 const live = new Live(document.getElementById("live-status"));
 let cleanup = [];
 let rendering = 0;
 
 function showCounts(snap) {
   const c = snap.counts;
-  document.getElementById("counts").textContent =
-    `${c.sessions} sessions · ${c.observations} observations · ${c.memories} memories · ${c.lessons} lessons`;
+  const n = (v, one, many) => `${v.toLocaleString()} ${plural(v, one, many)}`;
+  document.getElementById("counts").textContent = [n(c.sessions, "session"), n(c.observations, "observation"),
+    n(c.memories, "memory", "memories"), n(c.lessons, "lesson")].join(" · ");
 }
 
 async function route(focus = true) {
@@ -40,6 +42,7 @@ async function route(focus = true) {
     onCleanup: (fn) => cleanup.push(fn),
     on: (type, fn) => cleanup.push(live.on(type, fn)),
     current: () => mine === rendering,
+    rerender: () => route(false),
   };
   if (!mod) {
     page("Not found", `There is no page "${r.name}".`, h("p", {}, h("a", { href: "#activity", text: "Go to the activity feed" })));

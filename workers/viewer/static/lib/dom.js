@@ -68,6 +68,11 @@ export function ago(iso) {
   return `${Math.round(s / 86400)} d ago`;
 }
 
+// "1 session", "2 sessions"; `many` for the irregular ones.
+export function plural(n, one, many) {
+  return n === 1 ? one : (many || `${one}s`);
+}
+
 export function cut(text, n = 120) {
   const t = String(text || "").replace(/\s+/g, " ").trim();
   return t.length <= n ? t : t.slice(0, n - 1) + "…";

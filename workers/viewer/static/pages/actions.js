@@ -4,6 +4,9 @@ import { get } from "../lib/api.js";
 import { badge, empty, h, page, when } from "../lib/dom.js";
 
 export async function render(ctx) {
+  const snap = ctx.live.snapshot || {};
+  const rest = snap.restUrl || `http://${location.hostname}:3111`;
+  const secret = snap.secretHint || "$(cat ~/.agentmemory/secret)";
   let doc = null;
   let missing = false;
   try { doc = await get("actions"); }
@@ -21,7 +24,7 @@ export async function render(ctx) {
     page("Actions", "Follow-ups agents track between sessions.",
       empty("actions-empty", "No actions tracked yet",
         "Agents create actions with the memory_action_create tool, or:",
-        "curl -X POST http://127.0.0.1:3111/agentmemory/actions \\\n  -H \"Authorization: Bearer $(cat ~/.agentmemory/secret)\" \\\n  -H 'Content-Type: application/json' -d '{\"title\":\"ship v1\"}'"));
+        `curl -X POST ${rest}/agentmemory/actions \\\n  -H "Authorization: Bearer ${secret}" \\\n  -H 'Content-Type: application/json' -d '{"title":"ship v1"}'`));
     return;
   }
   // The frontier: what is unblocked and ready to pick up next.

@@ -17,8 +17,10 @@ function download(name, value) {
 }
 
 function memRow(m, selected) {
+  const title = m.title || cut(m.content, 120);
   return h("tr", { "data-memory": m.id, class: m.id === selected ? "sel" : null },
-    h("td", {}, h("a", { href: `#memories/${enc(m.id)}`, text: m.title || cut(m.content, 80) })),
+    h("td", {}, h("div", { class: "title-cell" }, h("a", { class: "one-line", href: `#memories/${enc(m.id)}`, title: m.title ? cut(m.content, 300) : title, text: title }),
+      m.conflict ? badge("conflict", "warn") : null, m.instance ? badge(`from ${m.instance}`, "origin") : m.team ? badge("shared", "origin") : null)),
     h("td", {}, badge(m.type || "fact", "type")),
     h("td", { text: m.project || "—" }),
     h("td", { text: `v${m.version || 1}` }),
@@ -26,9 +28,15 @@ function memRow(m, selected) {
     h("td", { text: short(m.updatedAt || m.createdAt) }));
 }
 
-async function provenance(m) {
+async function provenance(m, chain) {
   const ids = [...(m.sourceIds || [])];
-  if (!ids.length) return h("p", { class: "muted", text: "No provenance recorded: saved by hand." });
+  const mine = chain && chain.versions.find((v) => v.id === m.id);
+  const shared = mine && mine.origin ? h("p", { id: "memory-origin" }, badge(`from ${mine.origin}`, "origin"),
+    `shared by ${mine.sharedBy || "a teammate"} from ${mine.origin}` + (m.team ? ` with team ${m.team}` : "")) : null;
+  if (!ids.length) {
+    if (shared) return shared;
+    return h("p", { class: "muted", text: m.agentId ? `No sources recorded: saved by ${m.agentId}.` : "No sources recorded: saved by hand." });
+  }
   const items = await Promise.all(ids.slice(0, 30).map(async (id) => {
     if (id.startsWith("obs_")) {
       try {
@@ -42,15 +50,16 @@ async function provenance(m) {
     if (id.startsWith("mem_")) return h("li", {}, h("a", { class: "prov", href: `#memories/${enc(id)}`, text: id }));
     return h("li", {}, h("a", { class: "prov", href: `#sessions/${enc(id)}`, text: `session ${id}` }));
   }));
-  return h("ul", { id: "memory-provenance", class: "plain" }, items);
+  return h("div", {}, shared, h("ul", { id: "memory-provenance", class: "plain" }, items));
 }
 
 function versions(chain) {
   // chain: newest first. Each older version shows what the next one changed.
-  return h("ol", { id: "memory-versions", class: "versions", reversed: true }, chain.map((v, i) => {
+  return h("ul", { id: "memory-versions", class: "versions plain" }, chain.map((v, i) => {
     const newer = chain[i - 1];
-    return h("li", { "data-version": v.version },
+    return h("li", { "data-version": v.version, "data-id": v.id },
       h("p", {}, h("strong", { text: `v${v.version || 1}` }), i === 0 ? badge("current", "ok") : null,
+        v.supersededBy && i > 0 && chain[0].id !== v.supersededBy ? badge("other branch", "warn") : null,
         h("span", { class: "muted", text: ` ${when(v.createdAt)}` }),
         i > 0 ? h("a", { href: `#memories/${enc(v.id)}`, class: "muted", text: ` ${v.id}` }) : null),
       newer ? h("div", {}, h("p", { class: "muted", text: `changed in v${newer.version}:` }), renderDiff(v.content, newer.content))
@@ -65,8 +74,12 @@ function editForm(m, done) {
   content.value = m.content;
   const concepts = h("input", { id: "edit-concepts", value: (m.concepts || []).join(", ") });
   const files = h("input", { id: "edit-files", value: (m.files || []).join(", ") });
+  const list = (xs) => (xs || []).join(", ");
   const save = async (ev) => {
     ev.preventDefault();
+    const same = content.value === m.content && title.value === (m.title || "") && type.value === (m.type || "fact") &&
+      concepts.value === list(m.concepts) && files.value === list(m.files);
+    if (same) { toast("nothing changed: no new version saved"); done(null); return; }
     try {
       const r = await post("remember", { content: content.value, title: title.value, type: type.value,
         concepts: concepts.value, files: files.value, supersedes: m.id });
@@ -83,6 +96,28 @@ function editForm(m, done) {
       h("button", { type: "button", class: "secondary", text: "Cancel", onclick: () => done(null) })));
 }
 
+// Two machines edited this shared memory while apart: both versions are kept; a person
+// picks the one to keep as the head (on every machine), the other stays listed.
+function conflict(m, team) {
+  const versions = team.versions.filter((v) => v.competing);
+  return h("section", { id: "memory-conflict", class: "conflict", role: "alert" },
+    h("h3", { text: "Two versions compete" }),
+    h("p", { text: `These versions were made from the same one on different machines while they were apart. ` +
+      `"${team.head === m.id ? "This one" : "The newest"}" is shown for now; keep the right one and the other stays listed as a version.` }),
+    h("ul", { class: "plain" }, versions.map((v) => h("li", { "data-competing": v.id },
+      h("p", {}, h("strong", { text: `v${v.version}` }), badge(`from ${v.origin || "here"}`, "origin"),
+        v.id === team.head ? badge("shown now", "ok") : null,
+        h("span", { class: "muted", text: ` ${when(v.createdAt)} · ${v.sharedBy || ""}` })),
+      v.id === m.id ? h("p", { class: "content", text: v.content }) : renderDiff(m.content, v.content),
+      h("button", { class: "keep", type: "button", "data-keep": v.id, text: "Keep this version", onclick: async () => {
+        try {
+          await post("team/resolve", { memoryId: v.id });
+          toast("kept: the other version stays listed", "ok");
+          location.hash = `#memories/${enc(v.id)}`;
+        } catch (e) { toast(e.message, "err"); }
+      } })))));
+}
+
 async function detail(box, id, ctx, onGone) {
   box.replaceChildren(h("p", { class: "muted", text: "loading…" }));
   let doc;
@@ -93,6 +128,7 @@ async function detail(box, id, ctx, onGone) {
   }
   const m = doc.memory;
   const chain = [m, ...doc.versions];
+  const team = m.team ? await get(`team/chain?memoryId=${enc(m.id)}`).catch(() => null) : null;
   const actions = h("div", { class: "row" },
     h("button", { id: "memory-edit", class: "secondary", text: "Edit", onclick: () => {
       box.querySelector("#memory-edit-slot").replaceChildren(editForm(m, (newId) => {
@@ -115,7 +151,9 @@ async function detail(box, id, ctx, onGone) {
   box.replaceChildren(
     h("h2", { id: "memory-title", text: m.title || cut(m.content, 80) }),
     h("p", {}, badge(m.type || "fact", "type"), badge(`v${m.version || 1}`),
-      m.pinned ? badge("pinned") : null, m.supersededBy ? badge("superseded", "warn") : null),
+      m.pinned ? badge("pinned") : null, m.supersededBy ? badge("superseded", "warn") : null,
+      m.instance ? badge(`from ${m.instance}`, "origin") : m.team ? badge(`shared with ${m.team}`, "origin") : null),
+    team && team.conflict ? conflict(m, team) : "",
     h("p", { id: "memory-content", class: "content", text: m.content }),
     h("dl", { class: "meta" },
       h("dt", { text: "project" }), h("dd", { text: m.project || "—" }),
@@ -126,7 +164,7 @@ async function detail(box, id, ctx, onGone) {
       h("dt", { text: "concepts" }), h("dd", { text: (m.concepts || []).join(", ") || "—" }),
       h("dt", { text: "files" }), h("dd", { text: (m.files || []).join(", ") || "—" })),
     actions, h("div", { id: "memory-edit-slot" }),
-    h("h3", { text: "Provenance" }), await provenance(m),
+    h("h3", { text: "Provenance" }), await provenance(m, team),
     h("h3", { text: `Versions (${chain.length})` }), versions(chain));
 }
 
@@ -191,10 +229,10 @@ export async function render(ctx) {
       field("Search", q), field("Project", project), field("Agent", agent), field("Type", type),
       h("div", { class: "row" }, h("button", { id: "memories-search", type: "submit", text: "Search" }),
         h("button", { id: "memories-export", type: "button", class: "secondary", text: "Export JSON", onclick: exportAll }))),
-    status, none, h("div", { class: "cols" }, h("div", {}, table), box));
+    status, none, h("div", { class: selected ? "split split-list" : "split" }, h("div", { class: "list-pane" }, table), selected ? box : null));
   await load();
   if (selected) await detail(box, selected, ctx, gone);
-  else box.replaceChildren(h("p", { class: "muted", text: "Pick a memory to see its content, versions and provenance." }));
+
   let reload = null;
   ctx.on("event", (item) => {
     if (item.kind === "removed") {
