@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import time
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, TypeVar
 
 import msgspec
@@ -112,6 +113,8 @@ class _StoredMsg(msgspec.Struct):
     seq: int = 0
     data: str = ""
     """Base64, as the API sends it."""
+    time: str = ""
+    """When the server stored it: RFC 3339 with nanoseconds."""
 
 
 class _MsgGet(msgspec.Struct):
@@ -121,6 +124,14 @@ class _MsgGet(msgspec.Struct):
 
 class _MsgGetRequest(msgspec.Struct):
     seq: int
+
+
+class _LastBySubjectRequest(msgspec.Struct):
+    last_by_subj: str
+
+
+class _ByTimeRequest(msgspec.Struct):
+    start_time: str
 
 
 class _PurgeRequest(msgspec.Struct, omit_defaults=True):
@@ -249,6 +260,54 @@ async def message(
     if got.message is None:
         return None
     return got.message.subject, base64.b64decode(got.message.data)
+
+
+async def last_seq(client: Client, name: str, subject: str, timeout: float = API_TIMEOUT) -> int:
+    """The sequence of the last message on `subject` (no wildcards), 0 when it has none.
+    Answered by the stream's leader from its per-subject index: one request, whatever the
+    stream's size."""
+    body = _encode(_LastBySubjectRequest(subject))
+    got = await _api(client, f"STREAM.MSG.GET.{name}", body, _msg_get, timeout)
+    if got.error is not None:
+        if got.error.err_code == NO_MESSAGE_FOUND:
+            return 0
+        raise _refused(f"stream {name}", got.error)
+    return got.message.seq if got.message is not None else 0
+
+
+def epoch_of(rfc3339: str) -> float:
+    """Epoch seconds of the API's `2026-12-01T22:31:13.320592557Z` (nanoseconds cut to the
+    microseconds Python keeps)."""
+    head, _, frac = rfc3339.rstrip("Z").partition(".")
+    base = datetime.fromisoformat(head).replace(tzinfo=UTC).timestamp()
+    return base + (int(frac[:6].ljust(6, "0")) / 1e6 if frac else 0.0)
+
+
+async def stored_at(
+    client: Client, name: str, seq: int, timeout: float = API_TIMEOUT
+) -> float | None:
+    """When the message at `seq` was stored (epoch seconds), None when there is none."""
+    body = _encode(_MsgGetRequest(seq))
+    got = await _api(client, f"STREAM.MSG.GET.{name}", body, _msg_get, timeout)
+    if got.error is not None:
+        if got.error.err_code == NO_MESSAGE_FOUND:
+            return None
+        raise _refused(f"stream {name}", got.error)
+    return epoch_of(got.message.time) if got.message is not None and got.message.time else None
+
+
+async def seq_at(
+    client: Client, name: str, when: float, timeout: float = API_TIMEOUT
+) -> int | None:
+    """The first sequence stored at or after `when` (epoch seconds), None when none was."""
+    at = datetime.fromtimestamp(when, UTC).isoformat().replace("+00:00", "Z")
+    body = _encode(_ByTimeRequest(at))
+    got = await _api(client, f"STREAM.MSG.GET.{name}", body, _msg_get, timeout)
+    if got.error is not None:
+        if got.error.err_code == NO_MESSAGE_FOUND:
+            return None
+        raise _refused(f"stream {name}", got.error)
+    return got.message.seq if got.message is not None else None
 
 
 async def purge(client: Client, name: str, subject: str = "", timeout: float = API_TIMEOUT) -> int:

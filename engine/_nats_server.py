@@ -198,6 +198,9 @@ class NatsServer:
     sync: str = "default"
     """`sync_interval` of the store: `default` (the server's, two minutes), `always`, or an
     interval (`1s`)."""
+    memory_limit: str | None = None
+    """GOMEMLIMIT for the server process (Go's syntax, e.g. `320MiB`); None: not set here (an
+    inherited GOMEMLIMIT still applies)."""
     domain: str | None = None
     """The JetStream domain: required once leaf links join servers that each run JetStream
     (their APIs are then told apart as `$JS.<domain>.API`)."""
@@ -267,8 +270,12 @@ class NatsServer:
         self.store_dir.mkdir(parents=True, exist_ok=True)
         conf = self.store_dir / "nats-server.conf"
         write_private(conf, self._config())  # holds the bus password: never on argv
+        env = dict(os.environ)
+        if self.memory_limit and "GOMEMLIMIT" not in env:  # an operator's own setting wins
+            env["GOMEMLIMIT"] = self.memory_limit
         self.proc = subprocess.Popen(
             self.argv(conf),
+            env=env,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             start_new_session=True,  # a Ctrl-C on the terminal goes to the supervisor only

@@ -195,6 +195,27 @@ class Stream:
         )
         return StreamMessage(seq, got[0], got[1]) if got is not None else None
 
+    async def last_seq(self, subject: str, *, timeout: float | None = None) -> int:
+        """The sequence of the last message on `subject` (an exact subject), 0 when there is
+        none: how far a reader must have applied the stream to have seen that subject's
+        writes. Raises BusError when no answer came within `timeout` (default the API's)."""
+        return await _jetstream.last_seq(
+            self.client, self.name, subject, _jetstream.API_TIMEOUT if timeout is None else timeout
+        )
+
+    async def stored_at(self, seq: int, *, timeout: float | None = None) -> float | None:
+        """When the server stored the message at `seq` (epoch seconds); None if there is none."""
+        return await _jetstream.stored_at(
+            self.client, self.name, seq, _jetstream.API_TIMEOUT if timeout is None else timeout
+        )
+
+    async def seq_at(self, when: float, *, timeout: float | None = None) -> int | None:
+        """The first sequence the server stored at or after `when` (epoch seconds); None when
+        nothing was stored since: where to start reading what was written from a time on."""
+        return await _jetstream.seq_at(
+            self.client, self.name, when, _jetstream.API_TIMEOUT if timeout is None else timeout
+        )
+
     def read(
         self,
         *,
@@ -240,6 +261,17 @@ class Stream:
         except Exception as exc:
             raise translate(exc, f"following {self.name}") from None
         return follower
+
+    async def settle(self, **config: Any) -> list[str]:
+        """Give an existing stream these settings (in the API's units: durations in
+        nanoseconds) where it holds others, the rest of its config left as it is: what a
+        layout change does to a stream an older version made. The names changed."""
+        raw, _ = await _jetstream.raw_stream_info(self.client, self.name)
+        changed = [k for k, v in config.items() if raw.get(k) != v]
+        if changed:
+            raw.update({k: config[k] for k in changed})
+            await _jetstream.update_stream(self.client, raw)
+        return changed
 
     async def set_sources(self, sources: list[Source]) -> None:
         """Copy from exactly these sources from now on (each keeps its place if it was one

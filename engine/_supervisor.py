@@ -360,6 +360,7 @@ class Supervisor:
                 max_file_store=self.cfg.nats.max_file_store,
                 max_memory_store=self.cfg.nats.max_memory_store,
                 sync=self.cfg.nats.sync,
+                memory_limit=self.cfg.nats.memory_limit,
                 domain=self.cfg.nats.domain,
                 leafnodes=self._leafnodes(),
             )

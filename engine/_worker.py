@@ -34,8 +34,11 @@ from engine.protocol import (
     HDR_COERCE,
     HDR_DEADLINE,
     HDR_TRIGGER,
+    MAX_JSON_DEPTH,
+    maybe_too_deep,
     parse_deadline,
     subject_for,
+    too_deep,
     validate_function_id,
 )
 
@@ -537,6 +540,17 @@ def _endpoint_name(function_id: str) -> str:
 
 
 def _decode_request(data: bytes, type_: Any, coerce: bool = False) -> Any:
+    if maybe_too_deep(data):
+        try:
+            deep = too_deep(_codec.decode(data))
+        except RecursionError:
+            deep = True
+        except msgspec.DecodeError:
+            deep = False  # not JSON: the decode below says so
+        if deep:
+            raise FunctionError(
+                "BAD_REQUEST", f"request body nested deeper than {MAX_JSON_DEPTH} levels"
+            )
     try:
         if coerce:  # a query string or path parameters: "10" may be an int
             return _codec.decode_lax(data, type_)

@@ -21,7 +21,7 @@ def schedules(cfg: LifecycleConfig) -> dict[str, str]:
         "mem::sweep": "@every 15m",
         "mem::consolidate": f"@every {every}s",
         "mem::decay": "@every 1h",
-        "mem::auto-forget": "@every 1h",
+        "mem::auto-forget-scheduled": f"@every {cfg.forget.interval_ms // 1000}s",
         "mem::audit-retention": "@daily",
         "mem::digest-events": "@every 1m",
         "mem::graph-compact": "@daily",

@@ -15,9 +15,11 @@ import msgspec
 from engine import FunctionError, Tool, operation
 from functions.files.markdown import compress_markdown, problems
 from functions.kernel.clock import now_iso
+from functions.kernel.models import clients
 from functions.kernel.names import choices_pattern, chosen
 from functions.kernel.owned import routes
 from functions.kernel.records import LESSONS_BUCKET, Lesson, Memory, Session
+from functions.kernel.scrub import scrub
 from functions.kernel.store import MemoryStore
 from functions.memory.service import MemoryService
 
@@ -55,6 +57,23 @@ def _is_file(path: Path) -> bool:
         return False
 
 
+TASK = "compress-file"
+SYSTEM = (
+    "You shorten a markdown document to save tokens while keeping its structure. Keep every "
+    "heading line, every URL and every fenced code block exactly as they are; drop no "
+    "section; shorten the prose under each. Reply with the markdown only, no fence around it."
+)
+_FENCED = re.compile(r"\A```(?:markdown|md)?[ \t]*\n(.*)\n```\s*\Z", re.S | re.I)
+
+
+def _unfenced(text: str) -> str:
+    """The reply without a ``` fence wrapped around the whole of it (code blocks inside
+    stay)."""
+    t = text.strip()
+    m = _FENCED.match(t)
+    return m.group(1).strip() if m else t
+
+
 class CompressFileIn(msgspec.Struct, rename="camel", kw_only=True):
     file_path: Annotated[str, msgspec.Meta(max_length=4096, pattern=r"\.[mM][dD]$")]
     """A markdown file (.md) on the service's machine."""
@@ -68,13 +87,15 @@ class CompressFileOut(msgspec.Struct, rename="camel", kw_only=True, omit_default
     compressed_chars: int = 0
     skipped: bool = False
     reason: str = ""
+    method: str = ""
+    """llm: the model's text (it kept every heading, URL and code block); synthetic: ours."""
 
 
 class VaultIn(msgspec.Struct, rename="camel", kw_only=True):
     vault_dir: str = ""
     """Inside AGENTMEMORY_EXPORT_ROOT (default ~/.agentmemory); default <root>/vault."""
     types: VaultTypes = msgspec.field(default_factory=list)
-    """memories, lessons, sessions (crystals: none here); default all."""
+    """memories, lessons, crystals, sessions; default all."""
     project: str = ""
 
     def __post_init__(self) -> None:
@@ -114,6 +135,37 @@ def _name(text: str, fallback: str) -> str:
     return (_UNSAFE.sub("_", text).strip() or fallback)[:80]
 
 
+def _crystal_md(c: dict[str, Any], narrative: str) -> str:
+    def items(key: str) -> list[str]:
+        v = c.get(key)
+        return [str(x) for x in v] if isinstance(v, list) else []
+
+    files = items("filesAffected")
+    parts = [
+        _front(
+            {
+                "id": c.get("id"),
+                "type": "crystal",
+                "created": c.get("createdAt"),
+                "project": c.get("project"),
+                "sessionId": c.get("sessionId"),
+                "filesAffected": files,
+            }
+        )
+        + f"# Crystal: {narrative[:80] or c.get('id')}\n\n{narrative}\n",
+        "## Key Outcomes\n" + "".join(f"- {o}\n" for o in items("keyOutcomes")),
+    ]
+    if items("lessons"):
+        parts.append("## Lessons\n" + "".join(f"- {x}\n" for x in items("lessons")))
+    if files:
+        parts.append("## Files\n" + "".join(f"- `{f}`\n" for f in files))
+    if items("sourceActionIds"):
+        parts.append(
+            "## Source Actions\n" + "".join(f"- [[{a}]]\n" for a in items("sourceActionIds"))
+        )
+    return "\n".join(parts)
+
+
 class FileService:
     def __init__(self, owner: MemoryService) -> None:
         self.owner = owner
@@ -142,7 +194,17 @@ class FileService:
             return CompressFileOut(
                 success=True, file_path=str(path), skipped=True, reason="file is empty"
             )
-        compressed = compress_markdown(original)
+        compressed, method = compress_markdown(original), "synthetic"
+        # A model sees scrubbed text only, so a file holding a secret would come back with a
+        # redaction marker in its place: such a file keeps the keyless compression.
+        model = clients.client(self.store.client)
+        text = await model.complete(TASK, SYSTEM, original) if scrub(original) == original else None
+        if text is not None:
+            worded = _unfenced(text)
+            # the model's text must keep what the keyless one keeps (headings, URLs, code
+            # blocks) and be shorter
+            if worded and not problems(original, worded) and len(worded) < len(compressed):
+                compressed, method = worded, "llm"
         lost = problems(original, compressed)
         if lost:
             raise FunctionError(
@@ -163,14 +225,28 @@ class FileService:
         )
         await asyncio.to_thread(backup.write_text, original, encoding="utf-8")
         await asyncio.to_thread(path.write_text, compressed, encoding="utf-8")
-        await self.store.audit("compress", [], reason=f"{path} -> backup {backup}")
+        await self.store.audit("compress", [], reason=f"{path} -> backup {backup} ({method})")
         return CompressFileOut(
             success=True,
             file_path=str(path),
             backup_path=str(backup),
             original_chars=len(original),
             compressed_chars=len(compressed),
+            method=method,
         )
+
+    async def _crystals(self, project: str) -> list[dict[str, Any]]:
+        """The coordination layer's crystals, read through its function (no worker: none)."""
+        try:
+            reply = await self.store.client.call(
+                "mem::crystal-list", {"project": project, "limit": 1000}, timeout=30
+            )
+        except FunctionError as err:
+            if err.code in ("UNAVAILABLE", "DEADLINE_EXCEEDED"):
+                return []
+            raise
+        got = reply.get("crystals") if isinstance(reply, dict) else None
+        return [c for c in got or [] if isinstance(c, dict)]
 
     @operation(
         "mem::obsidian-export",
@@ -238,6 +314,16 @@ class FileService:
                 )
                 moc["lessons"].append(f"- [[lessons/{name}]]")
                 counts.lessons += 1
+        if "crystals" in kinds:
+            for c in await self._crystals(req.project):
+                cid = str(c.get("id") or "")
+                if not cid:
+                    continue
+                name = _name(cid, "crystal")
+                narrative = str(c.get("narrative") or "")
+                files[vault / "crystals" / f"{name}.md"] = _crystal_md(c, narrative)
+                moc["crystals"].append(f"- [[crystals/{name}|{narrative[:60] or cid}]]")
+                counts.crystals += 1
         if "sessions" in kinds:
             for s in await st.load_all(st.sessions, Session):
                 if req.project and s.project != req.project:

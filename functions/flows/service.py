@@ -75,6 +75,52 @@ def workflow_text(actions: list[dict[str, Any]]) -> tuple[str, str, list[str]]:
     return title[:120], content, tags[:20]
 
 
+TASK = "flow"
+SYSTEM = (
+    "You summarize a completed chain of a coding agent's actions (in order, with their results "
+    'and tags). Reply with one JSON object and nothing else: {"goal": "what the workflow set '
+    'out to do", "outcome": "what happened", "steps": ["the key steps, in order"], '
+    '"discoveries": "what was learned on the way", "lesson": "what to remember next time"}. '
+    "Keep file paths, commands, names and numbers exactly as given; add nothing the input "
+    "does not say."
+)
+
+
+class FlowReply(msgspec.Struct, kw_only=True):
+    goal: str
+    outcome: str = ""
+    steps: list[str] = msgspec.field(default_factory=list)
+    discoveries: str = ""
+    lesson: str = ""
+
+
+def chain_prompt(actions: list[dict[str, Any]]) -> str:
+    lines = ["Completed actions, oldest first:"]
+    for a in sorted(actions, key=lambda a: str(a.get("createdAt") or "")):
+        lines.append(f"- {a.get('title') or a.get('id')}")
+        for key in ("description", "result"):
+            if a.get(key):
+                lines.append(f"  {key}: {a[key]}")
+        if a.get("tags"):
+            lines.append("  tags: " + ", ".join(str(t) for t in a["tags"]))
+    return "\n".join(lines)
+
+
+def _worded(r: FlowReply) -> tuple[str, str]:
+    """(title, content) of the workflow memory as the model wrote it."""
+    parts = [f"Goal: {r.goal.strip()}"]
+    if r.outcome.strip():
+        parts.append(f"Outcome: {r.outcome.strip()}")
+    steps = [s.strip() for s in r.steps if s.strip()]
+    if steps:
+        parts.append("Steps:\n" + "\n".join(f"{i}. {s}" for i, s in enumerate(steps, 1)))
+    if r.discoveries.strip():
+        parts.append(f"Discoveries: {r.discoveries.strip()}")
+    if r.lesson.strip():
+        parts.append(f"Lesson: {r.lesson.strip()}")
+    return ("Workflow: " + r.goal.strip())[:120], "\n\n".join(parts)
+
+
 class FlowService:
     def __init__(self, owner: LifecycleService) -> None:
         self.owner = owner
@@ -121,6 +167,9 @@ class FlowService:
         if not done:
             return FlowOut(success=True, compressed=0, message="no completed actions to compress")
         title, content, tags = workflow_text(done)
+        worded = await self.owner.model().ask(TASK, SYSTEM, chain_prompt(done), FlowReply)
+        if worded is not None and worded.goal.strip():
+            title, content = _worded(worded)
         out = await remember_mod.remember(
             self.owner.store,
             RememberIn(

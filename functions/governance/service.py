@@ -50,7 +50,7 @@ BulkDeleteRequest = Annotated[
             type=SOME_NAMES,
             dateFrom={"type": "string"},
             dateTo={"type": "string"},
-            qualityBelow={"type": "number"},
+            qualityBelow={"type": "number", "minimum": 0, "maximum": 1},
             dryRun={"const": True},
         )
     ),

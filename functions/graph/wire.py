@@ -9,7 +9,13 @@ import msgspec
 
 from functions.kernel.records import GraphEdge, GraphNode, GraphStats
 
-NodeType = Literal["file", "symbol", "package", "error", "command", "concept"]
+NodeType = Literal[
+    "file", "symbol", "package", "error", "command", "concept",
+    # upstream's extraction types: function and library are our symbol and package;
+    # decision, pattern and person are kinds only a model's extraction makes
+    "function", "library", "decision", "pattern", "person",
+]  # fmt: skip
+ALIASES: dict[str, NodeType] = {"function": "symbol", "library": "package"}
 MAX_DEPTH = 5
 MAX_LIMIT = 5000
 
@@ -28,6 +34,10 @@ class GraphQueryIn(msgspec.Struct, rename="camel", kw_only=True):
     project: str = ""
     include_expired: bool = False
     """Also edges whose validTo is set (closed relations not yet compacted away)."""
+
+    def __post_init__(self) -> None:
+        if self.node_type in ALIASES:
+            self.node_type = ALIASES[self.node_type]
 
 
 class GraphStatsIn(msgspec.Struct, rename="camel", kw_only=True):

@@ -24,6 +24,7 @@ from functions.kernel.owned import OwnedService, routes
 from functions.kernel.records import (
     INSIGHTS_BUCKET,
     LESSONS_BUCKET,
+    LIFECYCLE_BUCKET,
     PROFILES_BUCKET,
     Insight,
     Lesson,
@@ -115,6 +116,35 @@ class ScoredInsight(InsightView, kw_only=True):
 class InsightsOut(msgspec.Struct, kw_only=True):
     success: bool
     insights: list[ScoredInsight]
+
+
+REFLECT_TASK = "reflect"
+REFLECT_SYSTEM = (
+    "You find cross-cutting insights in a cluster of a coding agent's memories that share "
+    "concepts across sessions: memory titles, lessons and session summaries. Reply with one "
+    'JSON object and nothing else: {"insights": [{"title": "under 60 characters", "content": '
+    '"1-3 sentences", "confidence": 0.5}]}. Each insight draws on two or more of the records, '
+    "is actionable and is not a restatement of one record; at most 5, the strongest first. "
+    "confidence (0-1): how well the records support it. Keep file paths, names and numbers "
+    "exactly as given; add nothing the records do not say."
+)
+
+
+class InsightItem(msgspec.Struct, kw_only=True):
+    title: str
+    content: str
+    confidence: float = 0.5
+
+
+class ReflectReply(msgspec.Struct, kw_only=True):
+    insights: list[InsightItem] = msgspec.field(default_factory=list)
+
+
+class Reflected(msgspec.Struct, kw_only=True):
+    """`mem_lifecycle/reflect.<insightId>`: the model's insights for a cluster's evidence."""
+
+    fingerprint: str
+    insights: list[InsightItem]
 
 
 rest = routes("insights")
@@ -322,12 +352,28 @@ class InsightService(OwnedService["LifecycleService"]):
                 created_at=now,
                 updated_at=now,
             )
-            got = await state.update(fresh.id, functools.partial(_fold, fresh=fresh), type=Insight)
-            assert got is not None
-            written.append(got)
-            made = got.reinforcements == 0 and got.created_at == now
-            new += made
-            reinforced += not made
+            cluster = [fresh]
+            evidence = list(dict.fromkeys(t for c in group for t in titles[c]))[:12]
+            worded = await self._worded(fresh, evidence)
+            for i, w in enumerate(worded):
+                one = (
+                    fresh
+                    if i == 0
+                    else msgspec.structs.replace(
+                        fresh, id=insight_id(req.project, [*group, f"#{i}"])
+                    )
+                )
+                one.title, one.content = w.title[:120], w.content[:1500]
+                one.confidence = max(0.0, min(1.0, w.confidence))
+                if i:
+                    cluster.append(one)
+            for one in cluster:
+                got = await state.update(one.id, functools.partial(_fold, fresh=one), type=Insight)
+                assert got is not None
+                written.append(got)
+                made = got.reinforcements == 0 and got.created_at == now
+                new += made
+                reinforced += not made
         if written:
             await st.audit("reflect", [i.id for i in written][:50], project=req.project)
         return ReflectOut(
@@ -338,6 +384,35 @@ class InsightService(OwnedService["LifecycleService"]):
             clusters_skipped=skipped,
             insights=as_view(written, list[InsightView]),
         )
+
+    async def _worded(self, fresh: Insight, evidence: list[str]) -> list[InsightItem]:
+        """The model's insights (at most 5) for a cluster, cached by its evidence, or none."""
+        model = self.owner.model()
+        if not model.enabled:
+            return []
+        fp = hashlib.sha256(
+            msgspec.json.encode([fresh.concepts, fresh.sessions, evidence, fresh.content])
+        ).hexdigest()[:32]
+        life = await self.store.client.state(LIFECYCLE_BUCKET)
+        cached: Reflected | None = await life.get(f"reflect.{fresh.id}", Reflected)
+        if cached is not None and cached.fingerprint == fp:
+            return cached.insights
+        prompt = "\n".join(
+            [
+                f"Concepts: {', '.join(fresh.concepts)}",
+                f"Sessions they recurred in: {fresh.sessions}",
+                f"Draft insight: {fresh.content}",
+                "Records of the cluster:",
+                *(f"- {t}" for t in evidence),
+            ]
+        )
+        got = await model.ask(REFLECT_TASK, REFLECT_SYSTEM, prompt, ReflectReply)
+        items = (
+            [i for i in got.insights if i.title.strip() and i.content.strip()][:5] if got else []
+        )
+        if items:
+            await life.put(f"reflect.{fresh.id}", Reflected(fingerprint=fp, insights=items))
+        return items
 
     async def _insights(self, req: InsightListIn) -> list[Insight]:
         state = await self.store.client.state(INSIGHTS_BUCKET)
@@ -395,7 +470,7 @@ def _fold(cur: Insight | None, fresh: Insight) -> Insight:
     if cur is None or cur.deleted:
         return fresh
     cur.reinforcements += 1
-    cur.content, cur.sessions = fresh.content, fresh.sessions
+    cur.title, cur.content, cur.sessions = fresh.title, fresh.content, fresh.sessions
     cur.confidence = max(cur.confidence, fresh.confidence)
     cur.updated_at = fresh.updated_at
     return cur

@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
+from functions.kernel.models.settings import Format, ModelSettings, Provider
+
 
 def _float(name: str, default: float) -> float:
     raw = os.environ.get(name, "")
@@ -49,6 +51,11 @@ class ForgetConfig:
     """Ids per removal call (one audit entry and one RecordsRemoved event each)."""
     max_obs_per_session: int = 500
     """A session above this many observations loses its lowest-value oldest ones (0: off)."""
+    scheduled: bool = True
+    """AUTO_FORGET_ENABLED (upstream's name): false stops the scheduled runs (nothing is
+    deleted by the clock); POST auto-forget and evict still run when asked."""
+    interval_ms: int = 3_600_000
+    """AUTO_FORGET_INTERVAL_MS: how often the scheduled run comes (at least a minute)."""
 
 
 @dataclass(frozen=True)
@@ -71,41 +78,40 @@ class ProfileConfig:
     (the project's core) keeps its place. 0 turns session recency off."""
 
 
-_PROVIDERS = (
-    ("anthropic", "ANTHROPIC", "https://api.anthropic.com", "claude-3-5-haiku-latest"),
-    ("openai", "OPENAI", "https://api.openai.com/v1", "gpt-4o-mini"),
-)
-
-
 @dataclass(frozen=True)
 class LlmConfig:
+    """The model consolidation uses: the environment's providers (functions/kernel/models),
+    or one given explicitly (`provider`, `api_key`, `base_url`, `model`, `timeout`)."""
+
     provider: str = ""
-    """"openai", "anthropic" or "" (no provider: deterministic text only)."""
+    """"openai", "anthropic" (the two wire formats) or "" (the environment's chain)."""
     api_key: str = ""
     base_url: str = ""
     model: str = ""
     timeout: float = 30.0
     max_calls: int = 20
-    """LLM rewrites per consolidation run; the rest keep deterministic text until later runs."""
+    """Model calls per consolidation run; the rest keep deterministic text until later runs."""
+    settings: ModelSettings = field(default_factory=ModelSettings)
+    """The environment's chain (from_env); used when no `provider` is given."""
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.provider) or self.settings.enabled
+
+    def model_settings(self) -> ModelSettings:
+        if not self.provider:
+            return self.settings
+        fmt: Format = "anthropic" if self.provider == "anthropic" else "openai"
+        one = Provider(self.provider, fmt, self.api_key, self.model, self.base_url, self.timeout)
+        return ModelSettings(chain=(one,), breaker=self.settings.breaker)
 
     @classmethod
     def from_env(cls) -> LlmConfig:
-        timeout = _float("CONSOLIDATION_LLM_TIMEOUT_S", 30.0)
-        calls = max(0, _int("CONSOLIDATION_LLM_MAX_CALLS", 20))
-        # Anthropic first when both keys are set; each provider reads <PREFIX>_API_KEY,
-        # <PREFIX>_BASE_URL and <PREFIX>_MODEL.
-        for provider, prefix, base_url, model in _PROVIDERS:
-            key = os.environ.get(f"{prefix}_API_KEY")
-            if key:
-                return cls(
-                    provider=provider,
-                    api_key=key,
-                    base_url=os.environ.get(f"{prefix}_BASE_URL") or base_url,
-                    model=os.environ.get(f"{prefix}_MODEL") or model,
-                    timeout=timeout,
-                    max_calls=calls,
-                )
-        return cls()
+        return cls(
+            timeout=_float("CONSOLIDATION_LLM_TIMEOUT_S", 30.0),
+            max_calls=max(0, _int("CONSOLIDATION_LLM_MAX_CALLS", 20)),
+            settings=ModelSettings.from_env(),
+        )
 
 
 @dataclass(frozen=True)
@@ -131,7 +137,9 @@ class LifecycleConfig:
         return cls(
             stale_hours=_float("AGENTMEMORY_SESSION_SWEEP_STALE_HOURS", 4.0),
             consolidation_interval_ms=_int("CONSOLIDATION_INTERVAL_MS", 2 * 3600 * 1000),
-            consolidation_llm=_bool("CONSOLIDATION_ENABLED", False),
+            # upstream: on by default whenever a provider is configured; false keeps the
+            # model out (the deterministic pipeline runs either way)
+            consolidation_llm=_bool("CONSOLIDATION_ENABLED", ModelSettings.from_env().enabled),
             min_sessions=max(2, _int("AGENTMEMORY_CONSOLIDATION_MIN_SESSIONS", 3)),
             provenance_cap=max(1, _int("AGENTMEMORY_PROVENANCE_CAP", 32)),
             audit_retention_months=max(1, _int("AGENTMEMORY_AUDIT_RETENTION_MONTHS", 12)),
@@ -144,7 +152,13 @@ class LifecycleConfig:
             forget=ForgetConfig(
                 low_value_days=_float("AGENTMEMORY_LOW_VALUE_DAYS", 30.0),
                 superseded_grace_days=_float("AGENTMEMORY_SUPERSEDED_GRACE_DAYS", 7.0),
-                max_obs_per_session=max(0, _int("AGENTMEMORY_MAX_OBS_PER_SESSION", 500)),
+                # upstream's MAX_OBS_PER_SESSION first, ours as the older name
+                max_obs_per_session=max(
+                    0, _int("MAX_OBS_PER_SESSION", _int("AGENTMEMORY_MAX_OBS_PER_SESSION", 500))
+                ),
+                scheduled=os.environ.get("AUTO_FORGET_ENABLED", "").strip().lower()
+                not in ("false", "0", "off", "no"),
+                interval_ms=max(60_000, _int("AUTO_FORGET_INTERVAL_MS", 3_600_000)),
             ),
             graph=GraphConfig(
                 batch=max(1, _int("AGENTMEMORY_GRAPH_BATCH", 1000)),

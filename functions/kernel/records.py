@@ -33,7 +33,16 @@ INSIGHTS_BUCKET = "mem_insights"  # key: <insightId>
 # mem_graph a.<nodeId>: the node's strongest edges, bounded (functions.graph.adjacency).
 # mem_profiles: key profile_key(project) -> ProjectProfile.
 EVENTS_STREAM = "MEM_EVENTS"
-EVENTS_SUBJECT = "mem.events"  # mem.events.<kind>; observations: mem.events.observation.<id>
+EVENTS_SUBJECT = "mem.events"  # mem.events.<kind>; observations: mem.events.observation.<p...>
+
+
+def observation_events_subject(project: str) -> str:
+    """The subject of a project's observation events: one per project, so the bus keeps
+    per-subject state for the projects, not for every observation (a subject costs
+    nats-server ~270 B of RAM: 1M observations were 300 MB). Any project name is one
+    valid token this way."""
+    return f"{EVENTS_SUBJECT}.observation.p{hashlib.sha256(project.encode()).hexdigest()[:16]}"
+
 
 HookType = Literal[
     "session_start",

@@ -4,14 +4,16 @@ and what a process of the memory worker remembers about itself (boot id, scope).
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import secrets
 import time
+from contextlib import aclosing
 from typing import Any, Protocol, TypeVar
 
 import msgspec
 
-from engine import BUS_ERRORS, Client, Presence, State, Stream, WrongLastSequence
+from engine import BUS_ERRORS, Client, Entry, Presence, State, Stream
 from functions.kernel.clock import now_iso
 from functions.kernel.ids import kv_key, new_id
 from functions.kernel.records import (
@@ -27,26 +29,33 @@ from functions.kernel.records import (
     MemEvent,
     Memory,
     MemoryAdded,
+    Observation,
     ObservationAdded,
     RecordsRemoved,
     SummaryAdded,
+    observation_events_subject,
 )
 
 T = TypeVar("T")
+log = logging.getLogger("functions.kernel.store")
 
 STORE_ERRORS = BUS_ERRORS
 """Errors that mean "JetStream could not take the write right now": the caller may retry."""
 PUBLISH_TIMEOUT = 5.0
-DUPLICATE_WINDOW = 600.0
+DUPLICATE_WINDOW = 120.0
+"""MEM_EVENTS' duplicate window: a msg id is remembered this long (~210 B of nats-server
+RAM each, and re-read at its restart), so 2,000 observations a second cost <= 50 MB."""
+REPLAY_MARGIN = 10.0
+"""A replay of a record younger than the window less this relies on the msg id alone."""
+EVENT_MARKER = "ev."
+"""`mem_dedup` key prefix: an observation whose event an old replay published (rare)."""
 
 _event_encoder = msgspec.json.Encoder()
 
 
 def _event_subject(event: MemEvent) -> str:
     if isinstance(event, ObservationAdded):
-        # One subject per observation: "has this observation's event been written?" is then
-        # a per-subject sequence check that JetStream answers on the write itself.
-        return f"{EVENTS_SUBJECT}.observation.{kv_key(event.observation.id)}"
+        return observation_events_subject(event.observation.project)
     kind = {MemoryAdded: "memory", SummaryAdded: "summary", RecordsRemoved: "removed"}[type(event)]
     return f"{EVENTS_SUBJECT}.{kind}"
 
@@ -60,7 +69,9 @@ class MemoryStore:
         self.boot_id = secrets.token_hex(8)
         self.started = time.time()
         self.isolated = os.environ.get("AGENTMEMORY_AGENT_SCOPE", "").lower() == "isolated"
-        self._default_agent = os.environ.get("AGENTMEMORY_AGENT_ID", "")
+        # upstream's AGENT_ID first (trimmed, 128 characters), ours as the older name
+        agent = os.environ.get("AGENT_ID") or os.environ.get("AGENTMEMORY_AGENT_ID") or ""
+        self._default_agent = agent.strip()[:128]
         self.observations: State
         self.memories: State
         self.sessions: State
@@ -81,6 +92,12 @@ class MemoryStore:
 
     async def ensure_stream(self) -> None:
         await self.events.ensure()
+        # A stream made before events were per project kept a 600 s window of msg ids:
+        # at 2,000 observations a second that is ~250 MB of nats-server's memory.
+        changed = await self.events.settle(duplicate_window=int(DUPLICATE_WINDOW * 1e9))
+        if changed:
+            log.warning("%s: duplicate window set to %.0f s (the per-project event layout)",
+                        EVENTS_STREAM, DUPLICATE_WINDOW)  # fmt: skip
 
     async def publish(self, event: MemEvent, msg_id: str | None = None) -> int:
         """Append to MEM_EVENTS and wait for JetStream's ack; `msg_id` makes a retry a no-op."""
@@ -90,17 +107,78 @@ class MemoryStore:
         )
         return ack.seq
 
+    async def publish_new(self, event: ObservationAdded) -> None:
+        """The event of an observation this call just created: its id is the msg id, so a
+        replay within the duplicate window is dropped by JetStream itself."""
+        await self.events.publish(
+            _event_subject(event), _event_encoder.encode(event),
+            msg_id=event.observation.id, timeout=PUBLISH_TIMEOUT,
+        )  # fmt: skip
+
     async def publish_once(self, event: ObservationAdded) -> bool:
-        """Append an observation's event unless its subject already holds one: False when it
-        was there (a replay), whatever the age of the first write."""
-        data = _event_encoder.encode(event)
-        try:
-            await self.events.publish(
-                _event_subject(event), data, expect_last_subject_seq=0, timeout=PUBLISH_TIMEOUT
-            )
-        except WrongLastSequence:
+        """Append the event of a stored observation unless MEM_EVENTS holds it: False when it
+        is there (a replay), whatever the age of the first write.
+
+        Every publish of an observation's event carries its id as msg id. A record stored
+        less than the duplicate window ago: the msg id decides. An older one: its event, if
+        any, was stored between the record's own write and a window after it (the first
+        attempt publishes right after its KV create, replays inside the window publish
+        with the msg id), so that range of its project's subject is read; if the event is
+        not there, a marker in `mem_dedup` (created once: concurrent old replays agree on
+        one) lets this replay publish it. Only that rare path writes a key."""
+        obs = event.observation
+        # A record of the layout before per-project subjects has its event on a subject of
+        # its own: JetStream answers that one directly.
+        if await self.events.last_seq(f"{EVENTS_SUBJECT}.observation.{kv_key(obs.id)}"):
             return False
-        return True
+        created = await self._stored_at(obs.id)
+        if created is None or time.time() - created < DUPLICATE_WINDOW - REPLAY_MARGIN:
+            return await self._publish_dedup(event)
+        marker = EVENT_MARKER + kv_key(obs.id)
+        if await self.dedup.presence(marker) != "absent":
+            return False
+        if await self._event_between(
+            obs, created - 2.0, created + DUPLICATE_WINDOW + 2 * PUBLISH_TIMEOUT
+        ):
+            return False
+        if await self.dedup.create(marker, {"at": now_iso()}) is None:
+            return False
+        return await self._publish_dedup(event)
+
+    async def _publish_dedup(self, event: ObservationAdded) -> bool:
+        ack = await self.events.publish(
+            _event_subject(event), _event_encoder.encode(event),
+            msg_id=event.observation.id, timeout=PUBLISH_TIMEOUT,
+        )  # fmt: skip
+        return not ack.duplicate
+
+    async def _stored_at(self, obs_id: str) -> float | None:
+        """When the observation's current record was written (the server's time)."""
+        entry: Entry[Observation] | None = await self.observations.entry(
+            kv_key(obs_id), Observation
+        )
+        if entry is None:
+            return None
+        return await self.client.stream(f"KV_{OBSERVATIONS_BUCKET}").stored_at(entry.revision)
+
+    async def _event_between(self, obs: Observation, start: float, end: float) -> bool:
+        """Whether an event of `obs` was stored on its project's subject from `start` to
+        `end` (epoch seconds, the server's clock)."""
+        first = await self.events.seq_at(start)
+        if first is None:
+            return False
+        stop = await self.events.seq_at(end)
+        needle = obs.id.encode()
+        reader = self.events.read(after=first - 1, subject=observation_events_subject(obs.project))
+        async with aclosing(reader) as found:
+            async for m in found:
+                if stop is not None and m.seq >= stop:
+                    return False
+                if needle in m.data:
+                    ev = msgspec.json.decode(m.data, type=MemEvent)
+                    if isinstance(ev, ObservationAdded) and ev.observation.id == obs.id:
+                        return True
+        return False
 
     async def save_memory(self, memory: Memory, *, supersedes: str = "", reason: str = "") -> None:
         """Store a memory: its event, then its record. A new version (`supersedes` names the

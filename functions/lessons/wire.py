@@ -56,7 +56,8 @@ class LessonReinforceIn(Clocked, kw_only=True):
     """Upstream's name for `id`."""
 
     def __post_init__(self) -> None:
-        self.id = self.id or self.lesson_id
+        # both given: upstream's name is the one its clients (and links) fill in
+        self.id = self.lesson_id or self.id
         if not self.id:
             raise ValueError("Object missing required field `lessonId`")
 

@@ -22,12 +22,13 @@ import msgspec
 
 from engine import State
 from functions.kernel import clock
-from functions.kernel.llm import Rewriter
+from functions.kernel.models.client import ModelClient
 from functions.kernel.records import LIFECYCLE_BUCKET, Memory, MemoryAdded, SessionSummary
 from functions.kernel.store import MemoryStore
 from functions.lifecycle.episodes import sweep
 from functions.lifecycle.procedural import ProcedurePlanner
 from functions.lifecycle.semantic import SemanticPlanner
+from functions.lifecycle.wording import Rewriter
 
 MARKER = "run.consolidate"
 CONCURRENCY = 64
@@ -99,12 +100,15 @@ class Consolidator:
         cap: int = 32,
         fault: Fault | None = None,
         rewriter: Rewriter | None = None,
+        model: ModelClient | None = None,
     ) -> None:
         self.store = store
         self.min_sessions = min_sessions
         self.cap = cap
         self.fault = fault
         self.rewriter = rewriter
+        self.model = model
+        """Summaries of the sessions this run closes (None: keyless ones)."""
         """Optional LLM wording (llm.py); None: the deterministic text only."""
 
     async def run(self, now: datetime) -> ConsolidateOut:
@@ -114,7 +118,7 @@ class Consolidator:
         at = clock.iso(now)
         semantic = SemanticPlanner(self.min_sessions, self.cap)
         # One pass over the observations feeds both the summaries and the semantic planner.
-        swept = await sweep(st, now, None, cap=self.cap, visit=semantic.add)
+        swept = await sweep(st, now, None, cap=self.cap, visit=semantic.add, model=self.model)
         procedural = ProcedurePlanner(self.min_sessions, self.cap)
         async for _, summary in st.summaries.scan(">", SessionSummary):
             procedural.add(summary)

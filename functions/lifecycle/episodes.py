@@ -11,8 +11,16 @@ from datetime import datetime, timedelta
 
 from functions.kernel import clock
 from functions.kernel.ids import kv_key
-from functions.kernel.records import Observation, Session, SessionSummary, SummaryAdded
+from functions.kernel.models.client import ModelClient
+from functions.kernel.records import (
+    LIFECYCLE_BUCKET,
+    Observation,
+    Session,
+    SessionSummary,
+    SummaryAdded,
+)
 from functions.kernel.store import MemoryStore
+from functions.lifecycle import summary_model
 from functions.lifecycle.summarize import SessionDigest, same_summary
 
 
@@ -23,10 +31,12 @@ async def summarize_sessions(
     *,
     cap: int = 32,
     visit: Callable[[Observation], None] | None = None,
+    model: ModelClient | None = None,
 ) -> list[SessionSummary]:
     """Write (or refresh) the summary of each session; unchanged summaries are not rewritten.
     Returns the summaries written. `visit` sees every observation of the scan, so a caller
-    needing its own pass (consolidation) shares this one."""
+    needing its own pass (consolidation) shares this one. With a `model`, the summary is the
+    model's (summary_model.py), the keyless one its fallback."""
     if not session_ids and visit is None:
         return []
     digests = {sid: SessionDigest(sid, cap=cap) for sid in session_ids}
@@ -42,6 +52,9 @@ async def summarize_sessions(
         if session is None and digest.count == 0:
             continue
         summary = digest.summary(session, clock.iso(now))
+        if model is not None and model.enabled:
+            life = await store.client.state(LIFECYCLE_BUCKET)
+            summary = await summary_model.word(model, life, summary)
         old = await store.get(store.summaries, sid, SessionSummary)
         if old is not None and same_summary(old, summary):
             continue
@@ -67,6 +80,7 @@ async def sweep(
     *,
     cap: int = 32,
     visit: Callable[[Observation], None] | None = None,
+    model: ModelClient | None = None,
 ) -> SweepResult:
     """Abandon sessions idle past `stale_hours` (None: abandon none), then summarize every
     closed session that has no summary yet (abandoned now, or ended while summarizing
@@ -103,5 +117,5 @@ async def sweep(
         if after is not None and after.status == "abandoned" and after.ended_at == clock.iso(now):
             abandoned.append(sid)
     todo = closed_unsummarized | set(abandoned)
-    written = await summarize_sessions(store, todo, now, cap=cap, visit=visit)
+    written = await summarize_sessions(store, todo, now, cap=cap, visit=visit, model=model)
     return SweepResult(abandoned, [s.session_id for s in written])

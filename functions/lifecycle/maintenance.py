@@ -37,6 +37,16 @@ class AutoForgetOut(msgspec.Struct, rename="camel", kw_only=True):
     ids: dict[str, list[str]]
 
 
+class ScheduledOut(msgspec.Struct, rename="camel", kw_only=True):
+    """`mem_lifecycle/auto-forget.scheduled`: the last scheduled auto-forget."""
+
+    ran: bool
+    at: str
+    reason: str = ""
+    """Why it did not run (AUTO_FORGET_ENABLED=false)."""
+    removed: dict[str, int] = msgspec.field(default_factory=dict)
+
+
 async def run_decay(store: MemoryStore, cfg: LifecycleConfig, now: datetime) -> DecayOut:
     tiers: dict[str, int] = {"hot": 0, "warm": 0, "cold": 0, "fading": 0}
     changed = 0

@@ -15,10 +15,12 @@ from functions.graph.compact import GraphCompactOut, compact
 from functions.graph.feed import GraphFeed
 from functions.graph.query import GraphQuery
 from functions.graph.wire import GraphQueryIn, GraphStatsIn
+from functions.kernel import clock
 from functions.kernel.clock import when
 from functions.kernel.config import LifecycleConfig
 from functions.kernel.digest import Sink, digest
-from functions.kernel.llm import Rewriter
+from functions.kernel.models import clients
+from functions.kernel.models.client import ModelClient
 from functions.kernel.owned import routes, started
 from functions.kernel.records import (
     GRAPH_BUCKET,
@@ -37,6 +39,7 @@ from functions.lifecycle.job_lock import held
 from functions.lifecycle.maintenance import (
     AutoForgetOut,
     DecayOut,
+    ScheduledOut,
     auto_forget,
     purge_audit,
     reinforce,
@@ -62,6 +65,7 @@ from functions.lifecycle.wire import (
     SweepIn,
     SweepOut,
 )
+from functions.lifecycle.wording import Rewriter
 
 LONG = 900.0
 """Seconds a sweep over a large store may take (consolidation of 100k observations)."""
@@ -93,6 +97,10 @@ class LifecycleService:
         life = await self.store.client.state(LIFECYCLE_BUCKET)
         return held(life, name)
 
+    def model(self) -> ModelClient:
+        """The model client for this service's settings (keyless when none is configured)."""
+        return clients.client(self.store.client, self.config.llm.model_settings())
+
     # ---- operations ----------------------------------------------------------------
     @operation(
         "mem::summarize",
@@ -102,7 +110,11 @@ class LifecycleService:
     )
     async def summarize(self, req: SummarizeIn) -> SummarizeOut:
         written = await summarize_sessions(
-            self.store, {req.session_id}, when(req), cap=self.config.provenance_cap
+            self.store,
+            {req.session_id},
+            when(req),
+            cap=self.config.provenance_cap,
+            model=self.model(),
         )
         summary = written[0] if written else None
         if summary is None:
@@ -123,7 +135,9 @@ class LifecycleService:
     async def sweep(self, req: SweepIn) -> SweepOut:
         hours = req.stale_hours or self.config.stale_hours
         async with await self.exclusive("sweep"):
-            out = await sweep(self.store, when(req), hours, cap=self.config.provenance_cap)
+            out = await sweep(
+                self.store, when(req), hours, cap=self.config.provenance_cap, model=self.model()
+            )
         return SweepOut(abandoned=out.abandoned, summarized=out.summarized)
 
     @operation(
@@ -136,14 +150,15 @@ class LifecycleService:
     )
     async def consolidate(self, req: ConsolidateIn) -> ConsolidateOut:
         rewriter = None
-        if self.config.consolidation_llm and self.config.llm.provider:
+        if self.config.consolidation_llm and self.config.llm.enabled:
             life = await self.store.client.state(LIFECYCLE_BUCKET)
-            rewriter = Rewriter(self.config.llm, life)
+            rewriter = Rewriter(self.model(), life, self.config.llm.max_calls)
         c = Consolidator(
             self.store,
             min_sessions=self.config.min_sessions,
             cap=self.config.provenance_cap,
             rewriter=rewriter,
+            model=self.model(),
         )
         async with self._local, await self.exclusive("consolidate"):
             return await c.run(when(req))
@@ -185,6 +200,23 @@ class LifecycleService:
     async def auto_forget(self, req: AutoForgetIn) -> AutoForgetOut:
         async with await self.exclusive("auto-forget"):
             return await auto_forget(self.store, self.config, when(req), dry_run=req.dry_run)
+
+    @operation(
+        "mem::auto-forget-scheduled",
+        description="auto-forget on its schedule (AUTO_FORGET_INTERVAL_MS); does nothing "
+        "while AUTO_FORGET_ENABLED=false",
+        timeout=LONG,
+    )
+    async def auto_forget_scheduled(self, req: DecayIn) -> ScheduledOut:
+        at = clock.iso(when(req))
+        life = await self.store.client.state(LIFECYCLE_BUCKET)
+        if not self.config.forget.scheduled:
+            out = ScheduledOut(ran=False, at=at, reason="AUTO_FORGET_ENABLED=false")
+        else:
+            done = await self.auto_forget(AutoForgetIn(now=req.now))
+            out = ScheduledOut(ran=True, at=at, removed=done.removed)
+        await life.put("auto-forget.scheduled", out)  # the last scheduled run, for status
+        return out
 
     @operation(
         "mem::evict",

@@ -18,7 +18,7 @@ class SummarizeIn(Clocked, kw_only=True):
 
 
 class SweepIn(Clocked, kw_only=True):
-    stale_hours: Annotated[float, msgspec.Meta(gt=0)] | None = None
+    stale_hours: Annotated[float, msgspec.Meta(gt=0, le=876_000)] | None = None
 
 
 class ConsolidateIn(Clocked, kw_only=True):

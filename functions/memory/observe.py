@@ -4,10 +4,12 @@ JetStream has acknowledged the write.
 Idempotency without losing anything, in two JetStream writes: the observation id is
 derived from the dedup key, so every replay of one event names the same record, and the
 record's own KV create (expected last subject sequence 0) is the dedup claim. Its event goes
-to a subject of its own, also written with expected sequence 0, so neither write can happen
-twice. A replay whose create finds the record present re-sends the event (the first attempt
-may have died between the two writes: then the replay completes it and is "accepted");
-a record found deleted (forgotten, tombstone kept) stays deleted.
+to its project's subject with the observation id as msg id, so JetStream drops a second copy
+within its duplicate window, and a replay of an older record first reads whether its event
+is there (`MemoryStore.publish_once`): neither write can happen twice. A replay whose create
+finds the record present re-sends the event (the first attempt may have died between the
+two writes: then the replay completes it and is "accepted"); a record found deleted
+(forgotten, tombstone kept) stays deleted.
 """
 
 from __future__ import annotations
@@ -233,7 +235,7 @@ class Observer:
             if not await st.publish_once(ObservationAdded(observation=stored)):
                 return "duplicate"
         else:
-            await st.publish_once(ObservationAdded(observation=obs))
+            await st.publish_new(ObservationAdded(observation=obs))
         await self._touch_session(obs)
         return "accepted"
 

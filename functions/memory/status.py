@@ -11,6 +11,9 @@ import time
 from engine import FunctionError
 from engine.disk import mb
 from engine.paths import ENV_CONFIG, Instance
+from functions.kernel.models import usage as model_usage
+from functions.kernel.models.settings import ModelSettings
+from functions.kernel.models.usage import UsageOut
 from functions.kernel.records import EVENTS_STREAM
 from functions.kernel.store import STORE_ERRORS, MemoryStore
 from functions.memory.inbox import Inbox
@@ -153,8 +156,51 @@ async def checks(store: MemoryStore, inbox: Inbox) -> list[Check]:
     return out
 
 
+KEYS = "ANTHROPIC_API_KEY, OPENAI_API_KEY, GEMINI_API_KEY, OPENROUTER_API_KEY or MINIMAX_API_KEY"
+
+
+async def model_checks(store: MemoryStore) -> tuple[list[Check], UsageOut | None]:
+    """One check per configured provider: failing when a process's breaker is open."""
+    settings = ModelSettings.from_env()
+    if not settings.enabled:
+        detail = f"no model provider configured: memory runs keyless (set {KEYS} to add one)"
+        return [Check(name="models", ok=True, detail=detail)], None
+    try:
+        usage = await model_usage.read(
+            store.client, settings.primary, [p.name for p in settings.chain]
+        )
+    except _UNREACHABLE as exc:
+        return [Check(name="models", ok=False, detail=f"model usage unreadable: {exc}")], None
+    seen = {p.name: p for p in usage.providers}
+    out = []
+    for p in settings.chain:
+        u = seen.get(p.name)
+        opened = sorted(k for k, v in (u.breakers if u else {}).items() if v == "open")
+        figures = (
+            f"{u.calls} calls, {u.ok} ok, {u.failed} failed, {u.skipped} skipped; "
+            f"tokens {u.tokens_in} in / {u.tokens_out} out"
+            if u
+            else "no calls yet"
+        )
+        out.append(
+            Check(
+                name=f"model:{p.name}",
+                ok=not opened,
+                detail=f"{p.name} ({p.model}): {figures}"
+                + (f"; breaker open in {len(opened)} process(es)" if opened else ""),
+                fix=""
+                if not opened
+                else f"last error: {u.last_error if u else ''}; check {p.name.upper()}_API_KEY, "
+                "its base URL and model (calls resume by themselves once it answers)",
+            )
+        )
+    return out, usage
+
+
 async def status(store: MemoryStore, inbox: Inbox) -> StatusOut:
     cs = await checks(store, inbox)
+    mc, usage = await model_checks(store)
+    cs += mc
     return StatusOut(
         status="ok" if all(c.ok for c in cs) else "degraded",
         service=SERVICE,
@@ -163,6 +209,7 @@ async def status(store: MemoryStore, inbox: Inbox) -> StatusOut:
         uptime_seconds=round(time.time() - store.started, 1),
         agent_scope="isolated" if store.isolated else "shared",
         checks=cs,
+        models=usage,
     )
 
 

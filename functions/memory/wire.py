@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
+from functions.kernel.models.usage import UsageOut
 from functions.kernel.names import NONBLANK, SOME_NAMES, Names, at_least_one_of, names
 from functions.kernel.records import (
     HookType,
@@ -84,7 +85,7 @@ class RememberIn(msgspec.Struct, rename="camel", kw_only=True):
     files: Names = msgspec.field(default_factory=list)
     project: str = ""
     agent_id: str = ""
-    ttl_days: Annotated[float, msgspec.Meta(gt=0)] | None = None
+    ttl_days: Annotated[float, msgspec.Meta(gt=0, le=36_500)] | None = None
     session_id: str = ""
     supersedes: str = ""
     """An edit: the id of the current memory this is the next version of (its project and
@@ -213,6 +214,9 @@ class Check(msgspec.Struct, kw_only=True):
 class StatusOut(Health, rename="camel", kw_only=True):
     agent_scope: str
     checks: list[Check]
+    models: UsageOut | None = None
+    """Model providers: the chain, calls, tokens, failures and breakers, summed over the
+    processes that call them (functions/kernel/models); None when none is configured."""
 
 
 class SessionStartOut(msgspec.Struct):

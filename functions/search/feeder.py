@@ -19,7 +19,7 @@ from typing import Any
 import msgspec
 
 from engine import Client, Follower, Objects, Stream, StreamMessage
-from functions.kernel.records import MemEvent
+from functions.kernel.records import EVENTS_SUBJECT, MemEvent, observation_events_subject
 from functions.kernel.store import events_stream
 from functions.search import snapshot
 from functions.search.embed_queue import QueueEmbedding
@@ -38,6 +38,8 @@ GAP_MAX = 2000
 FOLLOW_TIMEOUT = 1.0
 """Seconds one attempt to make a follower's consumer may take: on a cluster whose meta
 leader died, none can be made until a new one is elected; try again soon."""
+SHARED_SUBJECTS = tuple(f"{EVENTS_SUBJECT}.{k}" for k in ("memory", "summary", "removed"))
+"""Event subjects every project's queries may see (memories without a project are global)."""
 _decoder = msgspec.json.Decoder(MemEvent)
 
 
@@ -78,6 +80,12 @@ class IndexHolder:
         self.store: Objects
         self._tasks: list[asyncio.Task[None]] = []
         self._applied = asyncio.Event()
+        self.booted = False
+        """True once a fence has found everything the stream held applied (the first
+        fences wait for the whole stream): from then on a project's fence asks for its own
+        subjects only."""
+        self.last_fence: tuple[str | None, int] = (None, 0)
+        """(project, target) of the last fence: what it waited for."""
         self.queue: QueueEmbedding | None = None
         if embedder is not None and embed_via_queue:
             self.queue = QueueEmbedding(lambda: self.index, embedder)
@@ -136,13 +144,31 @@ class IndexHolder:
         self.stream_last_seq = max(self.stream_last_seq, msg.seq + msg.pending)
         self._applied.set()
 
-    async def caught_up(self, timeout: float = 5.0) -> bool:
-        """Wait until every event in the stream right now has been applied: at most
-        `timeout` seconds in all, asking the stream its last sequence included (a stream
-        electing a new leader answers nothing until it has one)."""
+    async def target(self, project: str | None, timeout: float) -> int:
+        """The stream sequence a query of `project` must see applied: the last event on its
+        observation subject and on the shared subjects (memories, which may be global,
+        summaries, removals), asked only when the index is behind the stream's end.
+        Without a project, or until the index has applied everything the stream held when
+        it started (events of the layout before per-project subjects included), the
+        stream's last sequence."""
+        last = (await self.events.info(timeout=timeout)).last_seq
+        if project is None or not self.booted or max(self.index.seq, self.delivered_seq) >= last:
+            return last  # caught up with everything: one request, as a query alone costs
+        subjects = [observation_events_subject(project), *SHARED_SUBJECTS]
+        seqs = await asyncio.gather(*(self.events.last_seq(s, timeout=timeout) for s in subjects))
+        return max(seqs)
+
+    async def caught_up(self, timeout: float = 5.0, project: str | None = None) -> bool:
+        """Wait until every event in the stream right now that a query of `project` (None:
+        any) could see has been applied: at most `timeout` seconds in all, asking the
+        stream included (a stream electing a new leader answers nothing until it has one).
+        Events of other projects before that point are applied on the way (the stream is
+        read in order); those after it are not waited for."""
         started = time.monotonic()
         deadline = started + timeout
-        target = (await self.events.info(timeout=timeout)).last_seq
+        whole = project is None or not self.booted
+        target = await self.target(project, timeout)
+        self.last_fence = (project, target)
         while max(self.index.seq, self.delivered_seq) < target:
             self._applied.clear()
             now = time.monotonic()
@@ -157,6 +183,8 @@ class IndexHolder:
                     continue
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._applied.wait(), min(left, 0.05))
+        if whole:
+            self.booted = True
         return True
 
     async def _read_gap(self, target: int, deadline: float) -> None:

@@ -18,6 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from functions.search.analysis import STOPWORDS, entities
+from functions.search.tables import DocEntities
 
 _WORDS = re.compile(r"[\w][\w./-]*[\w]", re.UNICODE)
 Mask = npt.NDArray[np.bool_]
@@ -51,7 +52,8 @@ class EntityGraph:
     names: list[str] = field(default_factory=list)
     docs_of: list[dict[int, array[int]]] = field(default_factory=list)
     """node -> partition (project code) -> records naming it."""
-    ents_of: dict[int, tuple[int, ...]] = field(default_factory=dict)
+    ents_of: DocEntities = field(default_factory=DocEntities)
+    """Document -> its nodes (sorted), one flat array (functions/search/tables.py)."""
 
     def _node(self, name: str) -> int:
         nid = self.nodes.get(name)
@@ -75,7 +77,7 @@ class EntityGraph:
                 arr = self.docs_of[nid][part] = array("i")
             arr.append(doc)
         if ids:
-            self.ents_of[doc] = tuple(sorted(ids))
+            self.ents_of.put(doc, sorted(ids))
 
     def match(self, query: str) -> list[int]:
         """Nodes a query names: its code entities, and plain words that are concept nodes."""

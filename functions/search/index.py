@@ -40,6 +40,7 @@ from functions.search.fusion import RRF_K, FusionWeights, diversify, rrf
 from functions.search.graph import EntityGraph
 from functions.search.spans import found, stream_span
 from functions.search.streams import session_stream, time_stream, top
+from functions.search.tables import IdSlots, MetaTable
 from functions.search.temporal import day_number
 from functions.search.vectors import VectorIndex
 
@@ -111,8 +112,10 @@ class SearchIndex:
     def __post_init__(self) -> None:
         self.bm25 = BM25Index(k1=self.config.k1, b=self.config.b)
         self.graph = EntityGraph()
-        self.meta: list[Meta | None] = []
-        self.doc_of: dict[str, int] = {}
+        self.meta = MetaTable()
+        """What each slot's hit shows, packed (functions/search/tables.py)."""
+        self.doc_of = IdSlots(self._id_of)
+        """Record id -> slot of live documents (hashes, not strings: tables.py)."""
         self.alive = array("b")
         self.project = array("i")
         self.agent = array("i")
@@ -131,6 +134,9 @@ class SearchIndex:
         self._version = 0
         self._scopes: dict[tuple[object, ...], tuple[int, Scope, Scope, np.ndarray]] = {}
         self._sess_len: np.ndarray = np.zeros(0)
+
+    def _id_of(self, n: int) -> str | None:
+        return self.meta.id_of(n)  # the table in place now (a snapshot load replaces it)
 
     # ---- writes ------------------------------------------------------------------
     def add(self, record: Record) -> None:

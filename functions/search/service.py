@@ -86,11 +86,13 @@ class SearchService:
         # every event already in MEM_EVENTS is applied. 0 turns the fence off.
         self.freshness = float(os.environ.get("SEARCH_FRESHNESS_SECONDS", "2"))
 
-    async def _fresh(self) -> None:
+    async def _fresh(self, project: str | None = None) -> None:
+        """The freshness fence, scoped: a query of one project waits for that project's
+        writes (and the shared ones), not for every writer's backlog."""
         if self.client is None or self.freshness <= 0:
             return
         try:
-            await self.holder.caught_up(timeout=self.freshness)
+            await self.holder.caught_up(timeout=self.freshness, project=project or None)
         except Exception as exc:  # the bus is reconnecting: answer from what we have
             log.debug("freshness fence skipped: %s", exc)
 
@@ -161,14 +163,24 @@ class SearchService:
         tool=Tool("memory_recall", tier="core,basic"),
     )
     async def search(self, req: SearchIn) -> SearchOut:
-        await self._fresh()
+        await self._fresh(req.project)
         hits = self._search(req.query, req.project, req.agent_id, req.kinds, req.limit)
         full = await self._full(hits) if req.format != "compact" else [
             msgspec.to_builtins(h) for h in hits
         ]  # fmt: skip
+        used = truncated = None
         if req.token_budget:
+            found = len(full)
             full = _fit([(msgspec.json.encode(x).decode(), x) for x in full], req.token_budget)
-        out = SearchOut(results=full, total=len(full))
+            used = sum(tokens_of(msgspec.json.encode(x).decode()) for x in full)
+            truncated = len(full) < found
+        out = SearchOut(
+            results=full,
+            total=len(full),
+            tokens_used=used,
+            tokens_budget=req.token_budget,
+            truncated=truncated,
+        )
         if not full:
             where = f" in project {req.project!r}" if req.project else ""
             out.message = f"nothing in memory matches {req.query!r}{where}"
@@ -198,7 +210,7 @@ class SearchService:
             return SmartSearchOut(mode="expanded", results=[r for r in found if r is not None])
         if not req.query.strip():
             raise FunctionError("BAD_REQUEST", "query must not be empty", field="query")
-        await self._fresh()
+        await self._fresh(req.project)
         hits = self._search(req.query, req.project, req.agent_id, req.kinds, req.limit)
         return SmartSearchOut(
             mode="compact",
@@ -230,7 +242,7 @@ class SearchService:
         http=rest("POST", "context"),
     )
     async def context(self, req: ContextIn) -> ContextOut:
-        await self._fresh()
+        await self._fresh(req.project)
         project = req.project or None
         blocks: list[tuple[str, str]] = []
         pinned = await self._pinned(req.project)
@@ -284,7 +296,7 @@ class SearchService:
     async def _enrich(self, req: EnrichIn, *, exclude_session: bool = False) -> EnrichOut:
         """What memory knows about files and terms; `exclude_session` leaves out the
         caller's own session (upstream's memory_file_history: "current session to exclude")."""
-        await self._fresh()
+        await self._fresh(req.project)
         terms = [*req.files, *req.terms]
         if not terms:
             raise FunctionError("BAD_REQUEST", "give files or terms to enrich", field="files")
@@ -312,7 +324,7 @@ class SearchService:
         tool=Tool("memory_timeline", tier="basic"),
     )
     async def timeline(self, req: TimelineIn) -> TimelineOut:
-        await self._fresh()
+        await self._fresh(req.project)
         metas = self._metas(req.project, req.agent_id, list(KINDS))
         if req.session_id:
             metas = [m for m in metas if m.session_id == req.session_id]

@@ -10,14 +10,21 @@ import msgspec
 
 from functions.search.documents import Meta
 from functions.search.index import SearchIndex
+from functions.search.tables import DocEntities, IdSlots, MetaTable
 
-FORMAT = 3
+FORMAT = 4
+"""4: the display fields and the graph's entities of documents as packed buffers (3: one
+object per document; still read, so an upgraded data dir boots from its snapshot)."""
 
 
 class IndexSnapshot(msgspec.Struct, kw_only=True):
     format: int = FORMAT
     seq: int
-    meta: list[Meta | None]
+    meta: list[Meta | None] = msgspec.field(default_factory=list)
+    """Format 3 only."""
+    meta_buf: bytes = b""
+    meta_end: bytes = b""
+    meta_live: bytes = b""
     alive: bytes
     project: bytes
     agent: bytes
@@ -31,7 +38,12 @@ class IndexSnapshot(msgspec.Struct, kw_only=True):
     postings: dict[str, list[tuple[int, bytes, bytes]]]
     graph_names: list[str]
     graph_docs: list[dict[int, bytes]]
-    graph_ents: dict[int, list[int]]
+    graph_ents: dict[int, list[int]] = msgspec.field(default_factory=dict)
+    """Format 3 only."""
+    graph_ents_flat: bytes = b""
+    graph_ents_end: bytes = b""
+    ids_keys: bytes = b""
+    ids_slots: bytes = b""
     vector_model: str = ""
     vector_dim: int = 0
     vector_chunks: list[int] = msgspec.field(default_factory=list)
@@ -42,9 +54,14 @@ class IndexSnapshot(msgspec.Struct, kw_only=True):
 
 def dump(index: SearchIndex) -> bytes:
     vec = index.vectors
+    meta_buf, meta_end, meta_live = index.meta.dump()
+    ents_flat, ents_end = index.graph.ents_of.dump()
+    ids_keys, ids_slots = index.doc_of.dump()
     snap = IndexSnapshot(
         seq=index.seq,
-        meta=list(index.meta),
+        meta_buf=meta_buf,
+        meta_end=meta_end,
+        meta_live=meta_live,
         alive=index.alive.tobytes(),
         project=index.project.tobytes(),
         agent=index.agent.tobytes(),
@@ -58,7 +75,10 @@ def dump(index: SearchIndex) -> bytes:
         postings=index.bm25.dump(),
         graph_names=index.graph.names,
         graph_docs=[{p: a.tobytes() for p, a in d.items()} for d in index.graph.docs_of],
-        graph_ents={k: list(v) for k, v in index.graph.ents_of.items()},
+        graph_ents_flat=ents_flat,
+        graph_ents_end=ents_end,
+        ids_keys=ids_keys,
+        ids_slots=ids_slots,
         vector_model=vec.model if vec else "",
         vector_dim=vec.dim if vec else 0,
         vector_chunks=vec.chunk_doc if vec else [],
@@ -74,11 +94,19 @@ def load(blob: bytes, index: SearchIndex) -> SearchIndex:
     from array import array
 
     snap = msgspec.msgpack.decode(blob, type=IndexSnapshot)
-    if snap.format != FORMAT:
+    if snap.format not in (3, FORMAT):
         raise ValueError(f"snapshot format {snap.format} is not {FORMAT}")
     index.seq = snap.seq
-    index.meta = list(snap.meta)
-    index.doc_of = {m.id: i for i, m in enumerate(index.meta) if m is not None}
+    if snap.format == 3:
+        index.meta = MetaTable.of(snap.meta)
+    else:
+        index.meta = MetaTable.load(snap.meta_buf, snap.meta_end, snap.meta_live)
+    if snap.ids_keys:
+        index.doc_of = IdSlots.load(index._id_of, snap.ids_keys, snap.ids_slots)
+    else:
+        index.doc_of = IdSlots(index._id_of)
+        for n, i in index.meta.ids():
+            index.doc_of[i] = n
     for name, code in (("alive", "b"), ("project", "i"), ("agent", "i"), ("kind", "b"),
                        ("session", "i"), ("day", "i")):  # fmt: skip
         a = array(code)
@@ -106,7 +134,10 @@ def load(blob: bytes, index: SearchIndex) -> SearchIndex:
             a.frombytes(b)
             node[int(p)] = a
         g.docs_of.append(node)
-    g.ents_of = {int(k): tuple(v) for k, v in snap.graph_ents.items()}
+    if snap.format == 3:
+        g.ents_of = DocEntities.of({int(k): list(v) for k, v in snap.graph_ents.items()})
+    else:
+        g.ents_of = DocEntities.load(snap.graph_ents_flat, snap.graph_ents_end)
     if index.vectors is not None:
         index.texts = dict(snap.texts)
         if snap.vector_model:

@@ -114,9 +114,18 @@ def provider_from_env(env: dict[str, str] | None = None) -> Embedder | None:
     raise ValueError(f"EMBEDDING_PROVIDER={kind!r}: expected none, local or openai")
 
 
+def _new_index(dim: int) -> Any:
+    """Chunk vectors as float16 (half of float32's memory; no training, so adds and
+    snapshots need nothing more): on LoCoMo dev its rankings equal the flat float32 index's
+    (issue 25's note: every figure to the fourth decimal, top-10 overlap 1.0). A snapshot of
+    a flat index loads as the flat index it was."""
+    sq = faiss.IndexScalarQuantizer(dim, faiss.ScalarQuantizer.QT_fp16, faiss.METRIC_INNER_PRODUCT)
+    return faiss.IndexIDMap2(sq)
+
+
 @dataclass
 class VectorIndex:
-    """Chunk vectors in a flat inner-product faiss index; id = chunk number."""
+    """Chunk vectors in a float16 inner-product faiss index; id = chunk number."""
 
     model: str = ""
     dim: int = 0
@@ -128,7 +137,7 @@ class VectorIndex:
     def reset(self, model: str, dim: int) -> None:
         self.model, self.dim = model, dim
         self.chunk_doc = []
-        self._index = faiss.IndexIDMap2(faiss.IndexFlatIP(dim))
+        self._index = _new_index(dim)
 
     def accepts(self, model: str, dim: int) -> bool:
         """False when the vectors held came from another model or dimension."""
@@ -196,4 +205,4 @@ class VectorIndex:
         if blob:
             self._index = faiss.deserialize_index(np.frombuffer(blob, dtype=np.uint8))
         else:
-            self._index = faiss.IndexIDMap2(faiss.IndexFlatIP(dim)) if dim else None
+            self._index = _new_index(dim) if dim else None

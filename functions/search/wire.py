@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
+import os
 from typing import Annotated, Any, Literal
 
 import msgspec
 
 from functions.kernel.names import SOME_NAMES, TEXT, Names, at_least_one_of, names
+
+
+def _token_budget() -> int:
+    raw = os.environ.get("TOKEN_BUDGET", "").strip()
+    return min(100_000, max(50, int(raw))) if raw.isdigit() else 2000
+
+
+TOKEN_BUDGET = _token_budget()
+"""The context block's default size in tokens (TOKEN_BUDGET, 50..100000)."""
 
 Kind = Literal["observation", "memory", "summary"]
 
@@ -22,7 +32,10 @@ class SearchIn(msgspec.Struct, rename="camel", kw_only=True):
     kinds: list[Kind] | None = None
     format: Literal["json", "full", "compact", "narrative"] = "json"
     """full / json: hits with their records; compact: hits only; narrative: also `text`."""
-    token_budget: Annotated[int, msgspec.Meta(ge=1)] | None = None
+    token_budget: Annotated[int, msgspec.Meta(ge=1, le=1_000_000)] | None = msgspec.field(
+        default=None, name="token_budget"
+    )
+    """Upstream's name, as its clients send it: results are kept while they fit."""
 
 
 class SmartSearchIn(msgspec.Struct, rename="camel", kw_only=True):
@@ -33,7 +46,9 @@ class SmartSearchIn(msgspec.Struct, rename="camel", kw_only=True):
     kinds: list[Kind] | None = None
     expand_ids: Names = msgspec.field(default_factory=list)
     format: str = "compact"
-    token_budget: int | None = None
+    token_budget: Annotated[int, msgspec.Meta(ge=1, le=1_000_000)] | None = msgspec.field(
+        default=None, name="token_budget"
+    )
 
     def __post_init__(self) -> None:
         self.expand_ids = names(self.expand_ids)
@@ -67,6 +82,11 @@ class SmartSearchOut(msgspec.Struct, kw_only=True):
 class SearchOut(msgspec.Struct, kw_only=True, omit_defaults=True):
     results: list[dict[str, Any]]
     total: int
+    tokens_used: int | None = None
+    """With `token_budget`: the estimated tokens of the results kept (upstream's fields)."""
+    tokens_budget: int | None = None
+    truncated: bool | None = None
+    """With `token_budget`: whether results were left out to fit it."""
     text: str = ""
     """format=narrative: the hits as lines a model reads directly."""
     message: str = ""
@@ -77,7 +97,8 @@ class ContextIn(msgspec.Struct, rename="camel", kw_only=True):
     session_id: str = ""
     project: str = ""
     agent_id: str | None = None
-    budget: Annotated[int, msgspec.Meta(ge=50, le=100_000)] = 2000
+    budget: Annotated[int, msgspec.Meta(ge=50, le=100_000)] = TOKEN_BUDGET
+    """Default TOKEN_BUDGET (upstream's name; 2000)."""
     query: str = ""
 
 

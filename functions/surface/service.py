@@ -90,13 +90,25 @@ def flags() -> list[Flag]:
         Flag(
             key="CONSOLIDATION_ENABLED",
             label="LLM-rewritten consolidation",
-            enabled=cfg.consolidation_llm and bool(cfg.llm.provider),
+            enabled=cfg.consolidation_llm and cfg.llm.enabled,
             default=False,
             needs_llm=True,
-            description="Consolidated facts and procedures are rewritten by "
-            "an LLM; off keeps the deterministic text (the pipeline always runs).",
-            enable_how="Set CONSOLIDATION_ENABLED=true and ANTHROPIC_API_KEY or "
-            "OPENAI_API_KEY, then restart.",
+            description="Consolidated facts and procedures are worded by the model; on by "
+            "default once a provider is configured; off keeps the deterministic text (the "
+            "pipeline always runs).",
+            enable_how="Set a provider key (ANTHROPIC_API_KEY, OPENAI_API_KEY, GEMINI_API_KEY, "
+            "OPENROUTER_API_KEY or MINIMAX_API_KEY); CONSOLIDATION_ENABLED=false opts out.",
+            value=cfg.llm.settings.primary,
+        ),
+        Flag(
+            key="AGENTMEMORY_INJECT_CONTEXT",
+            label="In-conversation context injection",
+            enabled=_on("AGENTMEMORY_INJECT_CONTEXT"),
+            default=False,
+            needs_llm=False,
+            description="The hooks write recalled context into the agent's conversation; off "
+            "captures in the background without injecting.",
+            enable_how="Set AGENTMEMORY_INJECT_CONTEXT=true for the hooks, then restart.",
         ),
         Flag(
             key="EMBEDDING_PROVIDER",
@@ -165,7 +177,7 @@ class SurfaceService(OwnedService[StoreOwner]):
         embed = os.environ.get("EMBEDDING_PROVIDER", "none") or "none"
         return FlagsOut(
             version=VERSION,
-            provider="llm" if cfg.llm.provider else "noop",
+            provider="llm" if cfg.llm.enabled else "noop",
             embedding_provider="none" if embed in ("none", "off") else "embeddings",
             flags=flags(),
         )

@@ -59,7 +59,12 @@ sys.path.insert(0, str(ROOT))
 import msgspec
 
 from engine import Client, Context, Worker, connect
-from functions.kernel.records import EVENTS_STREAM, OBSERVATIONS_BUCKET, Observation
+from functions.kernel.records import (
+    EVENTS_STREAM,
+    OBSERVATIONS_BUCKET,
+    Observation,
+    ObservationAdded,
+)
 from ops.bench._common import emit, pct
 from ops.bench._rest import Connection, HttpFailure
 from ops.cluster.cluster import Cluster, start_on_free_ports
@@ -398,15 +403,17 @@ async def verify(cluster: Cluster, client: Client, load: Load) -> dict[str, Any]
         got = await asyncio.gather(*(st.get(oid, Observation) for oid in ids[chunk : chunk + 400]))
         present.update(o.id for o in got if o is not None)
     js = client.nc.jetstream()
-    info = await js.stream_info(EVENTS_STREAM, subjects_filter=EVENT_SUBJECTS)
-    per_subject = info.state.subjects or {}
+    # Events are per project, not per observation: count them by the observation they carry.
+    per_obs: Counter[str] = Counter()
+    async for m in client.stream(EVENTS_STREAM).read(subject=EVENT_SUBJECTS):
+        per_obs[msgspec.json.decode(m.data, type=ObservationAdded).observation.id] += 1
     kv = await js.stream_info(f"KV_{OBSERVATIONS_BUCKET}")
     stored_ids = set(load.acked.values())
     return {
         "acked": len(load.acked),
         "acked_lost": sum(1 for oid in ids if oid not in present) + (len(ids) - len(stored_ids)),
-        "duplicates": sum(n - 1 for n in per_subject.values() if n > 1),
-        "events_published": len(per_subject),
+        "duplicates": sum(n - 1 for n in per_obs.values() if n > 1),
+        "events_published": len(per_obs),
         "observations_stored": kv.state.messages,
         "inbox_left": pending(),
     }

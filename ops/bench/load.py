@@ -8,17 +8,10 @@ bare starlette/uvicorn app that parses the same JSON and answers both routes at 
 (the floor of HTTP and of this client). Last line: JSON with throughput, p50/p99 per
 route, errors, and CPU and RSS of every process of the engine.
 
-Soak (`--soak`, for operators: up to hours): the same clients observe only, until
-`--observations` (1,000,000) are stored, with one search a second as a probe. Every
-`--every` (10,000) observations it records the observations per second, the CPU of all
-the engine's processes per observation (ingest cost), and each process's RSS. The series
-goes to `--out` (JSON lines) and a plot to `--svg`. Last line: JSON with the cost per
-observation at 10k, 100k and the end, RSS per 100k observations, and how far it got.
+Soak (`--soak`): see ops/bench/soak.py (the same clients, to a million observations).
 
     python ops/bench/load.py [--quick] [--clients 50] [--seconds 60]
-    python ops/bench/load.py --soak [--observations 1000000] [--every 10000]
-                             [--out docs/perf/soak.jsonl] [--svg docs/perf/soak.svg]
-                             [--max-minutes M]
+    python ops/bench/load.py --soak [--quick] [soak options, ops/bench/soak.py]
 """
 
 # ruff: noqa: E402
@@ -32,7 +25,6 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__)
 
 import argparse
 import asyncio
-import json
 import os
 import random
 import shutil
@@ -52,7 +44,6 @@ from engine.config import process_usage
 from ops.bench._common import emit, pct
 from ops.bench._http import free_port
 from ops.bench._rest import Connection, HttpFailure
-from ops.bench.soak_plot import plot
 from ops.cluster.cluster import free_anchor
 from ops.procfs import cmdline, process_tree
 
@@ -187,7 +178,11 @@ class Clients:
     latencies: dict[str, list[float]] = field(default_factory=lambda: {"observe": [], "search": []})
     stats: Counter[str] = field(default_factory=Counter)
     observed: int = 0
+    rate: float = 0.0
+    """Observations a second in all (0: as fast as answers come): each observe waits for
+    its slot, `start + i / rate`, so the offered load does not follow the latency."""
     _next: int = 0
+    _start: float = 0.0
 
     async def one(self, k: int, until: float, limit: int) -> None:
         rng = random.Random(k)
@@ -203,6 +198,10 @@ class Clients:
                     i = self._next
                     self._next += 1
                     body = observe_body(self.tag, i, rng)
+                    if self.rate:
+                        await asyncio.sleep(
+                            max(0.0, self._start + i / self.rate - time.monotonic())
+                        )
                 t0 = time.perf_counter()
                 try:
                     status, _ = await conn.request("POST", path, body)
@@ -218,7 +217,7 @@ class Clients:
             conn.close()
 
     async def run(self, clients: int, seconds: float, limit: int = 10**12) -> float:
-        t0 = time.monotonic()
+        t0 = self._start = time.monotonic()
         await asyncio.gather(*(self.one(k, t0 + seconds, limit) for k in range(clients)))
         return time.monotonic() - t0
 
@@ -340,166 +339,16 @@ async def load(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-# ---- soak ------------------------------------------------------------------------------
-async def soak(args: argparse.Namespace) -> dict[str, Any]:
-    tmp = Path(tempfile.mkdtemp(prefix="soak-bench-"))
-    engine = Engine(tmp, Path(args.config))
-    points: list[dict[str, Any]] = []
-    out_path = Path(args.out) if args.out else None
-    if out_path:
-        out_path.parent.mkdir(parents=True, exist_ok=True)
-        out_path.write_text("")
-    stop_at = time.monotonic() + 60 * args.max_minutes if args.max_minutes else float("inf")
-    probes: list[float] = []
-    try:
-        startup = await asyncio.to_thread(engine.start)
-        await wait_rest(engine.rest_port)
-        tag = f"s{int(time.time())}"
-        clients = Clients(engine.rest_port, tag, 0.0)
-        done = asyncio.Event()
-
-        async def probe() -> None:
-            rng = random.Random(99)
-            conn = Connection("127.0.0.1", engine.rest_port, SECRET)
-            while not done.is_set():
-                t0 = time.perf_counter()
-                try:
-                    await conn.request("POST", "/agentmemory/search",
-                                       {"query": words(rng, 2), "project": PROJECT})  # fmt: skip
-                    probes.append(1000 * (time.perf_counter() - t0))
-                except HttpFailure:
-                    pass
-                await asyncio.sleep(1.0)
-            conn.close()
-
-        async def sample() -> None:
-            last_n, last_t = 0, time.monotonic()
-            last_use = engine.usage()
-            last_cpu = totals(last_use)[0]
-            mark = args.every
-            while not done.is_set():
-                await asyncio.sleep(0.2)
-                n = clients.observed
-                if (n < mark and not done.is_set()) or n == last_n:
-                    continue
-                now = time.monotonic()
-                use = engine.usage()
-                cpu, rss = totals(use)
-                dn = max(1, n - last_n)
-                point = {
-                    "observations": n,
-                    "obs_per_s": round(dn / (now - last_t), 1),
-                    "cpu_ms_per_obs": round(1000 * (cpu - last_cpu) / dn, 3),
-                    "rss_mb": round(rss, 1),
-                    "cpu_ms_per_obs_by_process": cpu_by_label(use, last_use, dn),
-                    "rss_by_process": by_label(use),
-                    "disk_mb": round(disk_mb(tmp / "data"), 1),
-                    "search_probe_p50_ms": round(pct(probes[-30:], 50), 2) if probes else None,
-                    "elapsed_s": round(now - t_start, 1),
-                }
-                points.append(point)
-                print(json.dumps(point), file=sys.stderr, flush=True)
-                if out_path:
-                    with out_path.open("a") as f:
-                        f.write(json.dumps(point) + "\n")
-                last_n, last_t, last_cpu, last_use = n, now, cpu, use
-                mark = (n // args.every + 1) * args.every
-
-        t_start = time.monotonic()
-        tasks = [asyncio.create_task(probe()), asyncio.create_task(sample())]
-        seconds = max(1.0, stop_at - time.monotonic()) if stop_at != float("inf") else 1e9
-        await clients.run(args.clients, seconds, limit=args.observations)
-        await asyncio.sleep(0.5)
-        done.set()
-        await asyncio.gather(*tasks)
-        elapsed = time.monotonic() - t_start
-    finally:
-        engine.stop()
-        shutil.rmtree(tmp, ignore_errors=True)
-    if args.svg and points:
-        Path(args.svg).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.svg).write_text(plot(points))  # again from the file: ops/bench/soak_plot.py
-    return soak_summary(points, clients, elapsed, startup, args)
-
-
-def _at(points: list[dict[str, Any]], n: int) -> dict[str, Any] | None:
-    return next((p for p in points if int(p["observations"]) >= n), None)
-
-
-def _cost_around(points: list[dict[str, Any]], n: int) -> float | None:
-    """The median cost per observation of the windows near `n` (windows are noisy)."""
-    near = sorted(
-        float(p["cpu_ms_per_obs"]) for p in points if 0.5 * n <= int(p["observations"]) <= 1.5 * n
-    )
-    return near[len(near) // 2] if near else None
-
-
-def rss_per_100k(points: list[dict[str, Any]]) -> list[float]:
-    """RSS growth (MB) of each successive 100k observations, all processes together."""
-    out: list[float] = []
-    if not points:
-        return out
-    last = int(points[-1]["observations"])
-    for a in range(100_000, last + 1, 100_000):
-        p0 = _at(points, a - 100_000) if a > 100_000 else points[0]
-        p1 = _at(points, a)
-        if p0 is None or p1 is None or p1 is p0:
-            continue
-        grew = float(p1["rss_mb"]) - float(p0["rss_mb"])
-        span = int(p1["observations"]) - int(p0["observations"])
-        out.append(round(grew * 100_000 / span, 1))
-    return out
-
-
-def soak_summary(points: list[dict[str, Any]], clients: Clients, elapsed: float,
-                 startup: float, args: argparse.Namespace) -> dict[str, Any]:  # fmt: skip
-    end: dict[str, Any] = points[-1] if points else {"observations": clients.observed}
-    per_100k = rss_per_100k(points)
-    # The write path: the memory processes (REST, observe), without the bus and the index.
-    write_path = [
-        sum(v for k, v in p["rss_by_process"].items() if k.startswith("memory")) for p in points
-    ]
-    return {
-        "bench": "soak",
-        "clients": args.clients,
-        "target_observations": args.observations,
-        "observations": clients.observed,
-        "reached_target": clients.observed >= args.observations,
-        "seconds": round(elapsed, 1),
-        "obs_per_s": round(clients.observed / elapsed, 1) if elapsed else None,
-        "cpu_ms_per_obs_10k": _cost_around(points, 10_000),
-        "cpu_ms_per_obs_100k": _cost_around(points, 100_000),
-        "cpu_ms_per_obs_end": _cost_around(points, int(end["observations"])),
-        "rss_mb_start": points[0]["rss_mb"] if points else None,
-        "rss_mb_end": end.get("rss_mb"),
-        "rss_mb_per_100k": per_100k,
-        "write_path_rss_mb_start": round(write_path[0], 1) if write_path else None,
-        "write_path_rss_mb_end": round(write_path[-1], 1) if write_path else None,
-        "rss_by_process_start": points[0]["rss_by_process"] if points else None,
-        "rss_by_process_end": end.get("rss_by_process"),
-        "disk_mb_end": end.get("disk_mb"),
-        "disk_kb_per_obs": round(1024 * float(end["disk_mb"]) / int(end["observations"]), 2)
-        if end.get("disk_mb")
-        else None,
-        "search_probe_p50_ms_end": end.get("search_probe_p50_ms"),
-        "errors": {k: v for k, v in clients.stats.items() if not k.endswith(("_200", "_201"))},
-        "startup_s": round(startup, 2),
-        "points": len(points),
-    }
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("--quick", action="store_true", help="20 s instead of 60")
+    ap.add_argument("--quick", action="store_true", help="20 s instead of 60 (soak: 20k obs)")
     ap.add_argument("--clients", type=int, default=50)
     ap.add_argument("--seconds", type=float, default=60.0)
     ap.add_argument("--config", default=str(ROOT / "config" / "engine.yaml"))
-    ap.add_argument("--soak", action="store_true")
-    ap.add_argument("--observations", type=int, default=1_000_000)
-    ap.add_argument("--every", type=int, default=10_000)
-    ap.add_argument("--max-minutes", type=float, default=0.0, help="stop the soak early")
-    ap.add_argument("--out", default="", help="soak: the series as JSON lines")
-    ap.add_argument("--svg", default="", help="soak: the plot")
+    ap.add_argument("--soak", action="store_true", help="the soak (ops/bench/soak.py)")
+    from ops.bench import soak
+
+    soak.add_arguments(ap)
     ap.add_argument("--serve-bare", type=int, default=0, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.serve_bare:
@@ -511,7 +360,7 @@ def main() -> None:
         uvloop.install()
     except ImportError:
         pass
-    emit(asyncio.run(soak(args) if args.soak else load(args)))
+    emit(asyncio.run(soak.soak(args) if args.soak else load(args)))
 
 
 if __name__ == "__main__":

@@ -233,3 +233,46 @@ async def test_a_message_is_read_by_its_sequence_and_a_missing_one_is_none(clien
     with pytest.raises(FunctionError) as ei:
         await client.stream("NOPE").get(1)
     assert ei.value.code == "NOT_FOUND"
+
+
+async def test_last_seq_names_the_last_message_of_one_subject(client: Client) -> None:
+    ev = client.stream("EVL", subjects=["evl.>"])
+    await ev.ensure()
+    assert await ev.last_seq("evl.a") == 0  # no message yet
+    a1 = await ev.publish("evl.a", Ev(1))
+    b1 = await ev.publish("evl.b", Ev(2))
+    assert await ev.last_seq("evl.a") == a1.seq
+    assert await ev.last_seq("evl.b") == b1.seq
+    a2 = await ev.publish("evl.a", Ev(3))
+    assert await ev.last_seq("evl.a") == a2.seq > b1.seq
+    assert await ev.last_seq("evl.none") == 0
+
+
+async def test_stored_at_and_seq_at_find_messages_by_the_time_they_were_stored(
+    client: Client,
+) -> None:
+    ev = client.stream("EVT", subjects=["evt.>"])
+    await ev.ensure()
+    before = time.time()
+    first = await ev.publish("evt.a", Ev(1))
+    at = await ev.stored_at(first.seq)
+    assert at is not None and before - 1 <= at <= time.time() + 1
+    assert await ev.stored_at(first.seq + 10) is None
+    await asyncio.sleep(0.05)
+    mid = time.time()
+    await asyncio.sleep(0.05)
+    later = await ev.publish("evt.b", Ev(2))
+    assert await ev.seq_at(before - 5) == first.seq
+    assert await ev.seq_at(mid) == later.seq
+    assert await ev.seq_at(time.time() + 5) is None
+
+
+async def test_settle_changes_only_the_settings_that_differ(client: Client) -> None:
+    ev = client.stream("EVS", subjects=["evs.>"], duplicate_window=600.0)
+    await ev.ensure()
+    await ev.publish("evs.a", Ev(1))
+    assert await ev.settle(duplicate_window=int(120e9)) == ["duplicate_window"]
+    assert await ev.settle(duplicate_window=int(120e9)) == []
+    raw = await client.nc.jetstream().stream_info("EVS")
+    assert raw.config.duplicate_window == 120.0 and raw.config.subjects == ["evs.>"]
+    assert raw.state.messages == 1

@@ -14,6 +14,7 @@ import pytest
 
 from engine import Client
 from functions.kernel.config import LifecycleConfig, LlmConfig
+from functions.kernel.models.settings import BreakerSettings, ModelSettings
 from functions.kernel.records import Memory
 from functions.kernel.store import MemoryStore
 from functions.lifecycle.service import LifecycleService
@@ -95,8 +96,10 @@ def config(llm: FakeLLM, provider: str, timeout: float = 5.0) -> LifecycleConfig
     base = f"http://127.0.0.1:{llm.port}" + ("/v1" if provider == "openai" else "")
     return LifecycleConfig(
         consolidation_llm=True,
+        # no breaker here (tests/models has its own): "the provider is back" means the next run
         llm=LlmConfig(provider=provider, api_key="test-key", base_url=base, model="m1",
-                      timeout=timeout, max_calls=100),
+                      timeout=timeout, max_calls=100,
+                      settings=ModelSettings(breaker=BreakerSettings(failures=10_000))),
     )  # fmt: skip
 
 

@@ -102,3 +102,20 @@ async def test_replay_import_jsonl_reads_transcripts_once(
     assert missing.status_code == 404 and missing.json()["error"]["field"] == "path"
     secret = await rest.post("/agentmemory/replay/import-jsonl", json={"path": "/x/.ssh/a.jsonl"})
     assert secret.status_code == 403 and secret.json()["error"]["field"] == "path"
+
+
+async def test_obsidian_export_writes_crystals_too(rest: httpx.AsyncClient) -> None:
+    a = (await rest.post("/agentmemory/actions", json={"title": "batch the inserts"})).json()
+    aid = a["action"]["id"]
+    await rest.post("/agentmemory/actions/update", json={"actionId": aid, "status": "done"})
+    made = await rest.post("/agentmemory/crystals/create", json={"actionIds": aid})
+    assert made.status_code == 201, made.text
+    crystal = made.json()["crystal"]
+    r = await rest.post("/agentmemory/obsidian/export", json={})
+    assert r.status_code == 200, r.text
+    assert r.json()["exported"]["crystals"] == 1
+    vault = Path(r.json()["vaultDir"])
+    note = (vault / "crystals" / f"{crystal['id']}.md").read_text()
+    assert 'type: "crystal"' in note and "# Crystal: " in note
+    assert f"[[{aid}]]" in note and "## Key Outcomes" in note
+    assert "## Crystals (1)" in (vault / "MOC.md").read_text()

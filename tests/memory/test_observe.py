@@ -93,13 +93,15 @@ async def _events_of(client: Client, obs_id: str) -> list[ObservationAdded]:
 
     js = client.nc.jetstream()
     sub = await js.subscribe(
-        f"{EVENTS_SUBJECT}.observation.{obs_id}", stream=EVENTS_STREAM, ordered_consumer=True
+        f"{EVENTS_SUBJECT}.observation.>", stream=EVENTS_STREAM, ordered_consumer=True
     )
     out: list[ObservationAdded] = []
     try:
         while True:
             msg = await sub.next_msg(timeout=0.5)
-            out.append(msgspec.json.decode(msg.data, type=ObservationAdded))
+            ev = msgspec.json.decode(msg.data, type=ObservationAdded)
+            if ev.observation.id == obs_id:
+                out.append(ev)
     except nats.errors.TimeoutError:
         return out
     finally:

@@ -113,3 +113,32 @@ def test_a_redelivered_observation_takes_no_second_slot() -> None:
     idx.apply(ev, seq=1)  # then delivered by the stream
     assert len(idx.meta) == 1 and idx.seq == 1
     assert [h.id for h in idx.search("writes")] == ["o1"]
+
+
+def test_vectors_are_held_as_float16_and_found_by_inner_product() -> None:
+    import faiss
+    import numpy as np
+
+    from functions.search.vectors import VectorIndex
+
+    rng = np.random.default_rng(3)
+    v = rng.standard_normal((200, 64)).astype(np.float32)
+    v /= np.linalg.norm(v, axis=1, keepdims=True)
+    vec = VectorIndex()
+    vec.reset("test", 64)
+    for doc in range(200):
+        vec.add(doc, v[doc : doc + 1])
+    # ~2 bytes a dimension (float32 would be 4)
+    assert len(vec.dump()) < 200 * 64 * 3
+    mask = np.ones(200, bool)
+    assert [vec.search(v[d], mask, 1)[0] for d in (0, 57, 199)] == [0, 57, 199]
+    mask[57] = False
+    assert vec.search(v[57], mask, 1)[0] != 57
+    again = VectorIndex()
+    again.load("test", 64, vec.chunk_doc, vec.dump())
+    assert again.search(v[57], np.ones(200, bool), 1) == [57]
+    flat = faiss.IndexIDMap2(faiss.IndexFlatIP(64))  # a snapshot from before: still loads
+    flat.add_with_ids(v, np.arange(200, dtype=np.int64))
+    old = VectorIndex()
+    old.load("test", 64, list(range(200)), bytes(faiss.serialize_index(flat).tobytes()))
+    assert old.search(v[9], np.ones(200, bool), 1) == [9]

@@ -15,7 +15,7 @@ from urllib.parse import parse_qsl
 import msgspec
 
 from engine import Client, FunctionError, HttpRequest, discover, tracing
-from engine.protocol import HDR_COERCE, HDR_TRIGGER
+from engine.protocol import HDR_COERCE, HDR_TRIGGER, MAX_JSON_DEPTH, maybe_too_deep, too_deep
 from triggers.http.openapi import build_openapi
 from triggers.http.routes import Route, RouteConfig, RouteTable
 from triggers.http.secret import bearer_matches
@@ -31,6 +31,7 @@ Send = Callable[[Message], Awaitable[None]]
 WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 _JSON = b"application/json"
 _UNAUTHORIZED = b'{"error":"unauthorized"}'
+_TOO_DEEP = object()
 _any_decoder = msgspec.json.Decoder()
 _encoder = msgspec.json.Encoder()
 
@@ -187,6 +188,15 @@ class HttpApp:
                     raise _Reject(
                         400, "BAD_REQUEST", f"malformed JSON body: {exc}", "body"
                     ) from None
+                except RecursionError:
+                    decoded = _TOO_DEEP
+                if decoded is _TOO_DEEP or (maybe_too_deep(body) and too_deep(decoded)):
+                    raise _Reject(
+                        400,
+                        "BAD_REQUEST",
+                        f"JSON body nested deeper than {MAX_JSON_DEPTH} levels",
+                        "body",
+                    )
                 raw = msgspec.Raw(body)
             else:
                 raw = msgspec.Raw(_encoder.encode(body.decode("utf-8", "replace")))

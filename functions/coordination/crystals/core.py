@@ -1,8 +1,8 @@
 """Crystals: the digest of a completed chain of actions, saved as a memory so later
 sessions find it. Synthetic by default (no LLM): the narrative, outcomes, files and lessons
-come from the actions' titles, descriptions and results; with `AGENTMEMORY_CRYSTALS_LLM=true`
-and a provider configured (see functions/kernel/config.py), an LLM writes them, and any
-failure falls back to the synthetic digest. `auto` groups done actions older than a cutoff
+come from the actions' titles, descriptions and results; with a model provider configured
+(functions/kernel/models; `AGENTMEMORY_CRYSTALS_LLM=false` opts out) the model writes them,
+and any failure falls back to the synthetic digest. `auto` groups done actions older than a cutoff
 by parent (else project) and crystallizes each group; a daily cron runs it."""
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import httpx
 import msgspec
 
 from engine import FunctionError
@@ -30,13 +29,14 @@ from functions.coordination.crystals.wire import (
 from functions.coordination.records import Action, Crystal, CrystalMethod
 from functions.coordination.store import CoordStore
 from functions.kernel.clock import ms_of, now_iso, now_ms
-from functions.kernel.config import LlmConfig
 from functions.kernel.ids import kv_key, new_id
-from functions.kernel.llm import Provider
+from functions.kernel.models import clients
+from functions.kernel.models.settings import ModelSettings
 from functions.kernel.scrub import scrub
 from functions.kernel.views import as_view
 
 log = logging.getLogger("functions.coordination")
+TASK = "crystals"
 Remember = Callable[[dict[str, Any]], Awaitable[str]]
 """Saves a memory (mem::remember's request) and returns its id."""
 
@@ -130,19 +130,22 @@ def parse_digest(text: str) -> Digest | None:
     )
 
 
-def llm_enabled() -> LlmConfig | None:
-    if os.environ.get("AGENTMEMORY_CRYSTALS_LLM", "").lower() not in ("1", "true", "on", "yes"):
-        return None
-    cfg = LlmConfig.from_env()
-    return cfg if cfg.provider else None
+def llm_enabled() -> bool:
+    """A provider is configured (functions/kernel/models) and AGENTMEMORY_CRYSTALS_LLM is not
+    `false` (upstream asks its provider whenever one is configured)."""
+    off = os.environ.get("AGENTMEMORY_CRYSTALS_LLM", "").strip().lower() in (
+        "0",
+        "false",
+        "off",
+        "no",
+    )
+    return not off and ModelSettings.from_env().enabled
 
 
-async def _llm_digest(cfg: LlmConfig, chain: list[Action]) -> Digest | None:
-    try:
-        async with httpx.AsyncClient(timeout=cfg.timeout) as http:
-            text = await Provider(cfg, http).complete(chain_text(chain), system=SYSTEM)
-    except (httpx.HTTPError, ValueError) as exc:
-        log.warning("crystal LLM call failed, using the synthetic digest: %s", exc)
+async def _llm_digest(cs: CoordStore, chain: list[Action]) -> Digest | None:
+    text = await clients.client(cs.client).complete(TASK, SYSTEM, chain_text(chain))
+    if text is None:
+        log.warning("no model answered for the crystal; using the synthetic digest")
         return None
     return parse_digest(text)
 
@@ -170,9 +173,8 @@ async def crystallize(cs: CoordStore, req: CrystallizeIn, remember: Remember) ->
     chain.sort(key=lambda a: (a.completed_at or a.updated_at, a.created_at))
     digest: Digest | None = None
     method: CrystalMethod = "synthetic"
-    cfg = llm_enabled()
-    if cfg is not None:
-        digest = await _llm_digest(cfg, chain)
+    if llm_enabled():
+        digest = await _llm_digest(cs, chain)
         if digest is not None:
             method = "llm"
     digest = digest or synthetic(chain)

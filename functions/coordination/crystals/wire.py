@@ -54,7 +54,7 @@ class CrystalsOut(msgspec.Struct):
 
 
 class CrystalAutoIn(msgspec.Struct, rename="camel", kw_only=True):
-    older_than_days: Annotated[float, msgspec.Meta(ge=0)] = 7.0
+    older_than_days: Annotated[float, msgspec.Meta(ge=0, le=36_500)] = 7.0
     dry_run: bool = False
     project: str = ""
 
