@@ -110,8 +110,10 @@ def test_url_and_agentmemory_url_reach_the_server_by_rest(stack: Stack) -> None:
     by_env = {**stack.env, "AGENTMEMORY_URL": stack.url}
     status = json.loads(run(stack, "status", "--json", env=by_env).stdout)
     assert status["running"] is True and status["counts"]["memories"] == 1
+    assert status["team"]["peers"] == []
     text = run(stack, "status", env=by_env)
     assert text.returncode == 0 and "1 memory" in text.stdout
+    assert "no peers linked" in text.stdout
 
     doctor = run(stack, "doctor", "--url", stack.url)
     assert doctor.returncode == 0, doctor.stdout

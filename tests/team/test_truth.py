@@ -13,6 +13,8 @@ import os
 import re
 import secrets
 import signal
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,7 +23,7 @@ import pytest
 
 from ops.partition import Relay
 from tests.helpers import eventually
-from tests.team.mesh import Node, config, converged, start_hub, start_node, stop
+from tests.team.mesh import SECRET, Node, config, converged, start_hub, start_node, stop
 
 pytestmark = pytest.mark.timeout(400)
 
@@ -85,6 +87,16 @@ async def test_an_instance_given_a_domain_later_shares_both_ways(pair: Pair) -> 
         assert await client.stream("TEAM").stored_subjects() == ["team.log.b.>"]
     finally:
         await client.nc.close()
+    # `agentmemory status` tells the link as mesh/peers does: the peer, its state, the trip.
+    await converged(a, b, timeout=30)
+    env = {**os.environ, "AGENTMEMORY_SECRET": SECRET}
+    shown = subprocess.run(
+        [sys.executable, "-m", "workers.cli", "status", "--url", b.url],
+        env=env, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert shown.returncode == 0, shown.stdout + shown.stderr
+    [team] = [line for line in shown.stdout.splitlines() if line.startswith("team")]
+    assert "b in team" in team and re.search(r"\ba (connected|syncing)\b", team), shown.stdout
 
 
 def _nats_pid(conf: Path) -> int:

@@ -22,8 +22,8 @@ from tests.helpers import wait_until
 from tests.viewer.conftest import Stack, transcript
 
 SHOTS = ROOT / os.environ.get("SCREENSHOTS", "artifacts/viewer")
-PAGES = ["activity", "memories", "sessions", "replay", "graph", "profile", "lessons", "audit",
-         "actions", "health"]  # fmt: skip
+PAGES = ["activity", "trends", "memories", "sessions", "replay", "graph", "profile", "lessons",
+         "audit", "actions", "health"]  # fmt: skip
 
 pytestmark = needs_chromium
 

@@ -55,6 +55,7 @@ def collect(target: Target) -> dict[str, Any]:
         "data_dir": str(target.instance.data_dir),
         "url": target.url,
         "counts": supervisor.counts(target) if serving else None,
+        "team": supervisor.team(target) if serving else None,
         "embedding_mode": supervisor.embedding_mode(),
     }
 
@@ -68,6 +69,26 @@ def stored(counts: dict[str, int] | None) -> str:
             n = counts[key]
             parts.append(f"{n:,} {one if n == 1 else many}")
     return ", ".join(parts) or "nothing"
+
+
+def teamed(team: dict[str, Any] | None) -> str:
+    """One line for the team link: each peer's state, from what flowed (docs/TEAM.md)."""
+    if team is None:
+        return "unknown (REST is not answering)"
+    peers = [p for p in team.get("peers", []) if isinstance(p, dict)]
+    who = f"{team.get('self', '?')} in team {team.get('team', '?')}"
+    if not peers:
+        return f"{who}: no peers linked (docs/TEAM.md)"
+    parts = []
+    for p in peers:
+        trip = p.get("roundTripMs")
+        said = f"{p.get('name', '?')} {p.get('status', '?')}"
+        if isinstance(trip, int | float):
+            said += f" (round trip {trip:.0f} ms)"
+        elif p.get("error"):
+            said += f" ({p['error']})"
+        parts.append(said)
+    return f"{who}: " + ", ".join(parts)
 
 
 def _since(started_at: Any) -> str:
@@ -101,6 +122,7 @@ def render(st: dict[str, Any], target: Target, console: Console) -> None:
     if st["remote"]:
         console.print(f"agentmemory answers at {escape(st['url'])}", highlight=False)
         line("stored", stored(st["counts"]))
+        line("team", teamed(st["team"]))
         return
     eng, p = st["engine"], st["ports"]
     console.print(
@@ -117,6 +139,7 @@ def render(st: dict[str, Any], target: Target, console: Console) -> None:
     line("NATS", f"{st['nats']['url']}{embedded}, monitor :{p['nats_monitor']}")
     line("data", st["data_dir"])
     line("stored", stored(st["counts"]))
+    line("team", teamed(st["team"]))
     line("embeddings", st["embedding_mode"])
     table = Table("worker", "state", "pid", "restarts", box=None, pad_edge=False)
     for w in st["workers"]:

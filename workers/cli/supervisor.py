@@ -145,6 +145,16 @@ def counts(target: Target) -> dict[str, int] | None:
     return out
 
 
+def team(target: Target) -> dict[str, Any] | None:
+    """This instance's team link as `mesh/peers` tells it (None when the service is away)."""
+    try:
+        with target.client(timeout=5) as rest:
+            data = rest.call("GET", "/agentmemory/mesh/peers")
+    except ServiceError:
+        return None
+    return data if isinstance(data, dict) else None
+
+
 def wait_serving(target: Target, timeout: float = 15.0) -> bool:
     """The http trigger learns routes from KV a moment after the engine reports ready."""
     deadline = time.monotonic() + timeout
