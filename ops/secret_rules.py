@@ -38,6 +38,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "functions" / "kernel" / "secret_rules.json"
+HOOKS_COPY = ROOT / "workers" / "hooks" / "secret_rules.json"
+"""The hooks' copy: a plugin install copies only workers/hooks (workers/hooks/_scrub.py)."""
 LOCAL = Path(__file__).with_name("secret_rules_local.toml")
 
 UPSTREAM = "https://github.com/gitleaks/gitleaks"
@@ -302,11 +304,16 @@ def main(argv: list[str] | None = None) -> int:
     if gitleaks is None and not previous:
         ap.error("--gitleaks: there is no previous JSON to take gitleaks' rules from")
     text = dumps(build(gitleaks, args.commit, previous))
+    outs = [args.out, HOOKS_COPY] if args.out == OUT else [args.out]
     if args.check:
-        same = args.out.exists() and args.out.read_text() == text
-        print("up to date" if same else f"{args.out} differs: run python ops/secret_rules.py")
-        return 0 if same else 1
-    args.out.write_text(text)
+        stale = [o for o in outs if not o.exists() or o.read_text() != text]
+        for o in stale:
+            print(f"{o} differs: run python ops/secret_rules.py")
+        if not stale:
+            print("up to date")
+        return 1 if stale else 0
+    for o in outs:
+        o.write_text(text)
     n = text.count('"id": ')
     print(f"wrote {args.out.relative_to(ROOT)}: {n} rules")
     return 0

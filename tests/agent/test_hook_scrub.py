@@ -5,10 +5,12 @@ set from its own folder without loading `re` for a body with nothing to scrub.""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+from functions.kernel.secret_rules import RULES_FILE
 from tests.memory.secret_corpus import SAMPLES
 from workers.hooks import HOOKS_DIR, _spool
 from workers.hooks._hookcore import Settings
@@ -48,3 +50,21 @@ def test_the_hook_script_loads_the_rule_set_and_loads_re_only_when_needed() -> N
     ).stdout.splitlines()
     assert out[0] == "False False"
     assert stripe.needle not in out[1] and "[REDACTED]" in out[1]
+
+
+def test_a_plugin_copy_of_the_hooks_folder_alone_still_has_the_rule_set(tmp_path: Path) -> None:
+    """Claude Code and Codex install the plugin by copying workers/hooks and nothing else:
+    the scrubber there must still have gitleaks' rules (a Stripe key is none of our own
+    shapes), and the copy it reads is the server's rule set."""
+    copy = tmp_path / "plugin-cache" / "agentmemory"
+    shutil.copytree(HOOKS_DIR, copy)
+    stripe = next(s for s in SAMPLES if s.kind == "stripe-access-token")
+    out = subprocess.run(
+        [os.path.realpath(sys.executable), "-S", "-c", _PROBE, str(copy), stripe.text],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PATH": os.environ.get("PATH", "")},
+    ).stdout.splitlines()
+    assert stripe.needle not in out[1] and "[REDACTED]" in out[1], out
+    assert (copy / "secret_rules.json").read_bytes() == RULES_FILE.read_bytes()

@@ -3,7 +3,7 @@
 The server scrubs everything it stores; this copy exists because the spool is written
 while the server is down, and a secret must not sit in a file on disk either. It knows
 our own common shapes and loads the server's rule set (functions/kernel/secret_rules.json:
-gitleaks' rules and ours) from the installed tree, compiling only the rules whose needles
+gitleaks' rules and ours; a copy lies beside the scripts for plugin installs), compiling only the rules whose needles
 (anchors or keywords) occur in the text, with gitleaks' entropy and allowlist checks.
 
 Importing this module costs nothing: `re` loads only when a text may hold a secret.
@@ -25,11 +25,15 @@ else:
     import _wire
 
 REDACTED = "[REDACTED]"
-RULES_FILE = os.path.join(
-    os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
-    "functions",
-    "kernel",
-    "secret_rules.json",
+_HERE = os.path.dirname(os.path.abspath(__file__))
+RULES_FILES = (
+    # The copy beside the scripts: a plugin install (Claude Code, Codex) copies only this
+    # folder, so the server's file is not there. tests/agent/test_hook_scrub.py keeps the
+    # copy byte for byte equal to the server's.
+    os.path.join(_HERE, "secret_rules.json"),
+    os.path.join(
+        os.path.dirname(os.path.dirname(_HERE)), "functions", "kernel", "secret_rules.json"
+    ),
 )
 
 _SEP = r"(?:=>|:=|[:=])"
@@ -84,11 +88,14 @@ _compiled: dict[str, Any] = {}
 def _rule_set() -> dict[str, Any]:
     global _data
     if _data is None:
-        try:
-            with open(RULES_FILE, "rb") as f:
-                _data = _wire.loads(f.read())
-        except (OSError, ValueError):
-            _data = {"rules": [], "allowlist": {}}  # our own shapes still apply
+        _data = {"rules": [], "allowlist": {}}  # without a file our own shapes still apply
+        for path in RULES_FILES:
+            try:
+                with open(path, "rb") as f:
+                    _data = _wire.loads(f.read())
+                break
+            except (OSError, ValueError):
+                continue
         rules = _data["rules"]
         rules.sort(key=lambda r: r["id"] == _CATCH_ALL)  # a provider's rule goes first
     return _data
