@@ -12,6 +12,9 @@ from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 
 from engine import _codec, _tracing
+from engine._clock import CONFIG as CLOCK_CONFIG
+from engine._clock import STREAM as CLOCK_STREAM
+from engine._clock import SUBJECT as CLOCK_SUBJECT
 from engine._clock import BusClock
 from engine._connect import default_replicas
 from engine._errors import FunctionError
@@ -55,7 +58,9 @@ class Client:
         when their caller names none: the instance's `nats.replicas` (ENGINE_REPLICAS)."""
         self._requester = Requester(nc)
         self._js = nc.jetstream()
-        self._clock = BusClock(nc, self.replicas)
+        self._clock = BusClock(
+            nc, lambda: self.stream(CLOCK_STREAM, [f"{CLOCK_SUBJECT}.>"], **CLOCK_CONFIG).ensure()
+        )
         self._states: dict[str, State] = {}
         self._objects: dict[str, Objects] = {}
         self._declared: set[tuple[str, str]] = set()

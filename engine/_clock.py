@@ -14,9 +14,10 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
 
-from nats.js.api import StorageType, StreamConfig
+from nats.js.api import StorageType
 
 if TYPE_CHECKING:
     from nats.aio.client import Client as NATS
@@ -24,12 +25,21 @@ if TYPE_CHECKING:
 STREAM = "ENGINE_CLOCK"
 SUBJECT = "engine.clock"
 REFRESH = 60.0
+CONFIG: dict[str, Any] = {
+    "storage": StorageType.MEMORY,
+    "max_msgs_per_subject": 1,
+    "max_age": REFRESH * 2,
+    "allow_direct": True,
+}
+"""The probe stream's declaration (besides its subjects): one message per client, in memory."""
 
 
 class BusClock:
-    def __init__(self, nc: NATS, replicas: int = 1) -> None:
+    def __init__(self, nc: NATS, ensure: Callable[[], Awaitable[object]]) -> None:
+        """`ensure` makes (or reconciles) the probe stream: `Client.stream(...).ensure`,
+        so this stream is declared like every other (engine/_reconcile.py)."""
         self._nc = nc
-        self._replicas = replicas
+        self._ensure = ensure
         self._subject = f"{SUBJECT}.{uuid.uuid4().hex[:12]}"
         self._offset = 0.0
         self._measured = -REFRESH
@@ -54,19 +64,7 @@ class BusClock:
         js = self._nc.jetstream()
         try:
             if not self._ready:
-                cfg = StreamConfig(
-                    name=STREAM,
-                    subjects=[f"{SUBJECT}.>"],
-                    storage=StorageType.MEMORY,
-                    max_msgs_per_subject=1,
-                    max_age=REFRESH * 2,
-                    num_replicas=self._replicas,
-                    allow_direct=True,
-                )
-                try:
-                    await js.add_stream(cfg)
-                except Exception:  # exists already (maybe with other replicas): use it
-                    pass
+                await self._ensure()
                 self._ready = True
             t0 = time.time()
             ack = await js.publish(self._subject, b"", timeout=2)
