@@ -258,13 +258,18 @@ def test_systemd_analyze_verifies_the_units(tmp_path: Path) -> None:
 
 
 def _glob_match(path: str, pattern: str) -> bool:
-    """As setuptools' package-data globs: `*` stays inside one path segment."""
+    """As setuptools' package-data globs (recursive): `*` stays inside one path segment,
+    `**` stands for any number of segments, none included."""
     import fnmatch
 
-    parts, pats = path.split("/"), pattern.split("/")
-    return len(parts) == len(pats) and all(
-        fnmatch.fnmatchcase(a, b) for a, b in zip(parts, pats, strict=True)
-    )
+    def match(parts: list[str], pats: list[str]) -> bool:
+        if not pats:
+            return not parts
+        if pats[0] == "**":
+            return any(match(parts[i:], pats[1:]) for i in range(len(parts) + 1))
+        return bool(parts) and fnmatch.fnmatchcase(parts[0], pats[0]) and match(parts[1:], pats[1:])
+
+    return match(path.split("/"), pattern.split("/"))
 
 
 def test_the_wheel_the_image_installs_carries_every_data_file_the_product_reads() -> None:
