@@ -20,9 +20,8 @@ import nats.js.errors
 import pytest
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
-from nats.js.api import StreamConfig
 
-from engine import connect
+from engine import Client, connect
 from ops.cluster.nodes import NatsCluster
 from tests.helpers import eventually
 from triggers import consume
@@ -50,9 +49,9 @@ async def _publish(nc: NATS, data: bytes) -> None:
 @pytest.fixture
 async def setup(nats_cluster: NatsCluster) -> AsyncIterator[NATS]:
     nc = await connect(nats_cluster.url)
-    js = nc.jetstream()
-    await js.add_stream(StreamConfig(name=STREAM, subjects=[f"{STREAM.lower()}.>"], num_replicas=3))
-    await ensure_consumer(js, STREAM, DURABLE)
+    client = Client(nc, replicas=3)
+    await client.stream(STREAM, [f"{STREAM.lower()}.>"]).ensure()
+    await ensure_consumer(client, STREAM, DURABLE)
     await eventually(lambda: _leader(nc), timeout=30, what="a consumer leader")
     yield nc
     await nc.close()
