@@ -161,14 +161,15 @@ class SyncResult(msgspec.Struct, rename="camel", kw_only=True):
     """This sync's probe to the peer and back; null when its echo did not come."""
 
 
-class SyncOut(msgspec.Struct, kw_only=True):
+class SyncOut(msgspec.Struct, kw_only=True, omit_defaults=True):
     success: bool
     converged: bool
     """Every wanted peer echoed this sync's probe (what this instance writes reaches it, and
     what it writes reaches us) and every copied event was applied."""
     results: list[SyncResult]
     reason: str = ""
-    """Why not, when this instance itself is the cause (its TEAM stream refused the probe)."""
+    """Why not, when this instance itself is the cause (its TEAM stream refused the probe);
+    left out when empty, so a healthy reply is upstream's shape exactly."""
 
 
 class ExportIn(msgspec.Struct, rename="camel", kw_only=True):
