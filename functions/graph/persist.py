@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import msgspec
 
 from engine import State
-from functions.graph.adjacency import Adjacency, AdjEdge, adj_key, merge
+from functions.graph.adjacency import Adjacency, AdjEdge, adj_key, merge, seen_from_an_end
 from functions.graph.extract import Entity
 from functions.graph.keys import (
     CO_OCCURS,
@@ -138,7 +138,7 @@ async def persist(state: State, batch: Extracted, cap: int = 32) -> None:
 
     ups: dict[str, list[AdjEdge]] = {}
     for key, e in edges.items():
-        entry = AdjEdge(key, e.weight, e.valid_to is None and not e.stale, e.seq)
+        entry = seen_from_an_end(key, e)
         ups.setdefault(e.src, []).append(entry)
         ups.setdefault(e.dst, []).append(entry)
     for nid, entries in ups.items():
