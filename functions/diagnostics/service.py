@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args
 import msgspec
 
 from engine import FunctionError, Tool, operation
-from functions.kernel import clock
+from functions.kernel import clock, followup
 from functions.kernel.clock import Clocked, when
 from functions.kernel.ids import kv_key
 from functions.kernel.names import choices_pattern, chosen
@@ -615,12 +615,16 @@ class DiagnosticsService(OwnedService["LifecycleService"]):
         http=rest("GET", "diagnostics/followup", source="none"),
     )
     async def followup(self) -> FollowupOut:
+        counts = await followup.read(self.store.client)
+        total = counts.agent_initiated
         return FollowupOut(
             success=True,
-            window_seconds=30,
-            agent_initiated_searches=0,
-            followup_within_window=0,
-            rate=0.0,
-            caveat="Not tracked by this service: searches are not logged per "
-            "session. Directional signal upstream.",
+            window_seconds=followup.window_seconds(),
+            agent_initiated_searches=total,
+            followup_within_window=counts.followups,
+            rate=counts.followups / total if total else 0.0,
+            caveat="Directional signal: a search followed within the window by another "
+            "search of the same session with a different query and no result in common "
+            "suggests the first missed. Counts smart-searches that carry a sessionId and "
+            "returned results, viewer searches excluded; kept in KV across restarts.",
         )
