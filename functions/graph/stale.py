@@ -28,8 +28,16 @@ class Marked(msgspec.Struct, kw_only=True):
     edges: int = 0
 
 
-def _hit(ids: list[str], sources: set[str]) -> bool:
-    return not sources.isdisjoint(ids)
+async def _overlapping(
+    state: State, prefix: str, kind: type[R], made: set[str], sources: set[str]
+) -> list[tuple[str, R]]:
+    """The records under `prefix` the memory made, or whose provenance overlaps `sources`
+    (read whole first: the marking writes to the bucket being scanned)."""
+    return [
+        (key, rec)
+        async for key, rec in state.scan(prefix, kind)
+        if key in made or not sources.isdisjoint(rec.source_ids)
+    ]
 
 
 async def _set_stale(state: State, key: str, kind: type[R]) -> bool:
@@ -51,19 +59,11 @@ async def mark_stale(state: State, sources: set[str], made: MemoryIndex | None) 
     made_edges = set(made.edges) if made else set()
     nodes: Counter[str] = Counter()
     edges: Counter[str] = Counter()
-    hits: list[tuple[str, GraphNode]] = []
-    async for key, n in state.scan("n.>", GraphNode):
-        if key in made_nodes or _hit(n.source_ids, sources):
-            hits.append((key, n))
-    for key, n in hits:
+    for key, n in await _overlapping(state, "n.>", GraphNode, made_nodes, sources):
         out.nodes += 1
         if await _set_stale(state, key, GraphNode):
             nodes[n.kind] += 1
-    edge_hits: list[tuple[str, GraphEdge]] = []
-    async for key, e in state.scan("e.>", GraphEdge):
-        if key in made_edges or _hit(e.source_ids, sources):
-            edge_hits.append((key, e))
-    for key, e in edge_hits:
+    for key, e in await _overlapping(state, "e.>", GraphEdge, made_edges, sources):
         out.edges += 1
         if not await _set_stale(state, key, GraphEdge) or e.valid_to is not None:
             continue
