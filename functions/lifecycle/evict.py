@@ -22,6 +22,7 @@ from typing import Annotated
 
 import msgspec
 
+from engine import FunctionError
 from functions.kernel import clock
 from functions.kernel.records import (
     LIFECYCLE_BUCKET,
@@ -67,7 +68,14 @@ Summarizer = Callable[[set[str]], Awaitable[list[SessionSummary]]]
 
 async def load_config(store: MemoryStore) -> EvictionConfig:
     life = await store.client.state(LIFECYCLE_BUCKET)
-    got: EvictionConfig | None = await life.get(CONFIG_KEY, EvictionConfig)
+    try:
+        got: EvictionConfig | None = await life.get(CONFIG_KEY, EvictionConfig)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise FunctionError(
+            "UNPROCESSABLE",
+            f"{LIFECYCLE_BUCKET}/{CONFIG_KEY} is not an eviction config: {exc}",
+            field=CONFIG_KEY,
+        ) from None
     return got or EvictionConfig()
 
 

@@ -7,6 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
+from engine import FunctionError
 from functions.kernel.clock import iso
 from functions.kernel.records import LIFECYCLE_BUCKET, Session, SessionSummary
 from functions.kernel.store import MemoryStore
@@ -75,3 +78,13 @@ async def test_a_project_over_its_cap_loses_its_lowest_importance_observations(
     left = {o.id for o in items + other if await store.get(store.observations, o.id, type(o))}
     assert left == {o.id for o in items + other} - lowest  # "other" holds 3: at its cap
     assert (await lifecycle.evict(AutoForgetIn(now=NOW.isoformat())))["capEvictions"] == 0
+
+
+async def test_a_stored_config_that_is_not_one_is_refused_naming_it(
+    store: MemoryStore, lifecycle: Any
+) -> None:
+    life = await store.client.state(LIFECYCLE_BUCKET)
+    await life.put(CONFIG_KEY, {"maxObservationsPerProject": 0})
+    with pytest.raises(FunctionError) as bad:
+        await lifecycle.evict(AutoForgetIn(now=NOW.isoformat(), dry_run=True))
+    assert bad.value.code == "UNPROCESSABLE" and bad.value.field == CONFIG_KEY
