@@ -34,6 +34,7 @@ class Pulled(msgspec.Struct, kw_only=True):
 
     memories: list[dict[str, Any]] = msgspec.field(default_factory=list)
     observations: list[dict[str, Any]] = msgspec.field(default_factory=list)
+    forgotten: list[str] = msgspec.field(default_factory=list)
 
 
 def _private(ip: str) -> bool:

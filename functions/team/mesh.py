@@ -124,6 +124,8 @@ class MeshService:
                         ReceiveIn(memories=got.memories, observations=got.observations)
                     )
                 ).accepted
+                for rid in got.forgotten:  # what the peer forgot, forgotten here too
+                    await self.team.book.forgotten_by(rid, peer.name)
             except (httpx.HTTPError, ValueError) as exc:
                 errors.append(f"{peer.url}: {exc}")
             except FunctionError as exc:

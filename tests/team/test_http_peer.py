@@ -14,7 +14,7 @@ import pytest
 from engine import Client, FunctionError, connect
 from engine.server import NatsServer
 from functions.team.http_peer import check_url
-from tests.helpers import free_port
+from tests.helpers import eventually, free_port
 
 SECRET = "http-mesh-secret"
 
@@ -40,7 +40,9 @@ async def test_an_http_peer_is_pushed_to_and_pulled_from(
         b_env = {**env(tmp_path / "b", "bob"), "ENGINE_NATS_URL": b_server.url}
         spawn("workers.memory", env=b_env)
         spawn("workers.team", env=b_env)
-        spawn("workers.triggers", "http", env={**b_env, "AGENTMEMORY_REST_PORT": str(port)})
+        # http for its REST routes; stream for the team's own triggers (a forget shared)
+        spawn("workers.triggers", "http", "stream",
+              env={**b_env, "AGENTMEMORY_REST_PORT": str(port)})  # fmt: skip
         a_env = env(tmp_path / "a", "alice")
         spawn("workers.memory", env=a_env)
         spawn("workers.team", env=a_env)
@@ -75,6 +77,19 @@ async def run(a: Client, b: Client, port: int) -> None:
 
     again = (await a.call("mem::mesh-sync", {}, timeout=120))["results"][0]
     assert (again["pushed"], again["pulled"]) == (0, 0)  # nothing changed since the last sync
+
+    # the peer forgets its record: the next sync forgets it here too
+    await b.call("mem::forget", {"memoryId": theirs})
+
+    async def forgotten_there() -> bool:
+        got = await b.call("mem::mesh-export", {})
+        return theirs in got["forgotten"]
+
+    await eventually(forgotten_there, what="the forget in the peer's export")
+    await a.call("mem::mesh-sync", {}, timeout=120)
+    with pytest.raises(FunctionError) as gone:
+        await a.call("mem::memory", {"id": theirs})
+    assert gone.value.code == "NOT_FOUND"
 
     # a peer that does not answer: the sync says so, the peer is in error
     await a.call("mem::mesh-register", {"name": "gone", "url": f"http://127.0.0.1:{free_port()}"})
