@@ -19,11 +19,13 @@ from engine import FunctionError, operation
 from functions.graph import persist, reindex
 from functions.graph.compact import GraphCompactOut
 from functions.graph.extract import observation_entities
+from functions.graph.extract_model import add_model_facts
 from functions.graph.keys import CO_OCCURS, edge_id, edge_key, node_id, node_key
 from functions.graph.mirror import PURGED, PurgeNote
 from functions.graph.query import GraphQuery
 from functions.kernel import clock
 from functions.kernel.digest import cursor_key
+from functions.kernel.models.client import ModelClient
 from functions.kernel.owned import routes
 from functions.kernel.records import (
     GRAPH_BUCKET,
@@ -48,6 +50,8 @@ class GraphHost(StoreOwner, Protocol):
     async def compact_graph(self, now: datetime) -> GraphCompactOut: ...
 
     async def graph_reader(self) -> GraphQuery: ...
+
+    def model(self) -> ModelClient: ...
 
 
 class BuildIn(msgspec.Struct, rename="camel", kw_only=True):
@@ -169,13 +173,15 @@ class GraphOps:
         "mem::graph-extract",
         description="Extract the entities (files, symbols, packages, errors, commands, "
         "concepts) that observations name and store them in the knowledge graph: a node per "
-        "type and name, a co_occurs edge per pair",
+        "type and name, a co_occurs edge per pair; with GRAPH_EXTRACTION_ENABLED=true and a "
+        "model, also the entities and typed relations the model names",
         http=rest("POST", "graph/extract"),
     )
     async def extract(self, req: ExtractIn) -> ExtractOut:
         seen: dict[tuple[str, str], None] = {}
         batch = persist.Extracted()
         at = clock.iso(clock.now())
+        parsed: list[tuple[str, Observation]] = []
         for i, raw in enumerate(req.observations):
             obs = _observation(raw, i)
             ents = observation_entities(obs)
@@ -183,6 +189,10 @@ class GraphOps:
                 seen[(kind, name)] = None
             source = str(raw.get("id") or "")
             batch.add(source, obs.project, obs.timestamp or at, ents)
+            parsed.append((source, obs))
+        await add_model_facts(self.owner.model(), parsed, batch, at)
+        for nd in batch.nodes.values():
+            seen[(nd.kind, nd.name)] = None
         async with AsyncExitStack() as stack:
             for wait in (0.2, 0.5, 1, 2, 4, 8, 0):  # the feed's minute run holds it briefly
                 try:

@@ -61,7 +61,10 @@ class Extracted:
     nodes: dict[str, _Node] = field(default_factory=dict)
     edges: dict[str, _Edge] = field(default_factory=dict)
 
-    def add(self, source: str, project: str, at: str, ents: list[Entity]) -> None:
+    def add(
+        self, source: str, project: str, at: str, ents: list[Entity], *, pair: bool = True
+    ) -> None:
+        """A record's entities as nodes; with `pair`, its first ones linked `co_occurs`."""
         ids: list[str] = []
         for kind, name in ents:
             nid = node_id(project, kind, name)
@@ -70,10 +73,19 @@ class Extracted:
             nd.first = min(nd.first, at) if nd.first else at
             nd.last = max(nd.last, at)
             ids.append(nid)
-        for a, b in itertools.combinations(ids[:PAIR_ENTITIES], 2):
-            ed = self.edges.setdefault(edge_key(a, b, CO_OCCURS), _Edge(project, at=at))
-            _note(ed.sources, source)
-            ed.at = max(ed.at, at)
+        if pair:
+            for a, b in itertools.combinations(ids[:PAIR_ENTITIES], 2):
+                self._edge(edge_key(a, b, CO_OCCURS), source, project, at)
+
+    def relate(self, source: str, project: str, at: str, a: Entity, b: Entity, kind: str) -> None:
+        """A typed relation (a model's: `fixes`, `uses` ...) from entity `a` to `b`."""
+        self.add(source, project, at, [a, b], pair=False)
+        self._edge(edge_key(node_id(project, *a), node_id(project, *b), kind), source, project, at)
+
+    def _edge(self, key: str, source: str, project: str, at: str) -> None:
+        ed = self.edges.setdefault(key, _Edge(project, at=at))
+        _note(ed.sources, source)
+        ed.at = max(ed.at, at)
 
 
 def _note(sources: list[str], source: str) -> None:
