@@ -16,10 +16,8 @@ import pytest
 from engine import Client
 from functions.graph.ops import ExtractIn, GraphOps
 from functions.graph.wire import GraphQueryIn
-from functions.kernel.config import LifecycleConfig, LlmConfig
-from functions.lifecycle.service import LifecycleService
 from tests.lifecycle.conftest import wire
-from tests.models.standin import StandIn
+from tests.models.standin import StandIn, lifecycle_at
 
 SECRET = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
 GRAPH = {
@@ -51,13 +49,8 @@ def standin() -> Iterator[StandIn]:
 
 @pytest.fixture
 async def graph(client: Client, standin: StandIn) -> AsyncIterator[Any]:
-    cfg = LifecycleConfig(
-        llm=LlmConfig(provider="openai", api_key="k", base_url=standin.url, model="m", timeout=5)
-    )
-    svc = LifecycleService(cfg)
-    await svc.start(client)
-    yield wire(svc)
-    await svc.stop(client)
+    async with lifecycle_at(client, standin.url) as svc:
+        yield wire(svc)
 
 
 def query(**w: object) -> GraphQueryIn:
