@@ -12,6 +12,7 @@ from engine import Client, Worker
 from functions.coordination.actions.service import ActionService
 from functions.coordination.checkpoints.service import CheckpointService
 from functions.coordination.crystals.service import CrystalService
+from functions.coordination.diagnose import CoordinationDiagnostics
 from functions.coordination.leases.service import LeaseService
 from functions.coordination.records import CHECKPOINTS_BUCKET, LEASES_BUCKET, TIMERS_BUCKET
 from functions.coordination.routines.service import RoutineService
@@ -88,6 +89,7 @@ def serve_coordination(
         SentinelService(svc),
         SketchService(svc),
         CrystalService(svc),
+        CoordinationDiagnostics(svc),
     ):
         worker.serve(part)
     worker.trigger("state", "mem::lease-changed", bucket=LEASES_BUCKET, deliver="new")

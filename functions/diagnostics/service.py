@@ -7,12 +7,17 @@ index against KV (orphan entries, unindexed records) and project profiles behind
 event stream. Heal repairs each fixable finding the way the store itself would: through
 the event stream for indexes, compare-and-set for records, audited.
 
-Categories of the coordination layer (actions, leases, sentinels, sketches, signals,
-crystals, mesh) are accepted and reported as not kept by this service.
+Also, as upstream's diagnostics: lessons, semantic memories and insights with a confidence
+outside 0..1, procedural memories without steps, summaries without a title, mesh peers not
+heard from for an hour or in error (asked of the team's `mem::mesh-list`). The coordination
+layer's categories (actions, leases, sentinels, sketches, signals, crystals) are checked,
+and healed, by the service that owns them (`mem::coordination-diagnose`, over the bus); a
+category whose service does not answer is reported in `skipped`.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args
@@ -20,18 +25,21 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args
 import msgspec
 
 from engine import FunctionError, Tool, operation
-from functions.kernel import clock
+from functions.kernel import clock, followup
 from functions.kernel.clock import Clocked, when
 from functions.kernel.ids import kv_key
 from functions.kernel.names import choices_pattern, chosen
 from functions.kernel.owned import OwnedService, routes
 from functions.kernel.records import (
     FACETS_BUCKET,
+    INSIGHTS_BUCKET,
     LESSONS_BUCKET,
     PROFILES_BUCKET,
     RELATIONS_BUCKET,
     SLOTS_BUCKET,
     Facet,
+    Insight,
+    Lesson,
     Memory,
     MemoryAdded,
     Observation,
@@ -56,9 +64,11 @@ Category = Literal[
     "semantic", "procedural", "insights",
 ]  # fmt: skip
 CATEGORIES: tuple[Category, ...] = get_args(Category)
-OURS = CATEGORIES[:9]
-"""Kept by this service; the rest are the coordination layer's (accepted, reported skipped)."""
-ELSEWHERE = CATEGORIES[9:]
+COORDINATION = ("actions", "leases", "sentinels", "sketches", "signals", "crystals")
+"""Checked by the coordination service (`mem::coordination-diagnose`)."""
+OURS = tuple(c for c in CATEGORIES if c not in COORDINATION)
+MESH_SILENT = 3600.0
+"""Seconds a mesh peer may go unheard before it is reported (upstream: not synced for 1 h)."""
 Categories = list[Category] | Annotated[str, msgspec.Meta(pattern=choices_pattern(CATEGORIES))]
 STALE_SESSION = timedelta(hours=24)
 PROFILE_LAG = 1000
@@ -98,7 +108,16 @@ class DiagnoseOut(msgspec.Struct, kw_only=True):
     checks: list[Check]
     summary: Summary
     skipped: list[str]
-    """Categories this service does not keep (the coordination layer's)."""
+    """Categories whose service did not answer (the coordination layer's, the mesh)."""
+
+
+class CoordReply(msgspec.Struct, rename="camel", kw_only=True):
+    """What `mem::coordination-diagnose` answers (read over the bus, not imported)."""
+
+    checks: list[Check]
+    fixed: int = 0
+    skipped: int = 0
+    details: list[str] = msgspec.field(default_factory=list)
 
 
 class HealOut(msgspec.Struct, rename="camel", kw_only=True):
@@ -144,12 +163,12 @@ class DiagnosticsService(OwnedService["LifecycleService"]):
     owner: LifecycleService
 
     async def _findings(self, cats: list[str], now: datetime) -> list[Finding]:
-        want = set(cats or OURS)
+        want = set(cats)
         out: list[Finding] = []
         st = self.store
         memories = (
             await st.load_all(st.memories, Memory)
-            if want & {"memories", "relations", "facets"}
+            if want & {"memories", "relations", "facets", "semantic", "procedural"}
             else []
         )
         mem_ids = {m.id for m in memories}
@@ -168,6 +187,15 @@ class DiagnosticsService(OwnedService["LifecycleService"]):
                             status="warn",
                             message=f"summary of session {sm.session_id}, which is gone",
                             fix=self._drop_summary(sm.session_id),
+                        )
+                    )
+                if not sm.title.strip():
+                    out.append(
+                        found(
+                            name=f"summary-untitled:{sm.session_id}",
+                            category="summaries",
+                            status="warn",
+                            message=f"summary of session {sm.session_id} has no title",
                         )
                     )
         if "facets" in want or "relations" in want:
@@ -189,7 +217,80 @@ class DiagnosticsService(OwnedService["LifecycleService"]):
             out += await self._index()
         if "profile" in want:
             out += await self._profiles()
+        out += await self._tiers(want, memories)
         return out
+
+    async def _tiers(self, want: set[str], memories: list[Memory]) -> list[Finding]:
+        """Lessons, semantic memories, insights (confidence in 0..1) and procedural memories
+        (steps), as upstream checks them: warnings, nothing to fix."""
+        out: list[Finding] = []
+
+        def bad_confidence(category: str, rid: str, value: float | None) -> None:
+            if value is not None and not (math.isfinite(value) and 0 <= value <= 1):
+                out.append(found(name=f"{category}-confidence:{rid}", category=category,
+                                 status="warn", message=f"{rid} has confidence {value}, "
+                                 "outside 0..1"))  # fmt: skip
+
+        for m in memories:
+            if m.type == "semantic" and "semantic" in want:
+                bad_confidence("semantic", m.id, m.confidence)
+            if m.type == "procedural" and "procedural" in want and not m.steps:
+                out.append(found(name=f"procedural-no-steps:{m.id}", category="procedural",
+                                 status="warn", message=f"procedure {m.id} has no steps"))  # fmt: skip
+        st = self.store
+        if "lessons" in want:
+            async for _, lesson in (await st.client.state(LESSONS_BUCKET)).scan(">", Lesson):
+                bad_confidence("lessons", lesson.id, lesson.strength)  # upstream: confidence
+        if "insights" in want:
+            async for _, ins in (await st.client.state(INSIGHTS_BUCKET)).scan(">", Insight):
+                if not ins.deleted:
+                    bad_confidence("insights", ins.id, ins.confidence)
+        return out
+
+    async def _mesh(self) -> list[Finding]:
+        """Peers in error or not heard from for an hour (the team's own listing)."""
+        got: dict[str, Any] = await self.store.client.call("mem::mesh-list", {}, timeout=30)
+        out: list[Finding] = []
+        for p in got.get("peers") or []:
+            name, status = str(p.get("name")), str(p.get("status"))
+            silent = p.get("lastSeenSeconds")
+            if status == "error":
+                out.append(found(name=f"mesh-peer-error:{name}", category="mesh", status="warn",
+                                 message=f"mesh peer {name}: {p.get('error') or 'error'}"))  # fmt: skip
+            elif silent is None or float(silent) > MESH_SILENT:
+                out.append(found(name=f"mesh-peer-stale:{name}", category="mesh", status="warn",
+                                 message=f"mesh peer {name} not heard from for over an hour "
+                                 f"({status})"))  # fmt: skip
+        return out
+
+    async def _elsewhere(
+        self, cats: list[str], *, heal: bool = False, dry_run: bool = False
+    ) -> tuple[list[Check], list[str], HealOut]:
+        """The coordination service's checks (and fixes) and the mesh's; the categories
+        whose service did not answer."""
+        checks: list[Check] = []
+        skipped: list[str] = []
+        healed = HealOut(success=True, dry_run=dry_run, fixed=0, skipped=0, details=[])
+        coord = [c for c in cats if c in COORDINATION]
+        if coord:
+            try:
+                got = await self.store.client.call(
+                    "mem::coordination-diagnose",
+                    {"categories": coord, "heal": heal, "dryRun": dry_run},
+                    timeout=300,
+                )
+                reply = msgspec.convert(got, CoordReply)
+                checks += reply.checks
+                healed.fixed, healed.skipped = reply.fixed, reply.skipped
+                healed.details += reply.details
+            except FunctionError:
+                skipped += coord
+        if "mesh" in cats:
+            try:
+                checks += [f.check for f in await self._mesh()]
+            except FunctionError:
+                skipped.append("mesh")
+        return checks, skipped, healed
 
     async def _sessions(self, now: datetime) -> list[Finding]:
         out = []
@@ -442,11 +543,13 @@ class DiagnosticsService(OwnedService["LifecycleService"]):
     )
     async def diagnose(self, req: DiagnoseIn) -> DiagnoseOut:
         now = when(req)
-        found = await self._findings([c for c in req.categories if c in OURS], now)
+        cats = list(req.categories) or list(CATEGORIES)
+        found = await self._findings([c for c in cats if c in OURS and c != "mesh"], now)
         checks = [f.check for f in found]
-        cats = [c for c in req.categories if c in OURS] or list(OURS)
+        more, skipped, _ = await self._elsewhere(cats)
+        checks += more
         for cat in cats:
-            if not any(c.category == cat for c in checks):
+            if cat not in skipped and not any(c.category == cat for c in checks):
                 checks.append(
                     Check(
                         name=f"{cat}-ok",
@@ -461,7 +564,6 @@ class DiagnosticsService(OwnedService["LifecycleService"]):
             fail=sum(c.status == "fail" for c in checks),
             fixable=sum(c.fixable for c in checks),
         )
-        skipped: list[str] = [c for c in (req.categories or ELSEWHERE) if c in ELSEWHERE]
         return DiagnoseOut(success=True, checks=checks, summary=summary, skipped=skipped)
 
     @operation(
@@ -476,7 +578,8 @@ class DiagnosticsService(OwnedService["LifecycleService"]):
     async def heal(self, req: HealIn) -> HealOut:
         dry = req.dry_run is True or str(req.dry_run).lower() == "true"
         now = when(req)
-        found = await self._findings([c for c in req.categories if c in OURS], now)
+        cats = list(req.categories) or list(CATEGORIES)
+        found = await self._findings([c for c in cats if c in OURS and c != "mesh"], now)
         details: list[str] = []
         fixed = skipped = 0
         done: set[Any] = set()
@@ -497,6 +600,10 @@ class DiagnosticsService(OwnedService["LifecycleService"]):
             except FunctionError as err:
                 details.append(f"could not fix {f.check.name}: {err.message}")
                 skipped += 1
+        _, _, elsewhere = await self._elsewhere(cats, heal=True, dry_run=dry)
+        fixed += elsewhere.fixed
+        skipped += elsewhere.skipped
+        details += elsewhere.details
         return HealOut(
             success=skipped == 0, dry_run=dry, fixed=fixed, skipped=skipped, details=details
         )
@@ -508,12 +615,16 @@ class DiagnosticsService(OwnedService["LifecycleService"]):
         http=rest("GET", "diagnostics/followup", source="none"),
     )
     async def followup(self) -> FollowupOut:
+        counts = await followup.read(self.store.client)
+        total = counts.agent_initiated
         return FollowupOut(
             success=True,
-            window_seconds=30,
-            agent_initiated_searches=0,
-            followup_within_window=0,
-            rate=0.0,
-            caveat="Not tracked by this service: searches are not logged per "
-            "session. Directional signal upstream.",
+            window_seconds=followup.window_seconds(),
+            agent_initiated_searches=total,
+            followup_within_window=counts.followups,
+            rate=counts.followups / total if total else 0.0,
+            caveat="Directional signal: a search followed within the window by another "
+            "search of the same session with a different query and no result in common "
+            "suggests the first missed. Counts smart-searches that carry a sessionId and "
+            "returned results, viewer searches excluded; kept in KV across restarts.",
         )

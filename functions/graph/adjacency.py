@@ -27,6 +27,7 @@ import msgspec
 
 from engine import Entry, State
 from functions.graph.keys import parse_edge_key
+from functions.kernel.records import GraphEdge
 
 ADJ_CAP = 64
 """Edges kept per node."""
@@ -57,6 +58,11 @@ class Adjacency(msgspec.Struct, kw_only=True):
     edges: list[AdjEdge] = msgspec.field(default_factory=list)
     total: int = 0
     seq: int = 0
+
+
+def seen_from_an_end(key: str, e: GraphEdge) -> AdjEdge:
+    """The entry of edge `e` (at `key`): live while it holds and is not stale."""
+    return AdjEdge(key, e.weight, e.valid_to is None and not e.stale, e.seq)
 
 
 def adj_key(nid: str) -> str:

@@ -83,6 +83,8 @@ async def compact(state: State, now: datetime, *, retention_days: float, cap: in
             await state.put(key, e)
             changes.changed(key, e)
         stats.edges_by_type[e.kind] = stats.edges_by_type.get(e.kind, 0) + 1
+        if e.valid_to is None and e.stale:
+            stats.stale_edges[e.kind] = stats.stale_edges.get(e.kind, 0) + 1
         if e.valid_to is None:
             live[e.src] += 1
             live[e.dst] += 1
@@ -104,6 +106,8 @@ async def compact(state: State, now: datetime, *, retention_days: float, cap: in
             await state.put(key, n)
             out.nodes_updated += 1
         stats.nodes_by_type[n.kind] = stats.nodes_by_type.get(n.kind, 0) + 1
+        if n.stale:
+            stats.stale_nodes[n.kind] = stats.stale_nodes.get(n.kind, 0) + 1
 
     if removed:
         async for key, _ in state.scan("m.>", MemoryIndex):

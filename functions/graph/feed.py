@@ -29,7 +29,15 @@ from typing import TypeVar
 import msgspec
 
 from engine import Entry, State
-from functions.graph.adjacency import ADJ_VERSION, Adjacency, AdjEdge, adj_key, merge, read_many
+from functions.graph.adjacency import (
+    ADJ_VERSION,
+    Adjacency,
+    AdjEdge,
+    adj_key,
+    merge,
+    read_many,
+    seen_from_an_end,
+)
 from functions.graph.extract import Entity, memory_entities, observation_entities
 from functions.graph.keys import (
     CO_OCCURS,
@@ -251,7 +259,7 @@ class GraphFeed:
         ups: dict[str, list[tuple[AdjEdge, int]]] = defaultdict(list)
         for key, e, _ in edge_writes:
             born = 0 if key in existed else min(s for s, _, src in d.edges[key].ops if src)
-            entry = AdjEdge(key, e.weight, e.valid_to is None, e.seq)
+            entry = seen_from_an_end(key, e)
             ups[e.src].append((entry, born))
             ups[e.dst].append((entry, born))
         ids = list(ups)

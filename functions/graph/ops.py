@@ -1,5 +1,5 @@
 """Graph maintenance on demand: build (fold the events not yet in the graph), extract
-(the entities records name, without writing), reset (drop the graph so the feed rebuilds
+(the entities records name, stored as nodes and edges: functions.graph.persist), reset (drop the graph so the feed rebuilds
 it from MEM_EVENTS), snapshot-rebuild (compaction: recount, adjacency rebuilt) and import
 of a graphify `graph.json`. Served by the lifecycle worker beside its service, whose
 store, graph lease and digest they use."""
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from contextlib import AbstractAsyncContextManager
+from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any, Protocol
@@ -16,14 +16,16 @@ from typing import Annotated, Any, Protocol
 import msgspec
 
 from engine import FunctionError, operation
-from functions.graph import reindex
+from functions.graph import persist, reindex
 from functions.graph.compact import GraphCompactOut
 from functions.graph.extract import observation_entities
+from functions.graph.extract_model import add_model_facts
 from functions.graph.keys import CO_OCCURS, edge_id, edge_key, node_id, node_key
 from functions.graph.mirror import PURGED, PurgeNote
 from functions.graph.query import GraphQuery
 from functions.kernel import clock
 from functions.kernel.digest import cursor_key
+from functions.kernel.models.client import ModelClient
 from functions.kernel.owned import routes
 from functions.kernel.records import (
     GRAPH_BUCKET,
@@ -48,6 +50,8 @@ class GraphHost(StoreOwner, Protocol):
     async def compact_graph(self, now: datetime) -> GraphCompactOut: ...
 
     async def graph_reader(self) -> GraphQuery: ...
+
+    def model(self) -> ModelClient: ...
 
 
 class BuildIn(msgspec.Struct, rename="camel", kw_only=True):
@@ -76,8 +80,10 @@ class ExtractOut(msgspec.Struct, rename="camel", kw_only=True):
     success: bool
     entities: list[Entity]
     nodes_added: int = 0
-    """The graph is a read model of MEM_EVENTS: extraction reports, the feed writes."""
+    """Nodes extracted and merged into the graph (by type and name), as upstream counts:
+    new ones and ones extracted again alike."""
     edges_added: int = 0
+    """Edges extracted and merged (by source, target and type)."""
 
 
 class ResetOut(msgspec.Struct, rename="camel", kw_only=True):
@@ -165,16 +171,44 @@ class GraphOps:
 
     @operation(
         "mem::graph-extract",
-        description="The entities (files, symbols, packages, errors, commands, concepts) that "
-        "observations name, as the graph would record them",
+        description="Extract the entities (files, symbols, packages, errors, commands, "
+        "concepts) that observations name and store them in the knowledge graph: a node per "
+        "type and name, a co_occurs edge per pair; with GRAPH_EXTRACTION_ENABLED=true and a "
+        "model, also the entities and typed relations the model names",
         http=rest("POST", "graph/extract"),
     )
     async def extract(self, req: ExtractIn) -> ExtractOut:
         seen: dict[tuple[str, str], None] = {}
+        batch = persist.Extracted()
+        at = clock.iso(clock.now())
+        parsed: list[tuple[str, Observation]] = []
         for i, raw in enumerate(req.observations):
-            for kind, name in observation_entities(_observation(raw, i)):
+            obs = _observation(raw, i)
+            ents = observation_entities(obs)
+            for kind, name in ents:
                 seen[(kind, name)] = None
-        return ExtractOut(success=True, entities=[Entity(type=k, name=n) for k, n in seen])
+            source = str(raw.get("id") or "")
+            batch.add(source, obs.project, obs.timestamp or at, ents)
+            parsed.append((source, obs))
+        await add_model_facts(self.owner.model(), parsed, batch, at)
+        for nd in batch.nodes.values():
+            seen[(nd.kind, nd.name)] = None
+        async with AsyncExitStack() as stack:
+            for wait in (0.2, 0.5, 1, 2, 4, 8, 0):  # the feed's minute run holds it briefly
+                try:
+                    await stack.enter_async_context(await self.owner.exclusive("graph"))
+                    break
+                except FunctionError as exc:
+                    if exc.code != "CONFLICT" or not wait:
+                        raise
+                    await asyncio.sleep(wait)
+            await persist.persist(await self._graph(), batch)
+        return ExtractOut(
+            success=True,
+            entities=[Entity(type=k, name=n) for k, n in seen],
+            nodes_added=len(batch.nodes),
+            edges_added=len(batch.edges),
+        )
 
     @operation(
         "mem::graph-reset",

@@ -105,12 +105,12 @@ class GraphQuery:
         return await self._list(req, limit)
 
     def _keep(self, n: GraphNode, req: GraphQueryIn) -> bool:
-        if req.project and n.project != req.project:
+        if n.stale or (req.project and n.project != req.project):
             return False
         return req.node_type is None or n.kind == req.node_type
 
     def _live(self, e: GraphEdge, req: GraphQueryIn) -> bool:
-        return req.include_expired or e.valid_to is None
+        return not e.stale and (req.include_expired or e.valid_to is None)
 
     async def _list(self, req: GraphQueryIn, limit: int) -> dict[str, Any]:
         """Nodes whose name contains `query`, or without one the best connected nodes."""
@@ -222,7 +222,7 @@ class GraphQuery:
             # drops only nodes without live edges): read the page's nodes only.
             kept = set(order)
             got_page = await self._nodes(order[req.offset : req.offset + limit])
-            page = [n for n in got_page if n is not None]
+            page = [n for n in got_page if n is not None and not n.stale]
         page_ids = {n.id for n in page}
         inside = [k for k, (src, dst) in edges.items() if src in kept and dst in kept]
         shown = [k for k in inside if edges[k][0] in page_ids and edges[k][1] in page_ids]

@@ -23,6 +23,7 @@ from functions.graph.adjacency import (
     merge,
     rank,
     read_many,
+    seen_from_an_end,
 )
 from functions.kernel.records import GraphEdge
 
@@ -38,7 +39,7 @@ class Changes:
         self.removed: dict[str, list[str]] = defaultdict(list)
 
     def changed(self, key: str, e: GraphEdge) -> None:
-        entry = AdjEdge(key, e.weight, e.valid_to is None, e.seq)
+        entry = seen_from_an_end(key, e)
         for nid in (e.src, e.dst):
             self.upserts[nid].append((entry, 0))
 
@@ -88,7 +89,7 @@ async def rebuild(state: State, ids: set[str]) -> None:
     best: dict[str, list[tuple[tuple[bool, int, int, str], AdjEdge]]] = defaultdict(list)
     total: dict[str, int] = defaultdict(int)
     async for key, e in state.scan("e.>", GraphEdge):
-        entry = AdjEdge(key, e.weight, e.valid_to is None, e.seq)
+        entry = seen_from_an_end(key, e)
         for nid in (e.src, e.dst):
             if nid not in ids:
                 continue

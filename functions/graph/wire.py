@@ -75,13 +75,20 @@ def edge_wire(e: GraphEdge) -> dict[str, Any]:
     return out
 
 
+def _less(counts: dict[str, int], stale: dict[str, int]) -> dict[str, int]:
+    return {k: max(0, v - stale.get(k, 0)) for k, v in sorted(counts.items())}
+
+
 def stats_wire(s: GraphStats) -> dict[str, Any]:
-    """Graph counts as `GET /agentmemory/graph/stats` answers them."""
+    """Graph counts as `GET /agentmemory/graph/stats` answers them: stale records (marked by
+    cascade-update) left out, as upstream's stats skip them."""
+    nodes = _less(s.nodes_by_type, s.stale_nodes)
+    edges = _less(s.edges_by_type, s.stale_edges)
     return {
-        "totalNodes": sum(s.nodes_by_type.values()),
-        "totalEdges": sum(s.edges_by_type.values()),
-        "nodesByType": dict(sorted(s.nodes_by_type.items())),
-        "edgesByType": dict(sorted(s.edges_by_type.items())),
+        "totalNodes": sum(nodes.values()),
+        "totalEdges": sum(edges.values()),
+        "nodesByType": nodes,
+        "edgesByType": edges,
         "expiredEdges": s.expired_edges,
         "compactedAt": s.compacted_at,
     }

@@ -205,6 +205,8 @@ class GraphNode(msgspec.Struct, omit_defaults=True, kw_only=True):
     """Live edges (validTo unset) touching the node; recounted exactly by compaction."""
     seq: int = 0
     """Last MEM_EVENTS sequence folded in: a replayed batch skips what is already in."""
+    stale: bool = False
+    """Set by cascade-update: a memory it came from was superseded. Queries skip it."""
 
 
 class GraphEdge(msgspec.Struct, omit_defaults=True, kw_only=True):
@@ -221,6 +223,8 @@ class GraphEdge(msgspec.Struct, omit_defaults=True, kw_only=True):
     source_ids: list[str] = msgspec.field(default_factory=list)
     seq: int = 0
     """Last MEM_EVENTS sequence folded in (see GraphNode.seq)."""
+    stale: bool = False
+    """Set by cascade-update (see GraphNode.stale); a stale edge is not followed."""
 
 
 class GraphStats(msgspec.Struct, omit_defaults=True, kw_only=True):
@@ -229,6 +233,10 @@ class GraphStats(msgspec.Struct, omit_defaults=True, kw_only=True):
     nodes_by_type: dict[str, int] = msgspec.field(default_factory=dict)
     edges_by_type: dict[str, int] = msgspec.field(default_factory=dict)
     expired_edges: int = 0
+    stale_nodes: dict[str, int] = msgspec.field(default_factory=dict)
+    """Of `nodes_by_type`, those cascade-update marked stale (stats leave them out)."""
+    stale_edges: dict[str, int] = msgspec.field(default_factory=dict)
+    """Of the live edges in `edges_by_type`, those marked stale."""
     updated_at: str = ""
     seq: int = 0
     compacted_at: str = ""

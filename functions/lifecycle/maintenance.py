@@ -101,7 +101,7 @@ async def auto_forget(
         ids[reason] = mids[:PREVIEW]
         if not dry_run:
             for i in range(0, len(mids), cfg.forget.batch):
-                await _remove(store, ForgetIn(memory_ids=mids[i : i + cfg.forget.batch]), reason)
+                await remove(store, ForgetIn(memory_ids=mids[i : i + cfg.forget.batch]), reason)
     # Observations are removed batch by batch while scanning, a few batches in flight: the
     # candidate list is never held whole, however many there are.
     batch: list[str] = []
@@ -115,9 +115,7 @@ async def auto_forget(
             inflight.difference_update(done)
             for t in done:
                 t.result()  # surface a failed removal
-        inflight.add(
-            asyncio.create_task(_remove(store, ForgetIn(observation_ids=ids), "low-value"))
-        )
+        inflight.add(asyncio.create_task(remove(store, ForgetIn(observation_ids=ids), "low-value")))
 
     cap = await _session_cap(store, cfg.forget.max_obs_per_session)
     async for _, o in store.observations.scan(">", Observation):
@@ -177,12 +175,12 @@ async def _apply_cap(
     ids["session-cap"] = extra[:PREVIEW]
     if not dry_run:
         for i in range(0, len(extra), cfg.forget.batch):
-            await _remove(
+            await remove(
                 store, ForgetIn(observation_ids=extra[i : i + cfg.forget.batch]), "session-cap"
             )
 
 
-async def _remove(store: MemoryStore, req: ForgetIn, reason: str) -> None:
+async def remove(store: MemoryStore, req: ForgetIn, reason: str) -> None:
     req.reason = f"auto-forget: {reason}"
     await forget(store, req, action="auto-forget")
 

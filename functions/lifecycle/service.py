@@ -32,9 +32,11 @@ from functions.kernel.records import (
 )
 from functions.kernel.store import MemoryStore
 from functions.kernel.views import SummaryView, as_view
+from functions.lifecycle import evict as eviction
 from functions.lifecycle.consolidate import ConsolidateOut, Consolidator
 from functions.lifecycle.decay import tier
 from functions.lifecycle.episodes import summarize_sessions, sweep
+from functions.lifecycle.evict import EvictOut
 from functions.lifecycle.job_lock import held
 from functions.lifecycle.maintenance import (
     AutoForgetOut,
@@ -220,13 +222,27 @@ class LifecycleService:
 
     @operation(
         "mem::evict",
-        description="Evict what memory no longer needs: expired, fading, superseded and "
-        "low-value records (dryRun previews)",
+        description="Evict what memory no longer needs: auto-forget's expired, fading, "
+        "superseded and low-value records, stale sessions without a summary (recovered, "
+        "then dropped) and observations past the per-project cap, lowest importance first "
+        "(dryRun previews)",
         timeout=LONG,
         http=rest("POST", "evict"),
     )
-    async def evict(self, req: AutoForgetIn) -> AutoForgetOut:
-        return await self.auto_forget(req)
+    async def evict(self, req: AutoForgetIn) -> EvictOut:
+        now, dry = when(req), req.dry_run
+        cfg = await eviction.load_config(self.store)
+
+        async def recover(ids: set[str]) -> list[SessionSummary]:
+            return await summarize_sessions(
+                self.store, ids, now, cap=self.config.provenance_cap, model=self.model()
+            )
+
+        async with await self.exclusive("auto-forget"):
+            stale = await eviction.stale_sessions(self.store, cfg, now, recover, dry)
+            forgot = await auto_forget(self.store, self.config, now, dry_run=dry)
+            capped = await eviction.project_cap(self.store, cfg, dry)
+        return eviction.reply(forgot, stale, capped, dry)
 
     @operation("mem::audit-retention", description="Drop audit months past retention", timeout=LONG)
     async def audit_retention(self, req: DecayIn) -> RetentionOut:

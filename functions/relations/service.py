@@ -16,6 +16,7 @@ import msgspec
 
 from engine import FunctionError, Tool, operation
 from functions.graph.keys import MemoryIndex
+from functions.graph.stale import mark_stale
 from functions.kernel.clock import now_iso
 from functions.kernel.ids import new_id
 from functions.kernel.names import NONBLANK
@@ -275,8 +276,9 @@ class RelationService(OwnedService[StoreOwner]):
 
     @operation(
         "mem::cascade-update",
-        description="What a superseded memory leaves stale: the graph nodes and edges it made "
-        "and current memories that share its concepts",
+        description="What a superseded memory leaves stale: marks stale the graph nodes and "
+        "edges whose sources overlap its own (graph queries and stats then skip them) and "
+        "counts current memories that share its concepts",
         http=rest("POST", "cascade-update"),
     )
     async def cascade_update(self, req: CascadeIn) -> CascadeOut:
@@ -291,13 +293,14 @@ class RelationService(OwnedService[StoreOwner]):
                     continue
                 if len(mine & {c.lower() for c in m.concepts}) >= 2:
                     siblings.append(m.id)
-        nodes = len(made.nodes) if made else 0
-        edges = len(made.edges) if made else 0
+        marked = await mark_stale(graph, {old.id, *old.source_ids}, made)
+        nodes, edges = marked.nodes, marked.edges
         if nodes or edges or siblings:
             await self.store.audit(
                 "cascade-update",
                 [old.id, *siblings[:50]],
-                reason="superseded memory review",
+                reason=f"superseded memory review: {nodes} graph nodes and {edges} edges "
+                "marked stale",
                 project=old.project,
             )
         return CascadeOut(

@@ -4,6 +4,7 @@ bus function (`mem::search` …), REST route (`POST /agentmemory/search` …) an
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import re
@@ -16,6 +17,7 @@ import msgspec
 import numpy as np
 
 from engine import BUS_ERRORS, Client, FunctionError, Http, NoArgs, Tool, operation
+from functions.kernel import followup
 from functions.kernel.clock import now_iso
 from functions.kernel.owned import routes, started
 from functions.kernel.records import (
@@ -198,7 +200,7 @@ class SearchService:
         "mem::smart-search",
         description="Hybrid semantic+keyword search with progressive disclosure: compact "
         "hits; expandIds for full records.",
-        http=rest("POST", "smart-search"),
+        http=rest("POST", "smart-search", headers={**AGENT, "x-agentmemory-source": "source"}),
         tool=Tool("memory_smart_search", tier="core,basic"),
     )
     async def smart_search(self, req: SmartSearchRequest) -> SmartSearchOut:
@@ -212,6 +214,9 @@ class SearchService:
             raise FunctionError("BAD_REQUEST", "query must not be empty", field="query")
         await self._fresh(req.project)
         hits = self._search(req.query, req.project, req.agent_id, req.kinds, req.limit)
+        if req.session_id and req.source != "viewer" and hits and self.client is not None:
+            with contextlib.suppress(*BUS_ERRORS):  # a counter never fails a search
+                await followup.note(self.client, req.session_id, req.query, [h.id for h in hits])
         return SmartSearchOut(
             mode="compact",
             results=[

@@ -49,6 +49,10 @@ class SmartSearchIn(msgspec.Struct, rename="camel", kw_only=True):
     token_budget: Annotated[int, msgspec.Meta(ge=1, le=1_000_000)] | None = msgspec.field(
         default=None, name="token_budget"
     )
+    session_id: Annotated[str, msgspec.Meta(max_length=512)] = ""
+    """The agent's session: its searches count for diagnostics/followup."""
+    source: Annotated[str, msgspec.Meta(max_length=64)] = ""
+    """`viewer` (or header X-Agentmemory-Source): not an agent's search, not counted."""
 
     def __post_init__(self) -> None:
         self.expand_ids = names(self.expand_ids)

@@ -241,6 +241,16 @@ class TeamBook:
         await self.kv.put(item_key(item.id), item)
         return "stored"
 
+    async def forgotten_by(self, record_id: str, origin: str) -> bool:
+        """A peer reached over HTTP forgot this record (its export's `forgotten`): forget it
+        here too when the team holds it. True when something went."""
+        item = await self.item(record_id)
+        if item is None:
+            return False
+        ev = Forgotten(id=record_id, kind=item.kind, team=item.team, origin=origin,
+                       at=now_iso(), root=item.root)  # fmt: skip
+        return await self._apply_forgotten(ev) == "forgotten"
+
     async def _apply_forgotten(self, ev: Forgotten) -> str:
         if ev.team != self.cfg.team:
             return "other team"

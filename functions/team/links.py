@@ -17,6 +17,7 @@ import logging
 import time
 
 from engine import SourceState, State
+from functions.kernel import clock
 from functions.kernel.clock import now_iso
 from functions.kernel.ids import new_id
 from functions.team.book import TeamBook
@@ -62,7 +63,7 @@ class Links:
 
     async def source(self) -> dict[str, Peer]:
         peers = await self.peers()
-        await self.book.log.source_peers(list(peers))
+        await self.book.log.source_peers([p for p, v in peers.items() if v.kind == "leaf"])
         return peers
 
     async def retry_stale(self, peers: dict[str, Peer]) -> None:
@@ -109,6 +110,9 @@ class Links:
         now = time.time()
         out = []
         for name, peer in sorted(peers.items()):
+            if peer.kind == "http":
+                out.append(http_view(peer, now))
+                continue
             st = states.get(name)
             link = links.get(name) or Link()
             status: PeerStatus = "disconnected"
@@ -175,6 +179,24 @@ class Links:
             f"of our probe in {waited:.0f} s, and none of {peer}'s own probes): check that "
             f"{peer}'s side of the link may send (the hub's leaf permissions; docs/TEAM.md)"
         )
+
+
+def http_view(peer: Peer, now: float) -> PeerView:
+    """An HTTP peer as its last sync left it (disconnected until one ran)."""
+    status: PeerStatus = peer.status or "disconnected"
+    seen = clock.parse(peer.last_sync_at).timestamp() if peer.last_sync_at else None
+    return PeerView(
+        id=peer.name,
+        name=peer.name,
+        url=peer.url,
+        status=status,
+        lag=0,
+        last_seen_seconds=round(now - seen, 1) if seen is not None else None,
+        applied=0,
+        shared_scopes=SCOPES,
+        error=peer.error,
+        reason="" if status == "connected" else peer.error or "no sync yet (mesh/sync runs one)",
+    )
 
 
 def _stale(st: SourceState | None) -> bool:

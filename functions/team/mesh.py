@@ -9,6 +9,7 @@ import time
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+import httpx
 import msgspec
 
 from engine import FunctionError, Tool, operation
@@ -19,6 +20,8 @@ from functions.kernel.records import Memory, MemoryAdded, Observation, Observati
 from functions.kernel.scrub import scrub_value
 from functions.kernel.store import MemoryStore
 from functions.memory.wire import from_wire
+from functions.team import http_peer
+from functions.team.links import http_view
 from functions.team.records import Peer
 from functions.team.wire import (
     ExportIn,
@@ -70,12 +73,15 @@ class MeshService:
     async def register(self, req: RegisterIn) -> RegisterOut:
         t = self.team
         if not t.cfg.meshed:
-            raise FunctionError(
-                "CONFLICT",
-                "this instance has no JetStream domain: set nats.domain (and nats.leafnodes) "
-                "in the engine's config to link it with peers (docs/TEAM.md)",
-                field="name",
-            )
+            if not req.url:
+                raise FunctionError(
+                    "CONFLICT",
+                    "this instance has no JetStream domain: set nats.domain (and "
+                    "nats.leafnodes) in the engine's config to link it with peers, or give the "
+                    "peer's `url` to sync with it over HTTP (docs/TEAM.md)",
+                    field="name",
+                )
+            return await self._register_http(req)
         if req.name == t.cfg.origin:
             raise FunctionError(
                 "UNPROCESSABLE", f"{req.name} is this instance's own domain", field="name"
@@ -89,6 +95,58 @@ class MeshService:
         await self.store.audit("mesh-register", [req.name], actor=t.cfg.user)
         [view] = [v for v in await t.links.views(peers) if v.name == req.name]
         return RegisterOut(success=True, peer=view)
+
+    async def _register_http(self, req: RegisterIn) -> RegisterOut:
+        t = self.team
+        url = await http_peer.check_url(req.url)
+        if req.name in await t.links.peers():
+            raise FunctionError("CONFLICT", f"peer {req.name} is already registered", field="name")
+        peer = Peer(name=req.name, url=url, registered_at=now_iso(), kind="http")
+        await t.book.kv.put("peer." + kv_key(req.name), peer)
+        await self.store.audit("mesh-register", [req.name], actor=t.cfg.user, reason=url)
+        return RegisterOut(success=True, peer=http_view(peer, time.time()))
+
+    async def _sync_http(self, peer: Peer) -> SyncResult:
+        """Push what the team shared since the last good sync, pull what the peer did."""
+        errors: list[str] = []
+        pushed = pulled = 0
+        if not http_peer.secret():
+            errors.append("AGENTMEMORY_SECRET is not set: an HTTP peer needs the shared secret")
+        else:
+            since = peer.last_sync_at or None
+            mine = await self.export(ExportIn(since=since))
+            push = {"memories": mine.memories, "observations": mine.observations}
+            try:
+                got = await http_peer.exchange(peer.url, peer.last_sync_at, push)
+                pushed = len(mine.memories) + len(mine.observations)
+                pulled = (
+                    await self.receive(
+                        ReceiveIn(memories=got.memories, observations=got.observations)
+                    )
+                ).accepted
+                for rid in got.forgotten:  # what the peer forgot, forgotten here too
+                    await self.team.book.forgotten_by(rid, peer.name)
+            except (httpx.HTTPError, ValueError) as exc:
+                errors.append(f"{peer.url}: {exc}")
+            except FunctionError as exc:
+                errors.append(f"{peer.url} sent a record this instance refuses: {exc.message}")
+        ok = not errors
+        at = now_iso()
+
+        def mark(cur: Peer | None) -> Peer | None:
+            if cur is None:
+                return None
+            return msgspec.structs.replace(
+                cur,
+                status="connected" if ok else "error",
+                last_sync_at=at if ok else cur.last_sync_at,
+                error="; ".join(errors),
+            )
+
+        await self.team.book.kv.update("peer." + kv_key(peer.name), mark, type=Peer)
+        return SyncResult(peer_id=peer.name, peer_name=peer.name,
+                          status="connected" if ok else "error", pushed=pushed, pulled=pulled,
+                          lag=0, errors=errors)  # fmt: skip
 
     @operation(
         "mem::mesh-sync",
@@ -106,6 +164,11 @@ class MeshService:
         if req.peer_id and req.peer_id not in peers:
             raise FunctionError("NOT_FOUND", f"no peer {req.peer_id}", field="peerId")
         wanted = [req.peer_id] if req.peer_id else list(peers)
+        over_http = [await self._sync_http(peers[p]) for p in wanted if peers[p].kind == "http"]
+        wanted = [p for p in wanted if peers[p].kind == "leaf"]
+        if over_http and not wanted:
+            return SyncOut(success=True, converged=all(not r.errors for r in over_http),
+                           results=over_http)  # fmt: skip
         if t.cfg.meshed and peers:
             await links.source()
             await links.retry_stale(peers)
@@ -145,7 +208,13 @@ class MeshService:
                     round_trip_ms=trips.get(p),
                 )
             )
-        return SyncOut(success=True, converged=converged, results=results, reason=links.probe_error)
+        converged = converged and all(not r.errors for r in over_http)
+        return SyncOut(
+            success=True,
+            converged=converged,
+            results=[*over_http, *results],
+            reason=links.probe_error,
+        )
 
     @operation(
         "mem::mesh-export",

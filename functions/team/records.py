@@ -161,10 +161,19 @@ class Chain(msgspec.Struct, omit_defaults=True, kw_only=True):
 
 class Peer(msgspec.Struct, omit_defaults=True, kw_only=True):
     name: str
-    """Its JetStream domain."""
+    """Its JetStream domain (a leaf peer), or the name it was registered by (http)."""
     url: str = ""
-    """Where its REST API is, for people (the mesh itself goes over the leaf link)."""
+    """Where its REST API is: for people with a leaf peer; what a sync calls with http."""
     registered_at: str = ""
+    kind: Literal["leaf", "http"] = "leaf"
+    """leaf: its TEAM stream is sourced over the leaf link; http: upstream's mesh, push and
+    pull over REST (functions/team/http_peer.py), for an instance without a domain."""
+    status: Literal["", "connected", "error"] = ""
+    """http: how the last sync went ("": none yet)."""
+    last_sync_at: str = ""
+    """http: when a sync last succeeded (the next one exchanges what changed since)."""
+    error: str = ""
+    """http: what the last failed sync met."""
 
 
 # ---- the TEAM stream's events -----------------------------------------------------

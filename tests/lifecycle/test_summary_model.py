@@ -11,14 +11,13 @@ from collections.abc import AsyncIterator, Iterator
 import pytest
 
 from engine import Client
-from functions.kernel.config import LifecycleConfig, LlmConfig
 from functions.kernel.records import SessionSummary
 from functions.kernel.store import MemoryStore
 from functions.lifecycle.service import LifecycleService
 from functions.lifecycle.wire import SummarizeIn
 from tests.lifecycle._data import at, obs, put_obs, put_session
 from tests.lifecycle.conftest import wire
-from tests.models.standin import StandIn, user_prompt
+from tests.models.standin import StandIn, lifecycle_at, user_prompt
 
 SECRET = "sk-ant-" + "Q1w2E3r4T5y6U7i8O9p0A"
 REPLY = {
@@ -40,13 +39,8 @@ def standin() -> Iterator[StandIn]:
 
 @pytest.fixture
 async def svc(client: Client, standin: StandIn) -> AsyncIterator[LifecycleService]:
-    cfg = LifecycleConfig(
-        llm=LlmConfig(provider="openai", api_key="k", base_url=standin.url, model="m", timeout=5)
-    )
-    s = LifecycleService(cfg)
-    await s.start(client)
-    yield wire(s)
-    await s.stop(client)
+    async with lifecycle_at(client, standin.url) as s:
+        yield wire(s)
 
 
 async def session(store: MemoryStore) -> None:

@@ -10,14 +10,19 @@ every request (path, query, headers, JSON body) and answers by route:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
+
+from engine import Client
+from functions.kernel.config import LifecycleConfig, LlmConfig
+from functions.lifecycle.service import LifecycleService
 
 
 @dataclass
@@ -133,3 +138,17 @@ def wait_for(cond: Callable[[], bool], timeout: float = 20.0) -> None:
         if time.monotonic() > deadline:
             raise AssertionError("condition not met in time")
         time.sleep(0.05)
+
+
+@contextlib.asynccontextmanager
+async def lifecycle_at(client: Client, url: str) -> AsyncIterator[LifecycleService]:
+    """The lifecycle service in-process, its model an OpenAI-compatible provider at `url`."""
+    cfg = LifecycleConfig(
+        llm=LlmConfig(provider="openai", api_key="k", base_url=url, model="m", timeout=5)
+    )
+    svc = LifecycleService(cfg)
+    await svc.start(client)
+    try:
+        yield svc
+    finally:
+        await svc.stop(client)

@@ -16,16 +16,14 @@ import pytest
 
 from engine import Client
 from functions.insights.service import InsightService, ReflectIn
-from functions.kernel.config import LifecycleConfig, LlmConfig
 from functions.kernel.records import INSIGHTS_BUCKET, Insight
 from functions.kernel.store import MemoryStore
-from functions.lifecycle.service import LifecycleService
 from tests.coordination.test_actions import make
 from tests.helpers import eventually
 from tests.lifecycle._data import at, obs, put_obs
 from tests.lifecycle.conftest import wire
 from tests.memory.conftest import rest_client
-from tests.models.standin import Seen, StandIn
+from tests.models.standin import Seen, StandIn, lifecycle_at
 
 A = "/agentmemory/"
 SECRET = "ghp_" + "Z9y8X7w6V5u4T3s2R1q0P9o8N7m6L5k4J3i2"
@@ -83,13 +81,8 @@ def model_env(standin: StandIn, tmp_path: Path) -> dict[str, str]:
 # ---- reflect -----------------------------------------------------------------------------
 @pytest.fixture
 async def insights(client: Client, standin: StandIn) -> AsyncIterator[Any]:
-    cfg = LifecycleConfig(
-        llm=LlmConfig(provider="openai", api_key="k", base_url=standin.url, model="m", timeout=5)
-    )
-    svc = LifecycleService(cfg)
-    await svc.start(client)
-    yield wire(InsightService(svc))
-    await svc.stop(client)
+    async with lifecycle_at(client, standin.url) as svc:
+        yield wire(InsightService(svc))
 
 
 async def billing_sessions(store: MemoryStore) -> None:

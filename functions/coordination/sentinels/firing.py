@@ -6,7 +6,10 @@
   state trigger delivers the expiry (`on_timer`), the sweep cron is the backstop;
 - `checkpoint`: the checkpoint it names being resolved, from the state trigger on
   `mem_checkpoints` (`on_checkpoint`);
-- `webhook`, `approval`, `custom`, `threshold`: a call to `trigger` from outside
+- `threshold` `{metric, operator, value}`: `check` (sentinels/check) compares the calls of
+  the function `metric` names, summed over the workers' `$SRV.STATS` (`metrics`), and fires
+  with reason `threshold_crossed`;
+- `webhook`, `approval`, `custom` (and any sentinel): a call to `trigger` from outside
   (`core.trigger`).
 An `expiresInMs` sentinel still watching at its expiry becomes `expired` (a timer too)."""
 
@@ -23,6 +26,7 @@ import msgspec
 from engine import TRIGGERS_BUCKET, Change, SnapshotEnd, TriggerSpec
 from functions.coordination.inputs import StateChange
 from functions.coordination.records import Sentinel
+from functions.coordination.sentinels import metrics
 from functions.coordination.sentinels.core import expire, fire
 from functions.coordination.sentinels.wire import SentinelCheckOut
 from functions.coordination.store import CoordStore
@@ -175,10 +179,17 @@ async def scan_patterns(cs: CoordStore) -> list[str]:
 async def check(cs: CoordStore) -> SentinelCheckOut:
     """Fire what is due now: timers and expiries past their time (the state trigger fires
     them as they fall due; this is the on-demand and backstop pass) and pattern sentinels
-    against the observations stored since the last scan."""
+    against the observations stored since the last scan, and threshold sentinels against the
+    functions' call counters (`metrics`)."""
     watching = [s for s in await cs.all(cs.sentinels, Sentinel) if s.status == "watching"]
     fired: list[str] = await scan_patterns(cs)
     now = now_ms()
+    thresholds = [s for s in watching if s.type == "threshold"]
+    calls = await metrics.function_calls(cs.client) if thresholds else {}
+    for s in thresholds:
+        result = metrics.crossed(s.config, calls)
+        if result is not None and await fire(cs, s.id, result, "") is not None:
+            fired.append(s.id)
     for s in watching:
         if s.type == "timer" and s.due_at and ms_of(s.due_at) <= now:
             if await fire(cs, s.id, _timer_result(s), "", due=True) is not None:
