@@ -3,9 +3,11 @@ own port block, HOME and secret), shared by every module of this folder."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import secrets
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -77,6 +79,20 @@ class Stack:
                     },
                 )
                 assert r.status_code in (200, 201), r.text
+
+
+def digest(stack: Stack) -> None:
+    """The lifecycle's event digest now, instead of at its next minute (it builds the graph)."""
+
+    async def run() -> None:
+        c = await stack.engine.client()
+        try:
+            await c.call("mem::digest-events", None, timeout=120)
+        finally:
+            await c.nc.close()
+
+    with ThreadPoolExecutor(1) as pool:  # the sync Playwright API holds this thread's loop
+        pool.submit(asyncio.run, run()).result()
 
 
 def transcript(sid: str, cwd: str, turns: int = 3) -> str:

@@ -19,7 +19,7 @@ import pytest
 from tests.browser import chromium, needs_chromium
 from tests.conftest import ROOT
 from tests.helpers import wait_until
-from tests.viewer.conftest import Stack, transcript
+from tests.viewer.conftest import Stack, digest, transcript
 
 SHOTS = ROOT / os.environ.get("SCREENSHOTS", "artifacts/viewer")
 PAGES = ["activity", "trends", "memories", "sessions", "replay", "graph", "profile", "lessons",
@@ -360,8 +360,22 @@ def test_screenshots_of_every_page(page: Any, stack: Stack) -> None:
                                               "type": "decision", "project": "orders-api",
                                               "concepts": "csv, accounting"})  # fmt: skip
     stack.observe("shots-" + uuid.uuid4().hex[:6], 4, project="orders-api")
+    digest(stack)  # the graph and the day records now, not at the lifecycle's next minute
+
+    def counted() -> bool:  # sessions' counts are flushed every few seconds
+        with stack.rest() as c:
+            got = c.get("/agentmemory/viewer/snapshot").json()["counts"]["observations"]
+        return int(got) >= 4
+
+    wait_until(counted, timeout=30, what="the observations in the header's counts")
     for name in PAGES:
         open_live(page, stack, name)
+        if name == "graph":
+            page.locator('#graph-canvas[data-drawn="true"]').wait_for()
+        if name == "memories":  # counted in words: "1 memory", "3 memories"
+            page.locator("#memories-count:not(:empty)").wait_for()
+            n, word = str(page.locator("#memories-count").text_content()).split()
+            assert word == ("memory" if n == "1" else "memories"), (n, word)
         page.wait_for_timeout(600)
         shot(page, name)
     open_live(page, stack, f"sessions/{sid}")

@@ -16,7 +16,7 @@ import pytest
 
 from tests.browser import chromium, needs_chromium
 from tests.helpers import wait_until
-from tests.viewer.conftest import Stack
+from tests.viewer.conftest import Stack, digest
 
 pytestmark = needs_chromium
 PAGES = ["activity", "trends", "memories", "sessions", "replay", "graph", "profile", "lessons",
@@ -47,20 +47,6 @@ def open_page(browser: Any, stack: Stack, width: int = 1400, height: int = 900) 
     pg.goto(stack.login_url())
     pg.locator('#live-status[data-state="live"]').wait_for()
     return pg
-
-
-def digest(stack: Stack) -> None:
-    """The lifecycle's event digest now, instead of at its next minute (it builds the graph)."""
-
-    async def run() -> None:
-        c = await stack.engine.client()
-        try:
-            await c.call("mem::digest-events", None, timeout=120)
-        finally:
-            await c.nc.close()
-
-    with ThreadPoolExecutor(1) as pool:  # the sync Playwright API holds this thread's loop
-        pool.submit(asyncio.run, run()).result()
 
 
 def trends(stack: Stack) -> dict[str, Any]:

@@ -3,7 +3,7 @@
 import { get, post, query } from "../lib/api.js";
 import { confirmWithReason } from "../lib/confirm.js";
 import { renderDiff } from "../lib/diff.js";
-import { badge, camel, cut, empty, enc, field, h, main, page, select, toast, short, when } from "../lib/dom.js";
+import { badge, camel, cut, empty, enc, field, h, main, page, plural, select, toast, short, when } from "../lib/dom.js";
 
 const TYPES = ["fact", "decision", "pattern", "preference", "bug", "workflow", "semantic", "procedural"];
 
@@ -202,7 +202,7 @@ export async function render(ctx) {
     const any = found.length > 0 || q.value.trim() || filters.project || filters.type || filters.agentId;
     none.hidden = Boolean(any);
     table.hidden = !found.length;
-    status.textContent = found.length ? `${found.length} memories` : (any ? "nothing matches these filters" : "");
+    status.textContent = found.length ? `${found.length} ${plural(found.length, "memory", "memories")}` : (any ? "nothing matches these filters" : "");
   };
   const search = async (ev) => {
     if (ev) ev.preventDefault();
@@ -221,7 +221,7 @@ export async function render(ctx) {
     try {
       const doc = await get(`export${query({ project: project.value })}`);
       download(`agentmemory-export-${new Date().toISOString().slice(0, 10)}.json`, doc);
-      toast(`exported ${doc.memories.length} memories, ${doc.sessions.length} sessions`, "ok");
+      toast(`exported ${doc.memories.length} ${plural(doc.memories.length, "memory", "memories")}, ${doc.sessions.length} ${plural(doc.sessions.length, "session")}`, "ok");
     } catch (e) { toast(e.message, "err"); }
   };
   page("Memories", "Search what agents remembered; open one for its versions and where it came from.",

@@ -2,7 +2,7 @@
 // 0.5x-4x; space toggles, the arrow keys step, Home/End jump. Each event stays on screen
 // for its reading time divided by the speed (real gaps may be hours).
 import { get, post, query } from "../lib/api.js";
-import { badge, empty, enc, field, h, page, select, toast, when } from "../lib/dom.js";
+import { badge, empty, enc, field, h, page, plural, select, toast, when } from "../lib/dom.js";
 import { KIND_LABELS, eventBody, eventHeader, offset } from "../lib/timeline.js";
 
 const SPEEDS = ["0.5", "1", "2", "4"];
@@ -116,7 +116,7 @@ async function player(box, sid, ctx) {
   const prev = h("button", { id: "replay-prev", type: "button", class: "secondary", "aria-label": "Previous event", text: "◀", onclick: () => { p.pause(); p.step(-1); } });
   const next = h("button", { id: "replay-next", type: "button", class: "secondary", "aria-label": "Next event", text: "▶", onclick: () => { p.pause(); p.step(1); } });
   root.append(
-    h("p", { class: "muted" }, `${s.project || "no project"} · ${when(s.startedAt || doc.timeline.startedAt)} · ${events.length} events `,
+    h("p", { class: "muted" }, `${s.project || "no project"} · ${when(s.startedAt || doc.timeline.startedAt)} · ${events.length} ${plural(events.length, "event")} `,
       s.origin === "import" ? badge("imported", "origin") : null),
     h("div", { class: "controls row" }, prev, play, next, field("Speed", speed), pos),
     scrub,
