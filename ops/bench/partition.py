@@ -280,6 +280,9 @@ async def inner(lab: Lab, profile: Profile, fp: Faults, keep: bool) -> dict[str,
             f[f"search_ok_{phase}"] = (
                 round(sum(1 for x in inside if x.ok) / len(inside), 3) if inside else None
             )
+        # The cron trigger's ticks during the cut and from the heal to the next fault.
+        f["cron_ticks_cut"] = sum(1 for x in ticks.times if f["at"] <= x < healed)
+        f["cron_ticks_heal"] = sum(1 for x in ticks.times if healed <= x < end)
         f.pop("at")
     kinds = [x.get("kind") for x in agent_lines]
     return {
