@@ -119,6 +119,7 @@ class Worker:
 
     def __post_init__(self) -> None:
         self._start_hooks: list[Hook] = []
+        self._drain_hooks: list[Hook] = []
         self._stop_hooks: list[Hook] = []
         self._inflight: set[asyncio.Task[None]] = set()
         self._deadlines: dict[asyncio.Task[None], float] = {}
@@ -206,6 +207,12 @@ class Worker:
 
     def on_start(self, fn: Hook) -> Hook:
         self._start_hooks.append(fn)
+        return fn
+
+    def on_drain(self, fn: Hook) -> Hook:
+        """Run `fn` when the worker starts to drain, before it waits for the calls in flight:
+        a long call can end early (between its batches) instead of holding the stop."""
+        self._drain_hooks.append(fn)
         return fn
 
     def on_stop(self, fn: Hook) -> Hook:
@@ -296,6 +303,12 @@ class Worker:
                 await self._service.stop()
             except Exception:
                 pass
+        if self._client is not None:
+            for hook in self._drain_hooks:
+                try:
+                    await hook(self._client)
+                except Exception:
+                    log.exception("drain hook of %s failed", self.name)
         if self._inflight:
             _done, pending = await asyncio.wait(set(self._inflight), timeout=self.drain_timeout)
             for t in pending:
