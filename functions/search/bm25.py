@@ -63,6 +63,9 @@ class Scope:
     """Entity-graph node -> its records inside the scope (kept here for the same reason)."""
     entity_links: dict[int, list[int]] = field(default_factory=dict)
     """Entity-graph node -> the entities on its latest records inside the scope."""
+    carried: dict[str, tuple[I32, F64, int]] = field(default_factory=dict)
+    """term -> (positions, tf, lo): matches found by an older scope over the slots below
+    `lo` (positions the same here), to be extended rather than gathered again."""
     norms: F64 | None = None
     """BM25 length normalisation per position (`BM25Index._norms`)."""
     norms_positive: bool = False
@@ -150,6 +153,48 @@ class BM25Index:
         whole = in_parts is not None and in_parts == n
         return Scope(mask, n, max(avgdl, 1e-6), parts, whole)
 
+    def carry(self, old: Scope, new: Scope) -> None:
+        """Give `new` (the documents of `old`, plus the visible ones among the slots appended
+        since) what `old` found that appends leave true: its numbering, extended, and its
+        terms' matches, which `matches` extends by the new postings when a query asks for
+        the term. Contributions and norms follow the statistics: `new` computes them."""
+        lo = len(old.mask)
+        ids0, pos0 = old.numbering()
+        tail = new.mask[lo:]
+        fresh = (lo + np.flatnonzero(tail)).astype(np.int32)
+        ids = np.concatenate([ids0, fresh])
+        tail_pos = np.full(len(tail), -1, np.int32)
+        tail_pos[fresh - lo] = np.arange(len(ids0), len(ids), dtype=np.int32)
+        new._numbering = (ids, np.concatenate([pos0, tail_pos]))
+        carried = dict(old.carried)
+        carried.update((t, (local, tf, lo)) for t, (local, tf) in old.cache.items())
+        if len(carried) > 2 * CACHE_TERMS:
+            carried = {t: carried[t] for t in old.cache}
+        new.carried = carried
+
+    def _carried(self, term: str, scope: Scope) -> tuple[I32, F64] | None:
+        """A term's matches in an older scope (slots below its `lo`) extended by the term's
+        postings from `lo` on, when they come from one partition: then old + new is the
+        order a fresh scope reads them in (from several, partitions would interleave)."""
+        got = scope.carried.pop(term, None)
+        if got is None:
+            return None
+        local, tf, lo = got
+        arrays = self._arrays(term, scope)
+        if len(arrays) != 1:
+            return None
+        d, f = arrays[0]
+        docs = np.frombuffer(d, dtype=np.int32)
+        start = int(np.searchsorted(docs, lo))  # postings are in slot order
+        more, more_tf = docs[start:], np.frombuffer(f, dtype=np.float32)[start:]
+        if len(more) and more[-1] >= len(scope.mask):
+            return None  # postings past a held scope: the plain path copes
+        at = scope.numbering()[1][more]
+        if not scope.whole:
+            sel = at >= 0
+            at, more_tf = at[sel], more_tf[sel]
+        return np.concatenate([local, at]), np.concatenate([tf, more_tf])
+
     # ---- reads -------------------------------------------------------------------
     def vocabulary(self) -> list[str]:
         if self._pending_vocab:
@@ -178,6 +223,10 @@ class BM25Index:
         changes, since a write appends postings only for new slots, past its mask (and a
         write makes the index take a new scope anyway)."""
         hit = scope.cache.get(term)
+        if hit is None and scope.carried:
+            hit = self._carried(term, scope)
+            if hit is not None:
+                scope.remember(scope.cache, term, hit)
         if hit is None:
             arrays = self._arrays(term, scope)
             if not arrays:
@@ -246,8 +295,8 @@ class BM25Index:
         todo: list[tuple[str, list[tuple[array[int], array[float]]]]] = []
         seen: set[str] = set()
         for t in terms:
-            if t in seen or t in scope.contrib:
-                continue
+            if t in seen or t in scope.contrib or t in scope.cache or t in scope.carried:
+                continue  # (matches known from an older scope are extended, not gathered)
             seen.add(t)
             arrays = self._arrays(t, scope)
             if arrays:
