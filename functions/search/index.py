@@ -330,7 +330,7 @@ class SearchIndex:
         toks = tokenize(query)
         counts = Counter(toks)
         last = toks[-1] if toks else ""
-        postings = self.bm25.postings
+        known = self.bm25.has
         # Prefix completion for the word being typed (the last one) and for words the
         # index does not hold; a known word is matched exactly, which keeps queries cheap.
         return [
@@ -338,7 +338,7 @@ class SearchIndex:
                 t,
                 float(c),
                 synonyms(t) if self.config.synonyms else (),
-                self.config.prefix and (t == last or t not in postings),
+                self.config.prefix and (t == last or not known(t)),
             )
             for t, c in counts.items()
         ]
@@ -453,7 +453,7 @@ class SearchIndex:
         return {
             "documents": len(self.doc_of),
             "slots": len(self.meta),
-            "terms": len(self.bm25.postings),
+            "terms": self.bm25.term_count(),
             "entities": len(self.graph.names),
             "vectors": self.vectors.count() if self.vectors is not None else 0,
             "pendingEmbeddings": len(self.pending_text),
