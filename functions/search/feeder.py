@@ -16,6 +16,7 @@ import itertools
 import logging
 import os
 import time
+import zlib
 from collections import deque
 from typing import Any
 
@@ -44,6 +45,11 @@ leader died, none can be made until a new one is elected; try again soon."""
 APPLY_BATCH = 256
 """Events applied from the follower's backlog before the loop turns (waiting searches and
 new calls run between batches, and each batch is one wake-up of the fences)."""
+PACKED = b"zl1\0"
+"""Prefix of a snapshot stored zlib-compressed (level 1: a 100k-document snapshot goes from
+35 to 9 MB). Reading an object back costs more than linearly in its size (the client library
+joins its chunks one by one), so the smaller blob is what makes a restart quick; a
+snapshot without the prefix (msgpack: it starts with a map) is read as it is."""
 SHARED_SUBJECTS = tuple(f"{EVENTS_SUBJECT}.{k}" for k in ("memory", "summary", "removed"))
 """Event subjects every project's queries may see (memories without a project are global)."""
 _decoder = msgspec.json.Decoder(MemEvent)
@@ -271,8 +277,9 @@ class IndexHolder:
         if seq == self.snapshot_seq:
             return seq
         blob = snapshot.dump(self.index)
+        packed = PACKED + await asyncio.to_thread(zlib.compress, blob, 1)
         last = await self.events.get(seq) if seq else None
-        await self.store.put(self.snapshot_name, blob)
+        await self.store.put(self.snapshot_name, packed)
         if last is not None:
             await self.store.put(self.snapshot_name + ".last", _digest(last))
         self.snapshot_at = time.time()
@@ -280,13 +287,24 @@ class IndexHolder:
         return seq
 
     async def restore(self) -> bool:
+        began = time.monotonic()
         blob = await self.store.get(self.snapshot_name)
         if blob is None:
             return False
+        stored = len(blob)
+        read = time.monotonic() - began
+        if blob.startswith(PACKED):
+            blob = await asyncio.to_thread(zlib.decompress, memoryview(blob)[len(PACKED) :])
         fresh = SearchIndex(self.index.config, VectorIndex() if self.embedder else None)
         self.index = snapshot.load(blob, fresh)
         self.snapshot_seq = self.index.seq
         self.snapshot_at = time.time()
+        log.info(
+            "index restored: %d documents at event %d from a %.1f MB snapshot (read %.2f s, "
+            "in all %.2f s); following from %d",
+            len(self.index), self.index.seq, stored / 1e6, read, time.monotonic() - began,
+            self.index.seq + 1,
+        )  # fmt: skip
         return True
 
     async def _snapshot_still_holds(self) -> bool:
