@@ -303,24 +303,23 @@ class Worker:
                 await self._service.stop()
             except Exception:
                 pass
-        if self._client is not None:
-            for hook in self._drain_hooks:
-                try:
-                    await hook(self._client)
-                except Exception:
-                    log.exception("drain hook of %s failed", self.name)
+        await self._run_hooks(self._drain_hooks, "drain")
         if self._inflight:
             _done, pending = await asyncio.wait(set(self._inflight), timeout=self.drain_timeout)
             for t in pending:
                 t.cancel()
         if self._sweeper is not None:
             self._sweeper.cancel()
-        if self._client is not None:
-            for hook in self._stop_hooks:
-                try:
-                    await hook(self._client)
-                except Exception:
-                    log.exception("stop hook of %s failed", self.name)
+        await self._run_hooks(self._stop_hooks, "stop")
+
+    async def _run_hooks(self, hooks: list[Hook], what: str) -> None:
+        if self._client is None:
+            return
+        for hook in hooks:
+            try:
+                await hook(self._client)
+            except Exception:
+                log.exception("%s hook of %s failed", what, self.name)
 
     def run(self) -> None:
         """Process entry point: connect from the environment, serve until SIGTERM/SIGINT."""
