@@ -200,12 +200,16 @@ class BM25Index:
         if got is None:
             return None
         local, tf, lo = got
-        arrays = self._arrays(term, scope)
-        if len(arrays) != 1:
+        parts = self._pieces(term, scope)
+        if len(parts) != 1:
             return None
-        docs, f = arrays[0]
-        start = int(np.searchsorted(docs, lo))  # postings are in slot order
-        more, more_tf = docs[start:], f[start:]
+        kept = [(d, f) for d, f in parts[0] if len(d) and d[-1] >= lo]
+        if not kept:
+            more, more_tf = np.zeros(0, np.int32), np.zeros(0, np.float32)
+        else:  # postings are in slot order: only the pieces reaching past lo matter
+            starts = [int(np.searchsorted(d, lo)) for d, _ in kept]
+            more = np.concatenate([d[i:] for (d, _), i in zip(kept, starts, strict=True)])
+            more_tf = np.concatenate([f[i:] for (_, f), i in zip(kept, starts, strict=True)])
         if len(more) and more[-1] >= len(scope.mask):
             return None  # postings past a held scope: the plain path copes
         at = scope.numbering()[1][more]
@@ -254,25 +258,27 @@ class BM25Index:
             scope.remember(scope.cache, term, hit)
         return hit
 
-    def _arrays(self, term: str, scope: Scope) -> list[tuple[I32, F32]]:
-        """(docs, tfs) of each of the term's partitions the scope reads: the scope's
-        partitions in its order, or all in the order they first had postings of the term;
-        a partition's sealed postings, then its tail's."""
-        lists = self.sealed.lists(term) if term in self.sealed.term_id else []
+    def _pieces(self, term: str, scope: Scope) -> list[list[tuple[I32, F32]]]:
+        """The term's postings the scope reads, per partition (the scope's partitions in
+        its order, or all in the order they first had postings of the term): its sealed
+        postings, then its tail's, as separate pieces (views, no copy)."""
+        lists = self.sealed.lists(term, scope.parts) if term in self.sealed.term_id else []
         tail = self.postings.get(term)
         if not lists and not tail:
             return []
-        by_part: dict[int, tuple[I32, F32]] = {p: (d, f) for p, d, f in lists}
+        by_part: dict[int, list[tuple[I32, F32]]] = {p: [(d, f)] for p, d, f in lists}
         for p, (d2, f2) in (tail or {}).items():
+            if scope.parts is not None and p not in scope.parts:
+                continue
             more = np.frombuffer(d2, dtype=np.int32), np.frombuffer(f2, dtype=np.float32)
-            had = by_part.get(p)
-            if had is None:
-                by_part[p] = more
-            else:
-                by_part[p] = np.concatenate([had[0], more[0]]), np.concatenate([had[1], more[1]])
+            by_part.setdefault(p, []).append(more)
         if scope.parts is None:
             return list(by_part.values())
         return [by_part[p] for p in scope.parts if p in by_part]
+
+    def _arrays(self, term: str, scope: Scope) -> list[tuple[I32, F32]]:
+        """`_pieces`, one after another: what a reader concatenates (once)."""
+        return [piece for part in self._pieces(term, scope) for piece in part]
 
     def _matches(self, arrays: list[tuple[I32, F32]], scope: Scope) -> tuple[I32, F64]:
         if scope.n == 0:

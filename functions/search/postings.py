@@ -52,13 +52,16 @@ class Sealed:
     def __len__(self) -> int:
         return len(self.docs)
 
-    def lists(self, term: str) -> list[tuple[int, I32, F32]]:
-        """(partition, docs, tfs) of each of the term's lists, in order (views, no copy)."""
+    def lists(self, term: str, only: tuple[int, ...] | None = None) -> list[tuple[int, I32, F32]]:
+        """(partition, docs, tfs) of each of the term's lists, in order (views, no copy);
+        `only`: of these partitions alone."""
         t = self.term_id.get(term)
         if t is None:
             return []
         out = []
         for r in range(int(self.first[t]), int(self.first[t + 1])):
+            if only is not None and int(self.part[r]) not in only:
+                continue
             lo = int(self.end[r - 1]) if r else 0
             hi = int(self.end[r])
             out.append((int(self.part[r]), self.docs[lo:hi], self.tfs[lo:hi]))
