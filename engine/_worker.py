@@ -119,6 +119,7 @@ class Worker:
 
     def __post_init__(self) -> None:
         self._start_hooks: list[Hook] = []
+        self._drain_hooks: list[Hook] = []
         self._stop_hooks: list[Hook] = []
         self._inflight: set[asyncio.Task[None]] = set()
         self._deadlines: dict[asyncio.Task[None], float] = {}
@@ -206,6 +207,12 @@ class Worker:
 
     def on_start(self, fn: Hook) -> Hook:
         self._start_hooks.append(fn)
+        return fn
+
+    def on_drain(self, fn: Hook) -> Hook:
+        """Run `fn` when the worker starts to drain, before it waits for the calls in flight:
+        a long call can end early (between its batches) instead of holding the stop."""
+        self._drain_hooks.append(fn)
         return fn
 
     def on_stop(self, fn: Hook) -> Hook:
@@ -296,18 +303,23 @@ class Worker:
                 await self._service.stop()
             except Exception:
                 pass
+        await self._run_hooks(self._drain_hooks, "drain")
         if self._inflight:
             _done, pending = await asyncio.wait(set(self._inflight), timeout=self.drain_timeout)
             for t in pending:
                 t.cancel()
         if self._sweeper is not None:
             self._sweeper.cancel()
-        if self._client is not None:
-            for hook in self._stop_hooks:
-                try:
-                    await hook(self._client)
-                except Exception:
-                    log.exception("stop hook of %s failed", self.name)
+        await self._run_hooks(self._stop_hooks, "stop")
+
+    async def _run_hooks(self, hooks: list[Hook], what: str) -> None:
+        if self._client is None:
+            return
+        for hook in hooks:
+            try:
+                await hook(self._client)
+            except Exception:
+                log.exception("%s hook of %s failed", what, self.name)
 
     def run(self) -> None:
         """Process entry point: connect from the environment, serve until SIGTERM/SIGINT."""

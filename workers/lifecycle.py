@@ -31,6 +31,7 @@ def schedules(cfg: LifecycleConfig) -> dict[str, str]:
 def serve_lifecycle(worker: Worker, service: LifecycleService | None = None) -> LifecycleService:
     svc = service or LifecycleService()
     worker.on_start(svc.start)
+    worker.on_drain(svc.drain)
     worker.on_stop(svc.stop)
     worker.serve(svc)
     for part in (

@@ -42,9 +42,12 @@ async def digest(
     batch: int = 1000,
     limit: int = 200_000,
     fault: Callable[[str, int], None] | None = None,
+    stop: Callable[[], bool] | None = None,
 ) -> dict[str, int]:
     """Fold the events not yet seen into each sink, at most about `limit` per run (a run
-    must end well within its lease; the next run goes on); returns events per sink."""
+    must end well within its lease; the next run goes on); returns events per sink. When
+    `stop()` turns true (the worker drains) the run ends after the batch in hand: its
+    cursors are stored, so the next run resumes there."""
     cursors: dict[str, int] = {}
     for s in sinks:
         got: int | None = await life.get(cursor_key(s.name), int)
@@ -53,6 +56,8 @@ async def digest(
     after = min(cursors.values(), default=0)
     start = after
     while after - start < limit:
+        if stop is not None and stop():
+            return folded
         events: list[tuple[int, MemEvent]] = []
         last = after
         reader = store.events.read(after=after, subject=f"{EVENTS_SUBJECT}.>", page=batch)

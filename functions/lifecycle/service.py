@@ -81,6 +81,7 @@ class LifecycleService:
         self.config = config or LifecycleConfig.from_env()
         self._store: MemoryStore | None = None
         self._local = asyncio.Lock()
+        self._draining = False
 
     @property
     def store(self) -> MemoryStore:
@@ -91,6 +92,13 @@ class LifecycleService:
         await client.state(LIFECYCLE_BUCKET)
         await client.state(GRAPH_BUCKET)
         await client.state(PROFILES_BUCKET)
+
+    async def drain(self, client: Client) -> None:
+        """The worker is stopping: a digest run ends after the batch it is folding."""
+        self._draining = True
+
+    def draining(self) -> bool:
+        return self._draining
 
     async def stop(self, client: Client) -> None:
         return None
@@ -258,7 +266,10 @@ class LifecycleService:
 
     async def _digest(self) -> dict[str, int]:
         life = await self.store.client.state(LIFECYCLE_BUCKET)
-        return await digest(self.store, life, await self._sinks(), batch=self.config.graph.batch)
+        sinks = await self._sinks()
+        return await digest(
+            self.store, life, sinks, batch=self.config.graph.batch, stop=self.draining
+        )
 
     @operation(
         "mem::digest-events",

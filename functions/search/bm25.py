@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from functions.search.postings import Sealed, SealedBuffers
+
 F32 = npt.NDArray[np.float32]
 F64 = npt.NDArray[np.float64]
 I32 = npt.NDArray[np.int32]
@@ -63,6 +65,9 @@ class Scope:
     """Entity-graph node -> its records inside the scope (kept here for the same reason)."""
     entity_links: dict[int, list[int]] = field(default_factory=dict)
     """Entity-graph node -> the entities on its latest records inside the scope."""
+    carried: dict[str, tuple[I32, F64, int]] = field(default_factory=dict)
+    """term -> (positions, tf, lo): matches found by an older scope over the slots below
+    `lo` (positions the same here), to be extended rather than gathered again."""
     norms: F64 | None = None
     """BM25 length normalisation per position (`BM25Index._norms`)."""
     norms_positive: bool = False
@@ -96,8 +101,11 @@ class BM25Index:
     synonym_weight: float = 0.6
     prefix_weight: float = 0.4
     postings: dict[str, dict[int, tuple[array[int], array[float]]]] = field(default_factory=dict)
-    """term -> partition (the project's code) -> (doc ids, tfs). A query scoped to a project
-    reads only that project's postings, however large the others are."""
+    """The tail: term -> partition (the project's code) -> (doc ids, tfs) of the postings
+    added since the last seal. A query scoped to a project reads only that project's
+    postings, however large the others are."""
+    sealed: Sealed = field(default_factory=Sealed)
+    """Everything before the last seal, in flat arrays (functions/search/postings.py)."""
     doc_len: array[float] = field(default_factory=lambda: array("f"))
     _len64: F64 = field(default_factory=lambda: np.zeros(0, np.float64))
     """`doc_len` widened to float64 (what scoring computes in), kept in step on write so
@@ -119,7 +127,8 @@ class BM25Index:
             parts = self.postings.get(term)
             if parts is None:
                 parts = self.postings[term] = {}
-                self._pending_vocab.append(term)
+                if term not in self.sealed.term_id:
+                    self._pending_vocab.append(term)
             p = parts.get(part)
             if p is None:
                 p = parts[part] = (array("i"), array("f"))
@@ -128,6 +137,20 @@ class BM25Index:
 
     def size(self) -> int:
         return len(self.doc_len)
+
+    def seal(self) -> None:
+        """Fold the tail into the sealed arrays (what a query reads is unchanged)."""
+        if self.postings:
+            self.sealed = self.sealed.merged(self.postings)
+            self.postings = {}
+
+    def has(self, term: str) -> bool:
+        return term in self.postings or term in self.sealed.term_id
+
+    def term_count(self) -> int:
+        return len(self.sealed.terms) + sum(
+            1 for t in self.postings if t not in self.sealed.term_id
+        )
 
     def lengths64(self) -> F64:
         return self._len64[: len(self.doc_len)]
@@ -149,6 +172,51 @@ class BM25Index:
         avgdl = float(lens[mask[: len(lens)]].mean()) if n else 1.0
         whole = in_parts is not None and in_parts == n
         return Scope(mask, n, max(avgdl, 1e-6), parts, whole)
+
+    def carry(self, old: Scope, new: Scope) -> None:
+        """Give `new` (the documents of `old`, plus the visible ones among the slots appended
+        since) what `old` found that appends leave true: its numbering, extended, and its
+        terms' matches, which `matches` extends by the new postings when a query asks for
+        the term. Contributions and norms follow the statistics: `new` computes them."""
+        lo = len(old.mask)
+        ids0, pos0 = old.numbering()
+        tail = new.mask[lo:]
+        fresh = (lo + np.flatnonzero(tail)).astype(np.int32)
+        ids = np.concatenate([ids0, fresh])
+        tail_pos = np.full(len(tail), -1, np.int32)
+        tail_pos[fresh - lo] = np.arange(len(ids0), len(ids), dtype=np.int32)
+        new._numbering = (ids, np.concatenate([pos0, tail_pos]))
+        carried = dict(old.carried)
+        carried.update((t, (local, tf, lo)) for t, (local, tf) in old.cache.items())
+        if len(carried) > 2 * CACHE_TERMS:
+            carried = {t: carried[t] for t in old.cache}
+        new.carried = carried
+
+    def _carried(self, term: str, scope: Scope) -> tuple[I32, F64] | None:
+        """A term's matches in an older scope (slots below its `lo`) extended by the term's
+        postings from `lo` on, when they come from one partition: then old + new is the
+        order a fresh scope reads them in (from several, partitions would interleave)."""
+        got = scope.carried.pop(term, None)
+        if got is None:
+            return None
+        local, tf, lo = got
+        parts = self._pieces(term, scope)
+        if len(parts) != 1:
+            return None
+        kept = [(d, f) for d, f in parts[0] if len(d) and d[-1] >= lo]
+        if not kept:
+            more, more_tf = np.zeros(0, np.int32), np.zeros(0, np.float32)
+        else:  # postings are in slot order: only the pieces reaching past lo matter
+            starts = [int(np.searchsorted(d, lo)) for d, _ in kept]
+            more = np.concatenate([d[i:] for (d, _), i in zip(kept, starts, strict=True)])
+            more_tf = np.concatenate([f[i:] for (_, f), i in zip(kept, starts, strict=True)])
+        if len(more) and more[-1] >= len(scope.mask):
+            return None  # postings past a held scope: the plain path copes
+        at = scope.numbering()[1][more]
+        if not scope.whole:
+            sel = at >= 0
+            at, more_tf = at[sel], more_tf[sel]
+        return np.concatenate([local, at]), np.concatenate([tf, more_tf])
 
     # ---- reads -------------------------------------------------------------------
     def vocabulary(self) -> list[str]:
@@ -178,6 +246,10 @@ class BM25Index:
         changes, since a write appends postings only for new slots, past its mask (and a
         write makes the index take a new scope anyway)."""
         hit = scope.cache.get(term)
+        if hit is None and scope.carried:
+            hit = self._carried(term, scope)
+            if hit is not None:
+                scope.remember(scope.cache, term, hit)
         if hit is None:
             arrays = self._arrays(term, scope)
             if not arrays:
@@ -186,26 +258,37 @@ class BM25Index:
             scope.remember(scope.cache, term, hit)
         return hit
 
-    def _arrays(self, term: str, scope: Scope) -> list[tuple[array[int], array[float]]]:
-        parts = self.postings.get(term)
-        if not parts:
+    def _pieces(self, term: str, scope: Scope) -> list[list[tuple[I32, F32]]]:
+        """The term's postings the scope reads, per partition (the scope's partitions in
+        its order, or all in the order they first had postings of the term): its sealed
+        postings, then its tail's, as separate pieces (views, no copy)."""
+        lists = self.sealed.lists(term, scope.parts) if term in self.sealed.term_id else []
+        tail = self.postings.get(term)
+        if not lists and not tail:
             return []
+        by_part: dict[int, list[tuple[I32, F32]]] = {p: [(d, f)] for p, d, f in lists}
+        for p, (d2, f2) in (tail or {}).items():
+            if scope.parts is not None and p not in scope.parts:
+                continue
+            more = np.frombuffer(d2, dtype=np.int32), np.frombuffer(f2, dtype=np.float32)
+            by_part.setdefault(p, []).append(more)
         if scope.parts is None:
-            return list(parts.values())
-        return [parts[p] for p in scope.parts if p in parts]
+            return list(by_part.values())
+        return [by_part[p] for p in scope.parts if p in by_part]
 
-    def _matches(
-        self, arrays: list[tuple[array[int], array[float]]], scope: Scope
-    ) -> tuple[I32, F64]:
+    def _arrays(self, term: str, scope: Scope) -> list[tuple[I32, F32]]:
+        """`_pieces`, one after another: what a reader concatenates (once)."""
+        return [piece for part in self._pieces(term, scope) for piece in part]
+
+    def _matches(self, arrays: list[tuple[I32, F32]], scope: Scope) -> tuple[I32, F64]:
         if scope.n == 0:
             return np.zeros(0, np.int32), np.zeros(0, np.float64)
         mask = scope.mask
         if len(arrays) == 1:
-            docs = np.frombuffer(arrays[0][0], dtype=np.int32)
-            tfs = np.frombuffer(arrays[0][1], dtype=np.float32)
+            docs, tfs = arrays[0]
         else:
-            docs = np.concatenate([np.frombuffer(d, dtype=np.int32) for d, _ in arrays])
-            tfs = np.concatenate([np.frombuffer(f, dtype=np.float32) for _, f in arrays])
+            docs = np.concatenate([d for d, _ in arrays])
+            tfs = np.concatenate([f for _, f in arrays])
         # postings are appended in slot order, so a partition's last doc is its largest
         if any(d[-1] >= len(mask) for d, _ in arrays):
             inside = docs < len(mask)
@@ -243,11 +326,11 @@ class BM25Index:
         cost a dozen numpy calls together rather than a dozen each. Element by element the
         arithmetic is `_matches` and `local_scores`' own (the idf repeated per posting is
         the same scalar product), so the cached values are equal bit for bit."""
-        todo: list[tuple[str, list[tuple[array[int], array[float]]]]] = []
+        todo: list[tuple[str, list[tuple[I32, F32]]]] = []
         seen: set[str] = set()
         for t in terms:
-            if t in seen or t in scope.contrib:
-                continue
+            if t in seen or t in scope.contrib or t in scope.cache or t in scope.carried:
+                continue  # (matches known from an older scope are extended, not gathered)
             seen.add(t)
             arrays = self._arrays(t, scope)
             if arrays:
@@ -255,8 +338,8 @@ class BM25Index:
         flat = [a for _, arrays in todo for a in arrays]
         if len(todo) < 2 or scope.n == 0 or any(d[-1] >= len(scope.mask) for d, _ in flat):
             return  # nothing to batch, or postings past a held scope: the plain path
-        docs = np.concatenate([np.frombuffer(d, dtype=np.int32) for d, _ in flat])
-        tfs = np.concatenate([np.frombuffer(f, dtype=np.float32) for _, f in flat])
+        docs = np.concatenate([d for d, _ in flat])
+        tfs = np.concatenate([f for _, f in flat])
         lens = np.array([sum(len(d) for d, _ in arrays) for _, arrays in todo])
         local = scope.numbering()[1][docs]
         if not scope.whole:
@@ -357,13 +440,20 @@ class BM25Index:
         return touched
 
     # ---- persistence -------------------------------------------------------------
-    def dump(self) -> dict[str, list[tuple[int, bytes, bytes]]]:
-        return {
-            t: [(part, d.tobytes(), f.tobytes()) for part, (d, f) in parts.items()]
-            for t, parts in self.postings.items()
-        }
+    def dump(self) -> SealedBuffers:
+        """The postings as flat buffers (the tail sealed first)."""
+        self.seal()
+        return self.sealed.buffers()
 
-    def load(self, postings: Mapping[str, list[tuple[int, bytes, bytes]]], doc_len: bytes) -> None:
+    def load(self, sealed: SealedBuffers, doc_len: bytes) -> None:
+        self.sealed = Sealed.of(sealed)
+        self.postings = {}
+        self._load_lengths(doc_len)
+
+    def load_lists(
+        self, postings: Mapping[str, list[tuple[int, bytes, bytes]]], doc_len: bytes
+    ) -> None:
+        """An older snapshot's postings (one entry per term and partition), sealed."""
         self.postings = {}
         for t, parts in postings.items():
             out = self.postings[t] = {}
@@ -372,8 +462,13 @@ class BM25Index:
                 da.frombytes(d)
                 fa.frombytes(f)
                 out[part] = (da, fa)
+        self.sealed = Sealed()
+        self.seal()
+        self._load_lengths(doc_len)
+
+    def _load_lengths(self, doc_len: bytes) -> None:
         self.doc_len = array("f")
         self.doc_len.frombytes(doc_len)
         self._len64 = self.lengths().astype(np.float64)
-        self._vocab = sorted(self.postings)
+        self._vocab = sorted(self.sealed.terms)
         self._pending_vocab = []

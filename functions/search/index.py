@@ -13,6 +13,7 @@ from array import array
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import cast
 
 import msgspec
 import numpy as np
@@ -132,7 +133,9 @@ class SearchIndex:
         """Texts of live documents, kept only while vectors are on (to re-embed)."""
         """Documents waiting for an embedding (doc -> text)."""
         self._version = 0
-        self._scopes: dict[tuple[object, ...], tuple[int, Scope, Scope, np.ndarray]] = {}
+        self._cuts = 0
+        """Removals so far: a scope made before one cannot grow by appends alone."""
+        self._scopes: dict[tuple[object, ...], _Held] = {}
         self._sess_len: np.ndarray = np.zeros(0)
 
     def _id_of(self, n: int) -> str | None:
@@ -184,6 +187,7 @@ class SearchIndex:
             removed += 1
         if removed:
             self._version += 1
+            self._cuts += 1
         return removed
 
     def apply(self, event: MemEvent, seq: int = 0) -> None:
@@ -211,38 +215,71 @@ class SearchIndex:
         return self.meta[n] if n is not None else None
 
     def mask(self, project: str | None, agent_id: str | None, kinds: Iterable[str] | None) -> Mask:
-        m = np.frombuffer(self.alive, dtype=np.int8).astype(bool)
+        return self._mask(project, agent_id, kinds, 0, len(self.alive))
+
+    def _mask(
+        self,
+        project: str | None,
+        agent_id: str | None,
+        kinds: Iterable[str] | None,
+        lo: int,
+        hi: int,
+    ) -> Mask:
+        """The filter over slots lo..hi-1 (element by element what it is over them all)."""
+        m = np.frombuffer(self.alive, dtype=np.int8)[lo:hi].astype(bool)
         if project is not None:
+            proj = np.frombuffer(self.project, dtype=np.int32)[lo:hi]
             p = self.projects.of.get(project, -1)
-            pm = np.frombuffer(self.project, dtype=np.int32) == p
+            pm = proj == p
             g = self.projects.of.get("")
             if g is not None and project:  # memories without a project are global
-                kc = np.frombuffer(self.kind, dtype=np.int8) == KINDS.index(KIND_MEMORY)
-                pm |= (np.frombuffer(self.project, dtype=np.int32) == g) & kc
+                kc = np.frombuffer(self.kind, dtype=np.int8)[lo:hi] == KINDS.index(KIND_MEMORY)
+                pm |= (proj == g) & kc
             m &= pm
         if agent_id is not None:
             a = self.agents.of.get(agent_id, -1)
-            m &= np.frombuffer(self.agent, dtype=np.int32) == a
+            m &= np.frombuffer(self.agent, dtype=np.int32)[lo:hi] == a
         if kinds is not None:
             codes = [KINDS.index(k) for k in kinds if k in KINDS]
-            m &= np.isin(np.frombuffer(self.kind, dtype=np.int8), codes)
+            m &= np.isin(np.frombuffer(self.kind, dtype=np.int8)[lo:hi], codes)
         return m
+
+    def _parts(self, project: str | None) -> tuple[int, ...] | None:
+        if project is None:
+            return None
+        codes = [self.projects.of[p] for p in {project, ""} if p in self.projects.of]
+        return tuple(sorted(codes))
+
+    def _in_parts(self, parts: tuple[int, ...] | None, lo: int, hi: int) -> int:
+        if parts is None:
+            return hi - lo
+        return int(np.isin(np.frombuffer(self.project, dtype=np.int32)[lo:hi], parts).sum())
 
     def _scope(
         self, project: str | None, agent_id: str | None, kinds: tuple[str, ...] | None
     ) -> tuple[Scope, Scope]:
         key = (project, agent_id, kinds)
-        hit = self._scopes.get(key)
-        if hit is not None and hit[0] == self._version:
-            self._sess_len = hit[3]
-            return hit[1], hit[2]
+        held = self._scopes.get(key)
+        if held is not None and held.version == self._version:
+            self._sess_len = held.lens
+            return held.docs, held.sessions
+        parts = self._parts(project)
+        if held is not None and held.cuts == self._cuts and held.docs.parts == parts:
+            # Only appends since: the held scope grows by the new slots instead of being
+            # made again over every slot (a query right after each write, under ingest).
+            made = self._grown(held, key, parts)
+        else:
+            made = self._made(key, parts)
+        if len(self._scopes) > 64:
+            self._scopes.clear()
+        self._scopes[key] = made
+        self._sess_len = made.lens
+        return made.docs, made.sessions
+
+    def _made(self, key: tuple[object, ...], parts: tuple[int, ...] | None) -> _Held:
+        project, agent_id, kinds = cast(_Key, key)
         m = self.mask(project, agent_id, kinds)
-        parts: tuple[int, ...] | None = None
-        if project is not None:
-            codes = [self.projects.of[p] for p in {project, ""} if p in self.projects.of]
-            parts = tuple(sorted(codes))
-        proj = np.frombuffer(self.project, dtype=np.int32)
-        in_parts = len(m) if parts is None else int(np.isin(proj, parts).sum())
+        in_parts = self._in_parts(parts, 0, len(m))
         docs = self.bm25.scope(m, parts, in_parts)
         sess = np.frombuffer(self.session, dtype=np.int32)
         n_sess = len(self.sessions.names)
@@ -250,14 +287,36 @@ class SearchIndex:
             sess[m], weights=self.bm25.lengths()[: len(m)][m], minlength=n_sess
         )
         present = np.bincount(sess[m], minlength=n_sess) > 0
-        self._sess_len = lens
-        sscope = Scope(
-            present, int(present.sum()), float(lens[present].mean()) if present.any() else 1.0
+        return _Held(
+            self._version, self._cuts, len(m), in_parts, docs, _sessions(present, lens), lens
         )
-        if len(self._scopes) > 64:
-            self._scopes.clear()
-        self._scopes[key] = (self._version, docs, sscope, lens)
-        return docs, sscope
+
+    def _grown(self, held: _Held, key: tuple[object, ...], parts: tuple[int, ...] | None) -> _Held:
+        """`held` plus the slots appended since, equal to `_made` bit for bit: the new slots
+        come after the old ones in every array, so masks and numberings extend, and the
+        session lengths go on summing in slot order (`np.add.at` adds one by one, as
+        `bincount` does). Statistics (n, avgdl) are taken again over the whole scope."""
+        project, agent_id, kinds = cast(_Key, key)
+        lo, hi = held.slots, len(self.alive)
+        tail = self._mask(project, agent_id, kinds, lo, hi)
+        m = np.concatenate([held.docs.mask, tail])
+        in_parts = held.in_parts + self._in_parts(parts, lo, hi)
+        docs = self.bm25.scope(m, parts, in_parts)
+        self.bm25.carry(held.docs, docs)
+        new_ids = docs.numbering()[0][held.docs.n :]
+        old_at = held.docs.by_position.get("session")
+        sess = np.frombuffer(self.session, dtype=np.int32)
+        if old_at is not None:
+            docs.by_position["session"] = np.concatenate([old_at, sess[new_ids]])
+        n_sess = len(self.sessions.names)
+        lens = np.zeros(n_sess, np.float64)
+        lens[: len(held.lens)] = held.lens
+        present = np.zeros(n_sess, np.bool_)
+        present[: len(held.sessions.mask)] = held.sessions.mask
+        at = sess[new_ids]
+        np.add.at(lens, at, self.bm25.lengths()[new_ids])
+        present[at] = True
+        return _Held(self._version, self._cuts, hi, in_parts, docs, _sessions(present, lens), lens)
 
     def _sessions_at(self, scope: Scope) -> np.ndarray:
         """The session of each position of the scope (see `Scope.numbering`)."""
@@ -271,7 +330,7 @@ class SearchIndex:
         toks = tokenize(query)
         counts = Counter(toks)
         last = toks[-1] if toks else ""
-        postings = self.bm25.postings
+        known = self.bm25.has
         # Prefix completion for the word being typed (the last one) and for words the
         # index does not hold; a known word is matched exactly, which keeps queries cheap.
         return [
@@ -279,7 +338,7 @@ class SearchIndex:
                 t,
                 float(c),
                 synonyms(t) if self.config.synonyms else (),
-                self.config.prefix and (t == last or t not in postings),
+                self.config.prefix and (t == last or not known(t)),
             )
             for t, c in counts.items()
         ]
@@ -394,12 +453,33 @@ class SearchIndex:
         return {
             "documents": len(self.doc_of),
             "slots": len(self.meta),
-            "terms": len(self.bm25.postings),
+            "terms": self.bm25.term_count(),
             "entities": len(self.graph.names),
             "vectors": self.vectors.count() if self.vectors is not None else 0,
             "pendingEmbeddings": len(self.pending_text),
             "seq": self.seq,
         }
+
+
+_Key = tuple[str | None, str | None, tuple[str, ...] | None]
+
+
+@dataclass
+class _Held:
+    """A filter's scope as of `version`: its documents over the first `slots` slots, and
+    its sessions with their lengths."""
+
+    version: int
+    cuts: int
+    slots: int
+    in_parts: int
+    docs: Scope
+    sessions: Scope
+    lens: np.ndarray
+
+
+def _sessions(present: Mask, lens: np.ndarray) -> Scope:
+    return Scope(present, int(present.sum()), float(lens[present].mean()) if present.any() else 1.0)
 
 
 class _SessionView:

@@ -10,11 +10,13 @@ import msgspec
 
 from functions.search.documents import Meta
 from functions.search.index import SearchIndex
+from functions.search.postings import SealedBuffers
 from functions.search.tables import DocEntities, IdSlots, MetaTable
 
-FORMAT = 4
-"""4: the display fields and the graph's entities of documents as packed buffers (3: one
-object per document; still read, so an upgraded data dir boots from its snapshot)."""
+FORMAT = 5
+"""5: postings as flat sealed arrays (functions/search/postings.py); 4: the display fields
+and the graph's entities of documents as packed buffers; 3: one object per document. 3 and
+4 are still read, so an upgraded data dir boots from its snapshot."""
 
 
 class IndexSnapshot(msgspec.Struct, kw_only=True):
@@ -35,7 +37,9 @@ class IndexSnapshot(msgspec.Struct, kw_only=True):
     agents: list[str]
     sessions: list[str]
     doc_len: bytes
-    postings: dict[str, list[tuple[int, bytes, bytes]]]
+    postings: dict[str, list[tuple[int, bytes, bytes]]] = msgspec.field(default_factory=dict)
+    """Formats 3 and 4 only."""
+    sealed: SealedBuffers | None = None
     graph_names: list[str]
     graph_docs: list[dict[int, bytes]]
     graph_ents: dict[int, list[int]] = msgspec.field(default_factory=dict)
@@ -72,7 +76,7 @@ def dump(index: SearchIndex) -> bytes:
         agents=index.agents.names,
         sessions=index.sessions.names,
         doc_len=index.bm25.doc_len.tobytes(),
-        postings=index.bm25.dump(),
+        sealed=index.bm25.dump(),
         graph_names=index.graph.names,
         graph_docs=[{p: a.tobytes() for p, a in d.items()} for d in index.graph.docs_of],
         graph_ents_flat=ents_flat,
@@ -94,7 +98,7 @@ def load(blob: bytes, index: SearchIndex) -> SearchIndex:
     from array import array
 
     snap = msgspec.msgpack.decode(blob, type=IndexSnapshot)
-    if snap.format not in (3, FORMAT):
+    if snap.format not in (3, 4, FORMAT):
         raise ValueError(f"snapshot format {snap.format} is not {FORMAT}")
     index.seq = snap.seq
     if snap.format == 3:
@@ -122,7 +126,10 @@ def load(blob: bytes, index: SearchIndex) -> SearchIndex:
         if members is None:
             members = index.members[sc] = array("i")
         members.append(n)
-    index.bm25.load(snap.postings, snap.doc_len)
+    if snap.sealed is not None:
+        index.bm25.load(snap.sealed, snap.doc_len)
+    else:
+        index.bm25.load_lists(snap.postings, snap.doc_len)
     g = index.graph
     g.names = list(snap.graph_names)
     g.nodes = {n: i for i, n in enumerate(g.names)}

@@ -4,7 +4,8 @@
 queries (files, symbols, error codes, prose) each searched within its project.
 Figures: `mem::smart-search` p50/p99 through NATS against a real memory worker (which
 boots from the snapshot this script builds, the product's own boot path), in-process
-query p50 and tantivy query p50 on the same text (measured in alternation, query by
+query p50 (and with one new document added before each query: search under ingest) and
+tantivy query p50 on the same text (measured in alternation, query by
 query), index build rate, RSS.
 The last line printed is one JSON object.
 """
@@ -225,6 +226,13 @@ def main() -> None:
             tan_search(q, proj)
             tan_times.append(time.perf_counter() - t)
     tan = statistics.median(tan_times) * 1000
+    # Under ingest: one new document before each query (the scope of its filter grows).
+    after_write: list[float] = []
+    for o, (q, proj) in zip(corpus(args.docs + len(qs))[args.docs :], qs, strict=True):
+        index.add(o)
+        t = time.perf_counter()
+        index.search(q, project=proj, limit=10)
+        after_write.append(time.perf_counter() - t)
     smart, worker_rss = asyncio.run(through_nats(blob, qs, warm, rounds))
     smart.sort()
     inproc_p50 = statistics.median(inproc) * 1000
@@ -234,6 +242,7 @@ def main() -> None:
         "smart_p50_ms": round(statistics.median(smart) * 1000, 3),
         "smart_p99_ms": round(smart[int(0.99 * (len(smart) - 1))] * 1000, 3),
         "inproc_p50_ms": round(inproc_p50, 3),
+        "inproc_after_write_p50_ms": round(statistics.median(after_write) * 1000, 3),
         "tantivy_p50_ms": round(tan, 3),
         "ratio": round(inproc_p50 / tan, 2),
         "index_build_obs_per_s": round(len(docs) / build),

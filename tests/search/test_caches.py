@@ -12,7 +12,7 @@ import pytest
 from functions.kernel.records import MemEvent, Observation, ObservationAdded, RecordsRemoved
 from functions.search import streams
 from functions.search.bm25 import ALT_CAP, BM25Index, Clause, Scope
-from functions.search.index import SearchIndex
+from functions.search.index import SearchIndex, _Held
 
 WORDS = "cache cached caching timeout auth authz login parser parse config deploy retry".split()
 FILES = ["src/app/main.py", "src/app/cache.py", "lib/auth.ts"]
@@ -168,7 +168,7 @@ def test_reading_whole_partitions_ranks_like_selecting_by_mask() -> None:
     scope, _ = idx._scope("p0", None, None)
     assert scope.whole  # nothing removed: the project's postings are read without selection
     for key in list(idx._scopes):  # the same scopes, made to select by mask
-        docs = idx._scopes[key][1]
+        docs = idx._scopes[key].docs
         docs.whole = False
         for memory in (docs.cache, docs.contrib, docs.entities, docs.entity_links):
             memory.clear()
@@ -188,3 +188,44 @@ def test_a_removal_or_a_filter_turns_off_reading_whole_partitions() -> None:
     assert not idx._scope(None, None, None)[0].whole
     assert not idx._scope("p0", "b", None)[0].whole  # agent b has none of p0's records
     assert [h.id for h in idx.search("cache", project="p1")] == ["o3", "o5"]
+
+
+def test_a_scope_grown_by_appends_ranks_like_a_fresh_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Queried after every write: scopes grow by the appended slots (global memories,
+    # summaries, agents, several projects) and are made again after a removal; at every
+    # checkpoint the answers equal a fresh index's, bit for bit.
+    import msgspec
+
+    from tests.search.ranking_corpus import events as corpus
+
+    evs = [msgspec.convert(e, MemEvent) for e in corpus(600)]
+    filters = [(None, None), ("p0", None), ("p2", None), ("p1", "a1")]
+    queries = ["cache timeout", "flaky test retry", "src/app/main.py", "webhook signature token"]
+
+    def answers(idx: SearchIndex) -> list[list[tuple[str, float, list[str]]]]:
+        return [
+            [(h.id, h.score, h.matched) for h in idx.search(q, project=p, agent_id=a, limit=20)]
+            for q in queries
+            for p, a in filters
+        ]
+
+    live = SearchIndex()
+    grown = 0
+    grow = live._grown
+
+    def counting(held: _Held, key: tuple[object, ...], parts: tuple[int, ...] | None) -> _Held:
+        nonlocal grown
+        grown += 1
+        return grow(held, key, parts)
+
+    monkeypatch.setattr(live, "_grown", counting)
+    for i, e in enumerate(evs, 1):
+        live.apply(e)
+        got = answers(live)
+        if i % 50 == 0:
+            fresh = SearchIndex()
+            for f in evs[:i]:
+                fresh.apply(f)
+            assert got == answers(fresh), i
+    assert grown > 1000  # the appends took the growing path, not a rebuild
+    assert any(any(a) for a in answers(live))

@@ -51,5 +51,10 @@ def test_a_snapshot_of_the_older_format_loads_and_ranks_the_same() -> None:
     old["graph_ents"] = {d: list(ents.get(d)) for d in range(len(index.meta)) if ents.get(d)}
     for k in ("meta_buf", "meta_end", "meta_live", "graph_ents_flat", "graph_ents_end"):
         old.pop(k)
+    sealed = index.bm25.sealed  # format 3's postings: one entry per term and partition
+    old["postings"] = {
+        t: [(p, d.tobytes(), f.tobytes()) for p, d, f in sealed.lists(t)] for t in sealed.terms
+    }
+    old.pop("sealed")
     loaded = snapshot.load(msgspec.msgpack.encode(old), SearchIndex())
     assert _normal(rankings(loaded)) == EXPECTED

@@ -45,7 +45,14 @@ def _format3(index: SearchIndex) -> bytes:
     for k in ("meta_buf", "meta_end", "meta_live", "graph_ents_flat", "graph_ents_end",
               "ids_keys", "ids_slots"):  # fmt: skip
         old.pop(k, None)
+    old["postings"] = _lists(index)  # one entry per term and partition, as format 3 had
+    old.pop("sealed")
     return msgspec.msgpack.encode(old)
+
+
+def _lists(index: SearchIndex) -> dict[str, list[tuple[int, bytes, bytes]]]:
+    sealed = index.bm25.sealed
+    return {t: [(p, d.tobytes(), f.tobytes()) for p, d, f in sealed.lists(t)] for t in sealed.terms}
 
 
 async def _old_layout(client: Client, n: int, snapshot_after: int) -> list[MemEvent]:

@@ -1,0 +1,161 @@
+"""Sealed postings: every (term, partition) posting list frozen into four flat numpy arrays
+instead of two `array`s, a tuple and a dict entry each (~170 bytes of objects per list, 36k
+lists at 100k documents). New postings go to the index's small in-memory tail; a seal folds
+the tail in (at a snapshot) and a snapshot stores the flat arrays as they are, so a restore
+reads them back without building an object per list.
+
+A term's lists keep the order a dict of its partitions had (first seen first), and within
+a partition the sealed postings come before the tail's (slot order), so every reader
+concatenates the same numbers in the same order as before and scores stay bit for bit.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Mapping
+from typing import TypeAlias
+
+import msgspec
+import numpy as np
+import numpy.typing as npt
+
+I32 = npt.NDArray[np.int32]
+I64 = npt.NDArray[np.int64]
+F32 = npt.NDArray[np.float32]
+Tail: TypeAlias = "Mapping[str, Mapping[int, tuple[array[int], array[float]]]]"
+
+
+class SealedBuffers(msgspec.Struct, kw_only=True):
+    """A seal on the wire (the snapshot): the arrays' bytes and the terms in order."""
+
+    terms: list[str]
+    first: bytes
+    part: bytes
+    end: bytes
+    docs: bytes
+    tfs: bytes
+
+
+class Sealed:
+    """`terms[t]`'s lists are rows first[t]..first[t+1]-1; row r is partition part[r], its
+    postings docs/tfs[end[r-1]:end[r]]."""
+
+    def __init__(self) -> None:
+        self.terms: list[str] = []
+        self.term_id: dict[str, int] = {}
+        self.first: I64 = np.zeros(1, np.int64)
+        self.part: I32 = np.zeros(0, np.int32)
+        self.end: I64 = np.zeros(0, np.int64)
+        self.docs: I32 = np.zeros(0, np.int32)
+        self.tfs: F32 = np.zeros(0, np.float32)
+
+    def __len__(self) -> int:
+        return len(self.docs)
+
+    def lists(self, term: str, only: tuple[int, ...] | None = None) -> list[tuple[int, I32, F32]]:
+        """(partition, docs, tfs) of each of the term's lists, in order (views, no copy);
+        `only`: of these partitions alone."""
+        t = self.term_id.get(term)
+        if t is None:
+            return []
+        out = []
+        for r in range(int(self.first[t]), int(self.first[t + 1])):
+            if only is not None and int(self.part[r]) not in only:
+                continue
+            lo = int(self.end[r - 1]) if r else 0
+            hi = int(self.end[r])
+            out.append((int(self.part[r]), self.docs[lo:hi], self.tfs[lo:hi]))
+        return out
+
+    def merged(self, tail: Tail) -> Sealed:
+        """A seal holding these lists with the tail's postings after them (new terms, and a
+        term's new partitions, after the ones already here, as a dict would have them).
+        The work follows the tail: the stretches of old postings between the lists the
+        tail touches are copied whole."""
+        grow: list[tuple[int, int, int, int]] = []
+        """(boundary row, 0: more for the row before it / 1: a new row, part, piece)"""
+        pieces: list[tuple[array[int], array[float]]] = []
+        new_terms: list[str] = []
+        first_l: list[int] = self.first.tolist()
+        part_l: list[int] = self.part.tolist()
+        end_l: list[int] = self.end.tolist()
+        for term, parts in tail.items():
+            t = self.term_id.get(term)
+            if t is None:
+                new_terms.append(term)
+                continue
+            lo, hi = first_l[t], first_l[t + 1]
+            row_of = {part_l[r]: r for r in range(lo, hi)}
+            for p, lists in parts.items():
+                r = row_of.get(p)
+                pieces.append(lists)
+                if r is not None:
+                    grow.append((r + 1, 0, p, len(pieces) - 1))
+                else:
+                    grow.append((hi, 1, p, len(pieces) - 1))
+        grow.sort(key=lambda g: (g[0], g[1]))  # stable: the tail's order within a kind
+        docs: list[npt.NDArray[np.int32]] = []
+        tfs: list[npt.NDArray[np.float32]] = []
+        cursor = 0
+        for boundary, _kind, _p, k in grow:
+            at = end_l[boundary - 1] if boundary else 0
+            docs.append(self.docs[cursor:at])
+            tfs.append(self.tfs[cursor:at])
+            cursor = at
+            docs.append(np.frombuffer(pieces[k][0], dtype=np.int32))
+            tfs.append(np.frombuffer(pieces[k][1], dtype=np.float32))
+        docs.append(self.docs[cursor:])
+        tfs.append(self.tfs[cursor:])
+        sizes = np.diff(self.end, prepend=np.int64(0)).astype(np.int64)
+        added = [(b - 1, len(pieces[k][0])) for b, kind, _p, k in grow if kind == 0]
+        if added:
+            np.add.at(sizes, [r for r, _ in added], [n for _, n in added])
+        inserts = [(b, p, len(pieces[k][0])) for b, kind, p, k in grow if kind == 1]
+        at_rows = [b for b, _, _ in inserts]
+        part = np.insert(self.part, at_rows, [p for _, p, _ in inserts]).astype(np.int32)
+        sizes = np.insert(sizes, at_rows, [n for _, _, n in inserts]).astype(np.int64)
+        first = self.first + np.searchsorted(np.array(at_rows, np.int64), self.first, "right")
+        new_parts: list[int] = []
+        new_sizes: list[int] = []
+        new_first: list[int] = []
+        rows = len(part)
+        for term in new_terms:
+            for p, (d, f) in tail[term].items():
+                docs.append(np.frombuffer(d, dtype=np.int32))
+                tfs.append(np.frombuffer(f, dtype=np.float32))
+                new_parts.append(p)
+                new_sizes.append(len(d))
+            new_first.append(rows + len(new_parts))
+        out = Sealed()
+        out.terms = self.terms + new_terms
+        out.term_id = dict(self.term_id)
+        out.term_id.update((t, len(self.terms) + i) for i, t in enumerate(new_terms))
+        out.first = np.concatenate([first, np.array(new_first, np.int64)]).astype(np.int64)
+        out.part = np.concatenate([part, np.array(new_parts, np.int32)]).astype(np.int32)
+        out.end = np.cumsum(np.concatenate([sizes, np.array(new_sizes, np.int64)]), dtype=np.int64)
+        out.docs = np.concatenate(docs).astype(np.int32, copy=False)
+        out.tfs = np.concatenate(tfs).astype(np.float32, copy=False)
+        return out
+
+    def buffers(self) -> SealedBuffers:
+        return SealedBuffers(
+            terms=self.terms,
+            first=self.first.tobytes(),
+            part=self.part.tobytes(),
+            end=self.end.tobytes(),
+            docs=self.docs.tobytes(),
+            tfs=self.tfs.tobytes(),
+        )
+
+    @classmethod
+    def of(cls, b: SealedBuffers) -> Sealed:
+        out = cls()
+        out.terms = list(b.terms)
+        out.term_id = {t: i for i, t in enumerate(out.terms)}
+        # views on the decoded bytes (read-only, never written): no copy
+        out.first = np.frombuffer(b.first, dtype=np.int64)
+        out.part = np.frombuffer(b.part, dtype=np.int32)
+        out.end = np.frombuffer(b.end, dtype=np.int64)
+        out.docs = np.frombuffer(b.docs, dtype=np.int32)
+        out.tfs = np.frombuffer(b.tfs, dtype=np.float32)
+        return out
