@@ -310,13 +310,15 @@ class Extractor:
 
 
 def carried(planned: Memory, old: Memory | None) -> Memory:
-    """A model record over its stored self: a fact whose text is stored again reinforces it
-    (the larger confidence); a memory keeps the one it superseded."""
+    """A model record over its stored self: a fact whose text (any case) is stored again
+    reinforces it (its wording stays, the larger confidence); a memory keeps the one it
+    superseded."""
     if old is None:
         return planned
-    if planned.type == "semantic" and old.confidence is not None:
+    if planned.type == "semantic":
+        conf = max(old.confidence or 0.0, planned.confidence or 0.0)
         planned = msgspec.structs.replace(
-            planned, confidence=max(old.confidence, planned.confidence or 0.0)
+            planned, title=old.title, content=old.content, confidence=conf
         )
     if planned.supersedes is None and old.supersedes is not None:
         planned = msgspec.structs.replace(planned, supersedes=old.supersedes)

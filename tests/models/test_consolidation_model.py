@@ -149,3 +149,22 @@ async def test_calls_stop_at_the_runs_budget(
     await evidence(store)
     await svc.consolidate(ConsolidateIn(now=at(days=1).isoformat()))
     assert len(standin.requests) == 1
+
+
+async def test_a_fact_stated_again_reinforces_the_stored_one(
+    store: MemoryStore, svc: Any, standin: StandIn
+) -> None:
+    await evidence(store)
+    await svc.consolidate(ConsolidateIn(now=at(days=1).isoformat()))
+    before = {m.id: m for m in (await stored(store)).values() if m.type == "semantic"}
+    late = SessionSummary(session_id="sum9", project="proj", title="Session 9",
+                          created_at=iso(at(hours=9)))  # fmt: skip
+    await store.summaries.put(late.session_id, late)  # a new episode: the facts are asked again
+    again = {"facts": [{"fact": "payments are retried with a shared BUDGET", "confidence": 0.4}]}
+    standin.reply = lambda seen: json.dumps(again) if "factual" in system(seen) else answer(seen)
+    await svc.consolidate(ConsolidateIn(now=at(days=2).isoformat()))
+    after = {m.id: m for m in (await stored(store)).values() if m.type == "semantic"}
+    assert set(after) == set(before)  # the same text (any case): no second fact
+    fact = after[next(i for i, m in before.items() if m.content == FACTS["facts"][0]["fact"])]
+    assert fact.content == FACTS["facts"][0]["fact"]  # its wording stays
+    assert fact.confidence == 0.9  # the larger confidence stays
