@@ -496,34 +496,28 @@ class DiagnosticsService(OwnedService["LifecycleService"]):
         return f"profiles refolded: {out.folded}"
 
     def _unsupersede(self, mid: str) -> Any:
-        async def fix() -> str:
-            def clear(cur: Memory | None) -> Memory | None:
-                if cur is None or not cur.superseded_by:
-                    return None
-                cur.superseded_by = None
-                return cur
-
-            m = await self.store.memories.update(kv_key(mid), clear, type=Memory)
-            if m is not None:
-                await self.store.publish(MemoryAdded(memory=m))
-            await self.store.audit("heal", [mid], reason="dangling supersededBy cleared")
-            return f"memory {mid} is current again"
-
-        return fix
+        return self._superseded(mid, None, "dangling supersededBy cleared", "is current again")
 
     def _supersede(self, mid: str, by: str) -> Any:
+        return self._superseded(
+            mid, by, f"superseded by {by}: no longer latest", f"is superseded by {by}"
+        )
+
+    def _superseded(self, mid: str, by: str | None, reason: str, result: str) -> Any:
+        """The fix setting a memory's `supersededBy` to `by` (None: clearing it)."""
+
         async def fix() -> str:
-            def mark(cur: Memory | None) -> Memory | None:
-                if cur is None or cur.superseded_by:
+            def put(cur: Memory | None) -> Memory | None:
+                if cur is None or bool(cur.superseded_by) == bool(by):
                     return None
                 cur.superseded_by = by
                 return cur
 
-            m = await self.store.memories.update(kv_key(mid), mark, type=Memory)
+            m = await self.store.memories.update(kv_key(mid), put, type=Memory)
             if m is not None:
                 await self.store.publish(MemoryAdded(memory=m))
-            await self.store.audit("heal", [mid], reason=f"superseded by {by}: no longer latest")
-            return f"memory {mid} is no longer latest (superseded by {by})"
+            await self.store.audit("heal", [mid], reason=reason)
+            return f"memory {mid} {result}"
 
         return fix
 
