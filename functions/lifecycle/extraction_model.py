@@ -1,8 +1,8 @@
 """Consolidation's extraction by a model (CONSOLIDATION_ENABLED, on by default when a
 provider is configured: functions/kernel/models), upstream's three passes:
 
-- per concept (upstream `mem::consolidate`): observations of importance >= 5 grouped by
-  concept; a group of >= 3 (its 8 most important) becomes one memory the model writes
+- per concept (upstream `mem::consolidate`): with >= 10 observations of importance >= 5,
+  those grouped by concept; a group of >= 3 (its 8 most important) becomes one memory the model writes
   (type, title, content, concepts, files, strength), at most `PER_CONCEPT_CALLS` groups a
   run, the largest first. Its id is a hash of the project and the title, so the same title
   names the same memory and a changed one is a new version of it; a latest memory of
@@ -39,6 +39,9 @@ from functions.lifecycle.semantic import cluster_id
 T = TypeVar("T")
 TASK = "consolidation.extract"
 PER_CONCEPT_CALLS = 10
+MIN_OBSERVATIONS = 10
+"""Observations of importance >= 5 a run needs before any concept group is sent (upstream's
+`minObservations`)."""
 TOP = 8
 MIN_GROUP = 3
 MIN_SUMMARIES = 5
@@ -177,10 +180,12 @@ class Extractor:
         self.groups: dict[tuple[str, str, str], Group] = {}
         self.newest: dict[tuple[str, str], list[tuple[str, str, SessionSummary]]] = {}
         self.counts: dict[tuple[str, str], int] = {}
+        self.important = 0
 
     def add(self, o: Observation) -> None:
         if not o.title or o.importance < 5:
             return
+        self.important += 1
         for c in dict.fromkeys(c.lower() for c in o.concepts):
             key = (o.project, o.agent_id, c)
             g = self.groups.get(key)
@@ -221,6 +226,8 @@ class Extractor:
         return sorted({m.id: m for m in out}.values(), key=lambda m: m.id)
 
     async def _per_concept(self) -> list[tuple[Memory, int]]:
+        if self.important < MIN_OBSERVATIONS:
+            return []
         groups = [g for g in self.groups.values() if g.count >= MIN_GROUP]
         groups.sort(key=lambda g: (-g.count, g.project, g.concept))
         out: list[tuple[Memory, int]] = []

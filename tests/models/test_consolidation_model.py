@@ -74,6 +74,7 @@ async def evidence(store: MemoryStore) -> None:
         low = obs(sess, 3, concepts=["noise"], importance=2)  # below importance 5: not sent
         items += [retry, ledger, low]
         items.append(obs(sess, 4, concepts=["solo"] if i == 0 else []))
+    items.append(obs("s4", 1, title="the tenth of importance >= 5"))  # upstream's minimum: 10
     await put_obs(store, *items)
     for i in range(6):
         s = SessionSummary(session_id=f"sum{i}", project="proj", title=f"Session {i}",
