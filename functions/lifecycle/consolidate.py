@@ -165,10 +165,11 @@ class Consolidator:
                 for m in supersede(modeled, await _titled(st, modeled))
             ]
         planned_all += modeled
+        model_ids = {m.id for m in modeled}
         for chunk in _chunks(planned_all, CONCURRENCY):
             olds = await asyncio.gather(*(st.get(st.memories, p.id, Memory) for p in chunk))
             for planned, old in zip(chunk, olds, strict=True):
-                if x is not None:
+                if planned.id in model_ids:  # the planner's own records: as planned
                     planned = carried(planned, old)
                 tally = counts.get(planned.type, memories)
                 if old is not None and _same(old, planned):
