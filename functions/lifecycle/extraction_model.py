@@ -111,6 +111,18 @@ class Answer(msgspec.Struct, kw_only=True):
     reply: str
 
 
+@dataclass(frozen=True)
+class Brief:
+    """What a prompt needs of an observation (a group keeps these, not the record)."""
+
+    id: str
+    type: str
+    title: str
+    narrative: str
+    files: tuple[str, ...]
+    importance: int
+
+
 @dataclass
 class Group:
     project: str
@@ -118,20 +130,20 @@ class Group:
     concept: str
     count: int = 0
     sessions: set[str] = field(default_factory=set)
-    top: list[tuple[int, str, str, Observation]] = field(default_factory=list)
+    top: list[tuple[int, str, str, Brief]] = field(default_factory=list)
     """(importance, timestamp, id, observation): a min-heap of the `TOP` most important."""
 
-    def add(self, o: Observation) -> None:
+    def add(self, o: Observation, brief: Brief) -> None:
         self.count += 1
         if len(self.sessions) < 256:
             self.sessions.add(o.session_id)
-        item = (o.importance, o.timestamp, o.id, o)
+        item = (o.importance, o.timestamp, o.id, brief)
         if len(self.top) < TOP:
             heapq.heappush(self.top, item)
         elif item[:3] > self.top[0][:3]:
             heapq.heapreplace(self.top, item)
 
-    def observations(self) -> list[Observation]:
+    def observations(self) -> list[Brief]:
         return [x[3] for x in sorted(self.top, key=lambda x: x[:3], reverse=True)]
 
 
@@ -145,7 +157,7 @@ def _hash(*parts: str) -> str:
 
 def memory_prompt(g: Group) -> str:
     lines = [
-        f"[{o.type}] {o.title}\n{o.narrative[:TEXT]}\nFiles: {', '.join(o.files)}\n"
+        f"[{o.type}] {o.title}\n{o.narrative}\nFiles: {', '.join(o.files)}\n"
         f"Importance: {o.importance}"
         for o in g.observations()
     ]
@@ -186,12 +198,13 @@ class Extractor:
         if not o.title or o.importance < 5:
             return
         self.important += 1
+        brief = Brief(o.id, o.type, o.title, o.narrative[:TEXT], tuple(o.files), o.importance)
         for c in dict.fromkeys(c.lower() for c in o.concepts):
             key = (o.project, o.agent_id, c)
             g = self.groups.get(key)
             if g is None:
                 g = self.groups[key] = Group(o.project, o.agent_id, c)
-            g.add(o)
+            g.add(o, brief)
 
     def summary(self, s: SessionSummary) -> None:
         heap = self.newest.setdefault((s.project, s.agent_id), [])
