@@ -1,7 +1,8 @@
 """Diagnostics and heal: find broken state and fix what can be fixed.
 
 Checks by category: sessions (active long after their last activity), memories (version
-links to records that are gone, expired TTLs), summaries of sessions that were forgotten,
+links to records that are gone, expired TTLs, a memory still current though another
+supersedes it, upstream's project coverage of the latest memories), summaries of sessions that were forgotten,
 facets and relations pointing at missing records, slots over their size limit, the search
 index against KV (orphan entries, unindexed records) and project profiles behind the
 event stream. Heal repairs each fixable finding the way the store itself would: through
@@ -135,6 +136,13 @@ class FollowupOut(msgspec.Struct, rename="camel", kw_only=True):
     followup_within_window: int
     rate: float
     caveat: str
+
+
+class Inferred(msgspec.Struct, kw_only=True):
+    """What governance's `mem::migrate` step infer-memory-projects answers (the part read)."""
+
+    updated: int = 0
+    ambiguous: int = 0
 
 
 @dataclass
@@ -310,7 +318,19 @@ class DiagnosticsService(OwnedService["LifecycleService"]):
 
     def _memories(self, memories: list[Memory], ids: set[str], now: datetime) -> list[Finding]:
         out = []
+        newer = {m.supersedes: m.id for m in memories if m.supersedes}
         for m in memories:
+            if m.superseded_by is None and m.id in newer:
+                out.append(
+                    found(
+                        name=f"memory-stale-latest:{m.id}",
+                        category="memories",
+                        status="fail",
+                        message=f"memory {m.id} ({m.title or m.content[:60]!r}) is current "
+                        f"but superseded by {newer[m.id]}",
+                        fix=self._supersede(m.id, newer[m.id]),
+                    )
+                )
             if m.superseded_by and m.superseded_by not in ids:
                 out.append(
                     found(
@@ -332,7 +352,25 @@ class DiagnosticsService(OwnedService["LifecycleService"]):
                         fix=self._auto_forget,
                     )
                 )
+        out.append(self._coverage(memories))
         return out
+
+    def _coverage(self, memories: list[Memory]) -> Finding:
+        """Upstream's project coverage: latest memories without a project show in every
+        project's context; pass, warn (up to 10) or fail, healed by the migration."""
+        latest = [m for m in memories if m.superseded_by is None]
+        unscoped = sum(not m.project for m in latest)
+        if not unscoped:
+            return found(name="memory-project-coverage", category="memories", status="pass",
+                         message=f"all {len(latest)} latest memories have a project scope")  # fmt: skip
+        return found(
+            name="memory-project-coverage",
+            category="memories",
+            status="warn" if unscoped <= 10 else "fail",
+            message=f"{unscoped} of {len(latest)} latest memories have no project scope: run "
+            'POST /agentmemory/migrate {"step":"infer-memory-projects"} to backfill',
+            fix=self._infer_projects,
+        )
 
     async def _links(self, want: set[str], mem_ids: set[str]) -> list[Finding]:
         st = self.store
@@ -458,20 +496,37 @@ class DiagnosticsService(OwnedService["LifecycleService"]):
         return f"profiles refolded: {out.folded}"
 
     def _unsupersede(self, mid: str) -> Any:
+        return self._superseded(mid, None, "dangling supersededBy cleared", "is current again")
+
+    def _supersede(self, mid: str, by: str) -> Any:
+        return self._superseded(
+            mid, by, f"superseded by {by}: no longer latest", f"is superseded by {by}"
+        )
+
+    def _superseded(self, mid: str, by: str | None, reason: str, result: str) -> Any:
+        """The fix setting a memory's `supersededBy` to `by` (None: clearing it)."""
+
         async def fix() -> str:
-            def clear(cur: Memory | None) -> Memory | None:
-                if cur is None or not cur.superseded_by:
+            def put(cur: Memory | None) -> Memory | None:
+                if cur is None or bool(cur.superseded_by) == bool(by):
                     return None
-                cur.superseded_by = None
+                cur.superseded_by = by
                 return cur
 
-            m = await self.store.memories.update(kv_key(mid), clear, type=Memory)
+            m = await self.store.memories.update(kv_key(mid), put, type=Memory)
             if m is not None:
                 await self.store.publish(MemoryAdded(memory=m))
-            await self.store.audit("heal", [mid], reason="dangling supersededBy cleared")
-            return f"memory {mid} is current again"
+            await self.store.audit("heal", [mid], reason=reason)
+            return f"memory {mid} {result}"
 
         return fix
+
+    async def _infer_projects(self) -> str:
+        got = await self.store.client.call(
+            "mem::migrate", {"step": "infer-memory-projects"}, response=Inferred, timeout=300
+        )
+        await self.store.audit("heal", [], reason="infer-memory-projects run")
+        return f"infer-memory-projects: {got.updated} scoped, {got.ambiguous} ambiguous"
 
     def _drop_summary(self, sid: str) -> Any:
         async def fix() -> str:
@@ -549,7 +604,9 @@ class DiagnosticsService(OwnedService["LifecycleService"]):
         more, skipped, _ = await self._elsewhere(cats)
         checks += more
         for cat in cats:
-            if cat not in skipped and not any(c.category == cat for c in checks):
+            if cat not in skipped and not any(
+                c.category == cat and (c.status != "pass" or c.name == f"{cat}-ok") for c in checks
+            ):
                 checks.append(
                     Check(
                         name=f"{cat}-ok",

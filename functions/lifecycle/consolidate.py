@@ -23,9 +23,16 @@ import msgspec
 from engine import State
 from functions.kernel import clock
 from functions.kernel.models.client import ModelClient
-from functions.kernel.records import LIFECYCLE_BUCKET, Memory, MemoryAdded, SessionSummary
+from functions.kernel.records import (
+    LIFECYCLE_BUCKET,
+    Memory,
+    MemoryAdded,
+    Observation,
+    SessionSummary,
+)
 from functions.kernel.store import MemoryStore
 from functions.lifecycle.episodes import sweep
+from functions.lifecycle.extraction_model import Extractor, carried, supersede
 from functions.lifecycle.procedural import ProcedurePlanner
 from functions.lifecycle.semantic import SemanticPlanner
 from functions.lifecycle.wording import Rewriter
@@ -58,9 +65,14 @@ class ConsolidateOut(msgspec.Struct, rename="camel", kw_only=True):
     procedural: TierCounts
     recovered: str = ""
     """The id of an interrupted, committed run this one finished first."""
+    consolidated: int = 0
+    """Memories the model wrote per concept (extraction_model.py), created or updated."""
     llm_calls: int = 0
     llm_failed: int = 0
     """Rewrites that fell back to the deterministic text (error, timeout, bad answer)."""
+    extract_calls: int = 0
+    extract_failed: int = 0
+    """The model's extraction calls (extraction_model.py) that added nothing."""
 
 
 def _same(a: Memory, b: Memory) -> bool:
@@ -101,15 +113,18 @@ class Consolidator:
         fault: Fault | None = None,
         rewriter: Rewriter | None = None,
         model: ModelClient | None = None,
+        extractor: Extractor | None = None,
     ) -> None:
         self.store = store
         self.min_sessions = min_sessions
         self.cap = cap
         self.fault = fault
         self.rewriter = rewriter
+        """Optional model wording of the planner's text (wording.py); None: its text only."""
         self.model = model
         """Summaries of the sessions this run closes (None: keyless ones)."""
-        """Optional LLM wording (llm.py); None: the deterministic text only."""
+        self.extractor = extractor
+        """The model's own memories, facts and procedures (extraction_model.py); None: none."""
 
     async def run(self, now: datetime) -> ConsolidateOut:
         st = self.store
@@ -117,20 +132,46 @@ class Consolidator:
         recovered = await self._recover(life)
         at = clock.iso(now)
         semantic = SemanticPlanner(self.min_sessions, self.cap)
-        # One pass over the observations feeds both the summaries and the semantic planner.
-        swept = await sweep(st, now, None, cap=self.cap, visit=semantic.add, model=self.model)
+        x = self.extractor
+        visit: Callable[[Observation], None] = semantic.add
+        if x is not None:
+            plan, feed = semantic.add, x.add
+
+            def both(o: Observation) -> None:
+                plan(o)
+                feed(o)
+
+            visit = both
+
+        # One pass over the observations feeds the summaries, the planner and the model's.
+        swept = await sweep(st, now, None, cap=self.cap, visit=visit, model=self.model)
         procedural = ProcedurePlanner(self.min_sessions, self.cap)
         async for _, summary in st.summaries.scan(">", SessionSummary):
             procedural.add(summary)
+            if x is not None:
+                x.summary(summary)
         counts = {"semantic": TierCounts(), "procedural": TierCounts()}
+        memories = TierCounts()
         changed: list[Memory] = []
+        modeled = await x.memories() if x is not None else []
         planned_all = [*semantic.facts(), *procedural.procedures()]
         if self.rewriter is not None:
+            if x is not None:  # one budget of calls per run
+                self.rewriter.max_calls = max(0, self.rewriter.max_calls - x.calls)
             planned_all = await self.rewriter.apply(planned_all)
+        if modeled:
+            changed += [
+                msgspec.structs.replace(m, updated_at=at)
+                for m in supersede(modeled, await _titled(st, modeled))
+            ]
+        planned_all += modeled
+        model_ids = {m.id for m in modeled}
         for chunk in _chunks(planned_all, CONCURRENCY):
             olds = await asyncio.gather(*(st.get(st.memories, p.id, Memory) for p in chunk))
             for planned, old in zip(chunk, olds, strict=True):
-                tally = counts[planned.type]
+                if planned.id in model_ids:  # the planner's own records: as planned
+                    planned = carried(planned, old)
+                tally = counts.get(planned.type, memories)
                 if old is not None and _same(old, planned):
                     tally.unchanged += 1
                     continue
@@ -158,8 +199,11 @@ class Consolidator:
             semantic=counts["semantic"],
             procedural=counts["procedural"],
             recovered=recovered,
+            consolidated=memories.created + memories.updated,
             llm_calls=self.rewriter.calls if self.rewriter else 0,
             llm_failed=self.rewriter.failed if self.rewriter else 0,
+            extract_calls=x.calls if x else 0,
+            extract_failed=x.failed if x else 0,
         )
 
     def _fault(self, phase: str, i: int) -> None:
@@ -198,6 +242,14 @@ class Consolidator:
 
     async def _purge_stage(self) -> None:
         await (await self.store.client.state(LIFECYCLE_BUCKET)).purge("stage.>")
+
+
+async def _titled(st: MemoryStore, modeled: list[Memory]) -> list[Memory]:
+    """The stored memories holding a title one of `modeled` has (same project)."""
+    titles = {(m.project, m.title.lower()) for m in modeled}
+    return [
+        m async for _, m in st.memories.scan(">", Memory) if (m.project, m.title.lower()) in titles
+    ]
 
 
 def _chunks(items: list[T], size: int) -> list[list[T]]:

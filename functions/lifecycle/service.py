@@ -37,6 +37,7 @@ from functions.lifecycle.consolidate import ConsolidateOut, Consolidator
 from functions.lifecycle.decay import tier
 from functions.lifecycle.episodes import summarize_sessions, sweep
 from functions.lifecycle.evict import EvictOut
+from functions.lifecycle.extraction_model import Extractor
 from functions.lifecycle.job_lock import held
 from functions.lifecycle.maintenance import (
     AutoForgetOut,
@@ -159,16 +160,19 @@ class LifecycleService:
         tool=Tool("memory_consolidate", tier="core"),
     )
     async def consolidate(self, req: ConsolidateIn) -> ConsolidateOut:
-        rewriter = None
+        rewriter = extractor = None
         if self.config.consolidation_llm and self.config.llm.enabled:
             life = await self.store.client.state(LIFECYCLE_BUCKET)
-            rewriter = Rewriter(self.model(), life, self.config.llm.max_calls)
+            calls, cap = self.config.llm.max_calls, self.config.provenance_cap
+            rewriter = Rewriter(self.model(), life, calls)
+            extractor = Extractor(self.model(), life, calls, cap)
         c = Consolidator(
             self.store,
             min_sessions=self.config.min_sessions,
             cap=self.config.provenance_cap,
             rewriter=rewriter,
             model=self.model(),
+            extractor=extractor,
         )
         async with self._local, await self.exclusive("consolidate"):
             return await c.run(when(req))

@@ -41,6 +41,10 @@ class FakeLLM:
 
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                if not body["messages"][-1]["content"].startswith("{"):
+                    self.send_response(500)  # consolidation's extraction: not this test's
+                    self.end_headers()
+                    return
                 owner.requests.append((self.path, dict(self.headers), body))
                 if owner.mode == "hang":
                     owner.release.wait(10)
