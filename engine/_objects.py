@@ -3,6 +3,7 @@ by nats-py's object store and handed back whole."""
 
 from __future__ import annotations
 
+import io
 from typing import TYPE_CHECKING, Any
 
 import nats.js.errors
@@ -67,10 +68,13 @@ class Objects:
 
     async def get(self, name: str) -> bytes | None:
         """The object's bytes, or None when there is no such object (or it was deleted)."""
+        # Into a buffer: without `writeinto` nats-py joins the chunks with `bytes +=`, which
+        # is quadratic: 96 MB took 38.8 s to read, 2.0 s this way (ops/bench/objects.py).
+        buf = io.BytesIO()
         try:
-            res = await self._store.get(name)
+            res = await self._store.get(name, writeinto=buf)
         except (nats.js.errors.ObjectNotFoundError, nats.js.errors.ObjectDeletedError):
             return None
         except Exception as exc:
             raise translate(exc, f"reading {self.bucket}/{name}") from None
-        return bytes(res.data or b"")
+        return buf.getvalue() or bytes(res.data or b"")  # a link's target comes in `data`
