@@ -94,12 +94,13 @@ def _records(doc: dict[str, Any], name: str, type_: Any) -> list[Any]:
 async def import_(store: MemoryStore, req: ImportIn) -> ImportOut:
     doc = req.data if req.data is not None else req.export_data
     if doc is None:
-        raise FunctionError("BAD_REQUEST", "the export document goes in `data`", field="data")
+        # 422, not 400: the request has the declared shape, it only names nothing to import
+        raise FunctionError("UNPROCESSABLE", "the export document goes in `data`", field="data")
     sections = ("sessions", "observations", "memories", "summaries")
     if not isinstance(doc, dict) or not any(k in doc for k in (*sections, "version")):
         found = ", ".join(sorted(doc)[:10]) if isinstance(doc, dict) else type(doc).__name__
         raise FunctionError(
-            "BAD_REQUEST",
+            "UNPROCESSABLE",
             f"not an agentmemory export: it holds none of {', '.join(sections)} "
             f"(found: {found or 'nothing'}); `agentmemory export` writes one",
             field="data",

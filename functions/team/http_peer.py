@@ -46,10 +46,11 @@ def _private(ip: str) -> bool:
 
 
 async def check_url(url: str) -> str:
-    """The URL without a trailing slash, or a 400 naming `url`."""
+    """The URL without a trailing slash, or a 422 naming `url` (a string of the declared
+    shape that names no peer this instance may call: refused, as docs/API.md has it)."""
 
     def bad(why: str) -> FunctionError:
-        return FunctionError("BAD_REQUEST", f"peer URL refused: {why}", field="url")
+        return FunctionError("UNPROCESSABLE", f"peer URL refused: {why}", field="url")
 
     parts = urlsplit(url.strip())
     if parts.scheme not in ("http", "https") or not parts.hostname:

@@ -101,7 +101,7 @@ async def run(a: Client, b: Client, port: int) -> None:
 
     with pytest.raises(FunctionError) as bad:
         await a.call("mem::mesh-register", {"name": "x", "url": "ftp://example.com"})
-    assert bad.value.code == "BAD_REQUEST" and bad.value.field == "url"
+    assert bad.value.code == "UNPROCESSABLE" and bad.value.field == "url"
 
 
 async def test_private_and_credentialed_urls_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
