@@ -59,7 +59,17 @@ async def observe(node: Node, session: str, command: str) -> str:
             },
         )
         assert r.status_code == 201, r.text
-        return str(r.json()["observationId"])
+        oid = str(r.json()["observationId"])
+
+    async def counted() -> bool:
+        # The session's observation count is added a few seconds later (the memory worker's
+        # flush): a snapshot before it would hold a session record that is about to change.
+        async with node.http() as h:
+            got = (await h.get("/agentmemory/sessions")).json()["sessions"]
+        return any(s["id"] == session and s["observationCount"] >= 1 for s in got)
+
+    await eventually(counted, timeout=30, what=f"the count of {session}")
+    return oid
 
 
 async def snapshot(node: Node, message: str = "") -> dict[str, Any]:
