@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from workers.hooks.claude_code import EVENT_ORDER
+
 Format = Literal["json", "toml", "yaml", "extension", "none"]
 Shape = Literal["plain", "stdio", "copilot", "opencode", "continue", "dsh", "codex", "none"]
 """How one MCP entry looks: plain {command, args, env}; stdio adds `type: "stdio"`; copilot
@@ -24,22 +26,9 @@ TOML table."""
 
 Home = Callable[[Path], Path]
 
-# Claude Code's events, every one upstream's hooks handle; the plugin bundle's
+# Claude Code's events, as its hook script handles them; the plugin bundle's
 # hooks/hooks.json lists the same (a test holds them together).
-CLAUDE_EVENTS = (
-    "SessionStart",
-    "UserPromptSubmit",
-    "PreToolUse",
-    "PostToolUse",
-    "PostToolUseFailure",
-    "PreCompact",
-    "SubagentStart",
-    "SubagentStop",
-    "Notification",
-    "TaskCompleted",
-    "Stop",
-    "SessionEnd",
-)
+CLAUDE_EVENTS = EVENT_ORDER
 CODEX_EVENTS = (
     "SessionStart",
     "UserPromptSubmit",

@@ -16,22 +16,23 @@ else:
     import _events
 
 HOST = "claude-code"
-EVENTS = frozenset(
-    {
-        "SessionStart",
-        "UserPromptSubmit",
-        "PreToolUse",
-        "PostToolUse",
-        "PostToolUseFailure",
-        "PreCompact",
-        "SubagentStart",
-        "SubagentStop",
-        "Notification",
-        "TaskCompleted",
-        "Stop",
-        "SessionEnd",
-    }
+EVENT_ORDER = (
+    # Every Claude Code event upstream's hooks handle, in the order hooks files list them
+    # (the plugin's hooks/hooks.json and what `connect` writes: workers/cli/agents.py).
+    "SessionStart",
+    "UserPromptSubmit",
+    "PreToolUse",
+    "PostToolUse",
+    "PostToolUseFailure",
+    "PreCompact",
+    "SubagentStart",
+    "SubagentStop",
+    "Notification",
+    "TaskCompleted",
+    "Stop",
+    "SessionEnd",
 )
+EVENTS = frozenset(EVENT_ORDER)
 
 if __name__ == "__main__":
     _events.main(HOST, EVENTS)
