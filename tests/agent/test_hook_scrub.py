@@ -39,15 +39,20 @@ print(_scrub.scrub_text(sys.argv[2]))
 """
 
 
-def test_the_hook_script_loads_the_rule_set_and_loads_re_only_when_needed() -> None:
-    stripe = next(s for s in SAMPLES if s.kind == "stripe-access-token")
-    out = subprocess.run(
-        [os.path.realpath(sys.executable), "-S", "-c", _PROBE, str(HOOKS_DIR), stripe.text],
+def _probe(folder: Path, text: str) -> list[str]:
+    """The probe above, run with `folder` as the hook scripts' folder (as `python3 -S`)."""
+    return subprocess.run(
+        [os.path.realpath(sys.executable), "-S", "-c", _PROBE, str(folder), text],
         capture_output=True,
         text=True,
         check=True,
         env={"PATH": os.environ.get("PATH", "")},
     ).stdout.splitlines()
+
+
+def test_the_hook_script_loads_the_rule_set_and_loads_re_only_when_needed() -> None:
+    stripe = next(s for s in SAMPLES if s.kind == "stripe-access-token")
+    out = _probe(HOOKS_DIR, stripe.text)
     assert out[0] == "False False"
     assert stripe.needle not in out[1] and "[REDACTED]" in out[1]
 
@@ -59,12 +64,6 @@ def test_a_plugin_copy_of_the_hooks_folder_alone_still_has_the_rule_set(tmp_path
     copy = tmp_path / "plugin-cache" / "agentmemory"
     shutil.copytree(HOOKS_DIR, copy)
     stripe = next(s for s in SAMPLES if s.kind == "stripe-access-token")
-    out = subprocess.run(
-        [os.path.realpath(sys.executable), "-S", "-c", _PROBE, str(copy), stripe.text],
-        capture_output=True,
-        text=True,
-        check=True,
-        env={"PATH": os.environ.get("PATH", "")},
-    ).stdout.splitlines()
+    out = _probe(copy, stripe.text)
     assert stripe.needle not in out[1] and "[REDACTED]" in out[1], out
     assert (copy / "secret_rules.json").read_bytes() == RULES_FILE.read_bytes()
