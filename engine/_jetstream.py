@@ -14,11 +14,14 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import logging
 import time
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, TypeVar
 
 import msgspec
+import nats.js.errors
 
 from engine._bus import WRONG_LAST_SEQUENCE, BusError, WrongLastSequence, translate
 from engine._errors import FunctionError
@@ -30,6 +33,11 @@ T = TypeVar("T")
 API = "$JS.API"
 API_TIMEOUT = 5.0
 STREAM_NOT_FOUND = 10059
+UNAVAILABLE = 10008
+"""JetStream's "system temporarily unavailable": no meta leader yet."""
+OPEN_PATIENCE = 60.0
+"""How long opening a stream or bucket waits for a JetStream that does not answer."""
+log = logging.getLogger("engine.jetstream")
 NO_MESSAGE_FOUND = 10037
 _NO_BODY = b""
 
@@ -190,6 +198,38 @@ async def _api(
         return reply.decode(msg.data)
     except msgspec.DecodeError:
         raise BusError(f"{subject}: not a JetStream API reply: {msg.data[:80]!r}") from None
+
+
+def _unanswered(exc: BaseException) -> bool:
+    if isinstance(exc, TimeoutError):  # nats-py's TimeoutError is one too
+        return True
+    if isinstance(exc, nats.js.errors.ServiceUnavailableError):
+        return True
+    if isinstance(exc, BusError):
+        return exc.code == "DEADLINE_EXCEEDED" or exc.err_code == UNAVAILABLE
+    return False
+
+
+async def patiently(
+    call: Callable[[], Awaitable[T]], what: str, patience: float = OPEN_PATIENCE
+) -> T:
+    """`call()`, made again while JetStream does not answer it: a cluster without a meta
+    leader (an election after a partition heals, nodes restarting) leaves API requests
+    unanswered for seconds. Opening a stream or bucket then waits for the quorum instead
+    of failing its worker; any other error, or `patience` seconds of silence, is raised."""
+    deadline = time.monotonic() + patience
+    pause = 0.25
+    while True:
+        try:
+            return await call()
+        except Exception as exc:
+            if not _unanswered(exc) or time.monotonic() + pause > deadline:
+                raise
+            log.warning(
+                "%s: JetStream did not answer (%s); asking again", what, exc or type(exc).__name__
+            )
+        await asyncio.sleep(pause)
+        pause = min(pause * 2, 2.0)
 
 
 async def stream_info(client: Client, name: str, timeout: float = API_TIMEOUT) -> StreamInfo:

@@ -39,7 +39,8 @@ class Objects:
         max_bytes, storage, replicas, description) if missing, or brought to it where it
         exists with other settings (engine/_reconcile.py; only what is passed is declared)."""
         js = client._js
-        try:
+
+        async def once() -> Any:
             try:
                 store = await js.object_store(bucket)
                 if config:
@@ -47,13 +48,17 @@ class Objects:
                         client, f"OBJ_{bucket}", _declared(config), what=f"object store {bucket}"
                     )
             except nats.js.errors.BucketNotFoundError:
-                config = {"replicas": client.replicas, **config}
+                made = {"replicas": client.replicas, **config}
                 try:
-                    store = await js.create_object_store(bucket, **config)
+                    store = await js.create_object_store(bucket, **made)
                 except nats.js.errors.BadRequestError:
                     store = await js.object_store(bucket)  # a racing peer created it
-                if config["replicas"] > 1:
+                if made["replicas"] > 1:
                     await _jetstream.wait_for_leader(client, f"OBJ_{bucket}")
+            return store
+
+        try:
+            store = await _jetstream.patiently(once, f"opening object store {bucket}")
         except Exception as exc:
             raise translate(exc, f"opening object store {bucket}") from None
         return cls(store, bucket)

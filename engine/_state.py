@@ -169,6 +169,28 @@ class State:
         declared = _declared(history, ttl, replicas, max_bytes, storage, marker_ttl)
         if replicas is None:
             replicas = client.replicas if client is not None else default_replicas()
+        config = KeyValueConfig(
+            bucket=bucket,
+            history=history or 1,
+            ttl=ttl or None,
+            replicas=replicas,
+            max_bytes=max_bytes if max_bytes is not None else -1,
+            storage=StorageType.MEMORY if storage == "memory" else StorageType.FILE,
+            limit_marker_ttl=marker_ttl,
+        )
+        kv = await _jetstream.patiently(
+            lambda: cls._open(js, bucket, config, client, declared), f"opening KV bucket {bucket}"
+        )
+        return cls(kv, bucket, client)
+
+    @staticmethod
+    async def _open(
+        js: JetStreamContext,
+        bucket: str,
+        cfg: KeyValueConfig,
+        client: Client | None,
+        declared: dict[str, Any],
+    ) -> KeyValue:
         try:
             kv = await js.key_value(bucket)
             if client is not None and declared:
@@ -176,22 +198,13 @@ class State:
                     client, f"KV_{bucket}", declared, what=f"KV bucket {bucket}"
                 )
         except nats.js.errors.BucketNotFoundError:
-            cfg = KeyValueConfig(
-                bucket=bucket,
-                history=history or 1,
-                ttl=ttl or None,
-                replicas=replicas,
-                max_bytes=max_bytes if max_bytes is not None else -1,
-                storage=StorageType.MEMORY if storage == "memory" else StorageType.FILE,
-                limit_marker_ttl=marker_ttl,
-            )
             try:
                 kv = await js.create_key_value(cfg)
             except nats.js.errors.BadRequestError:
                 kv = await js.key_value(bucket)  # a racing replica created it first
-            if replicas > 1 and client is not None:
+            if (cfg.replicas or 1) > 1 and client is not None:
                 await _jetstream.wait_for_leader(client, f"KV_{bucket}", CREATE_TIMEOUT)
-        return cls(kv, bucket, client)
+        return kv
 
     async def entry(self, key: str, type: type[T] | Any = Any) -> Entry[T] | None:
         if not valid_key(key):

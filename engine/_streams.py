@@ -119,10 +119,15 @@ class Stream:
         """Create the stream with this handle's subjects and config, or bring an existing
         one to them: the fields named here are updated in place where JetStream allows it,
         and ConfigDrift says what to do where it does not (see engine/_reconcile.py). A
-        peer creating it concurrently is fine."""
+        peer creating it concurrently is fine. A JetStream without quorum is waited for
+        (engine/_jetstream.py `patiently`)."""
+        await _jetstream.patiently(self._ensure, f"ensuring stream {self.name}")
+        return self
+
+    async def _ensure(self) -> None:
         try:
             await _reconcile.stream(self.client, self.name, self.declared())
-            return self
+            return
         except _jetstream.NotFound:
             pass
         config = {"num_replicas": self.client.replicas, **self.config}
@@ -141,7 +146,6 @@ class Stream:
                 raise translate(exc, f"creating stream {self.name}") from None
         if (cfg.num_replicas or 1) > 1:
             await _jetstream.wait_for_leader(self.client, self.name)
-        return self
 
     async def ensure_consumer(
         self,
