@@ -114,7 +114,7 @@ class TeamBook:
         await self.kv.put(item_key(record.id), item)
         await self._mark_team(record)
         if isinstance(record, Memory):
-            await self.chains.settle(await self.chains.add(root, record), record.id)
+            await self.chains.settle(await self.chains.add(root, record))
         return item, True
 
     async def _shared_root(self, record_id: str) -> str | None:
@@ -235,7 +235,7 @@ class TeamBook:
                 await st.memories.put(kv_key(record.id), record)
                 if after == record.id:
                     await st.publish(MemoryAdded(memory=record), msg_id=record.id)
-            await self.chains.settle(moved, record.id)
+            await self.chains.settle(moved)
         if had is not None:
             return "duplicate"
         await self.kv.put(item_key(item.id), item)

@@ -25,8 +25,6 @@ def chain_key(root: str) -> str:
 
 
 class Moved(NamedTuple):
-    before: str | None
-    """The chain's head before the change."""
     chain: Chain | None
     """The chain now (changed or not); None when there is none."""
     changed: bool
@@ -42,17 +40,15 @@ class Chains:
 
     async def _change(self, root: str, edit: Callable[[Chain], bool]) -> Moved:
         """Apply `edit` (True: it changed the chain) under compare-and-set."""
-        seen: dict[str, str | None] = {}
         changed: list[bool] = []
 
         def step(cur: Chain | None) -> Chain | None:
             chain = cur or Chain(root=root)
-            seen["before"] = chain.head()
             changed[:] = [edit(chain)]
             return chain if changed[0] else None
 
         chain = await self.kv.update(chain_key(root), step, type=Chain)
-        return Moved(seen.get("before"), chain, bool(changed and changed[0]))
+        return Moved(chain, bool(changed and changed[0]))
 
     async def add(self, root: str, memory: Memory, *, gone: bool = False) -> Moved:
         """Note a version in its chain (made from `memory.supersedes`)."""
@@ -107,40 +103,43 @@ class Chains:
             cur = await self.store.get(self.store.memories, cur.supersedes, Memory)
         return root
 
-    async def settle(self, moved: Moved, new_id: str = "") -> None:
-        """The head is now `chain.head()` (it was `before`): the old head and a newcomer
-        that lost point to it, a head that had lost before (a resolution chose it) is live
-        again, and every version's flags say what the chain says."""
-        before, chain = moved.before, moved.chain
-        if chain is None:
+    async def settle(self, moved: Moved) -> None:
+        """Bring the chain's records to what the chain says now: its head live (a head that
+        had lost before, as a resolution chose it, is live again), every other live version
+        pointing to it, and every version's flags set. The chain is read again here, after
+        the caller stored its record: two peers' versions applied at once (a new member
+        catching up on two logs) each met a chain without the other's record, and the
+        record stored last kept the head it saw when it began."""
+        if moved.chain is None:
             return
-        after = chain.head()
+        chain = await self.get(moved.chain.root)
+        after = chain.head() if chain is not None else None
+        if chain is None or after is None:
+            return
         st = self.store
-        if after is None:
-            return
-        if new_id and new_id != after:
-            await self._point(new_id, after)
-        if before and before not in (after, new_id) and await self._point(before, after):
-            await st.publish(
-                RecordsRemoved(ids=[before], reason=f"superseded by {after}", action="team")
-            )
+        for vid, v in chain.versions.items():
+            if vid != after and not v.gone and await self._point(vid, after):
+                await st.publish(
+                    RecordsRemoved(ids=[vid], reason=f"superseded by {after}", action="team")
+                )
         revived = await self._revive(after)
-        if revived is not None and before != after and new_id != after:
+        if revived is not None:
             await st.publish(MemoryAdded(memory=revived))
         await self._flag(chain, after)
 
     async def _point(self, old: str, head: str) -> bool:
-        changed: dict[str, bool] = {}
+        """`old` now points to `head`; True when it was live until now (the indexes drop it)."""
+        was_live: list[bool] = []
 
         def mark(cur: Memory | None) -> Memory | None:
             if cur is None or cur.superseded_by == head:
                 return None
+            was_live[:] = [not cur.superseded_by]
             cur.superseded_by, cur.updated_at = head, now_iso()
-            changed["yes"] = True
             return cur
 
         await self.store.memories.update(kv_key(old), mark, type=Memory)
-        return bool(changed)
+        return bool(was_live and was_live[0])
 
     async def _revive(self, head: str) -> Memory | None:
         """The head's record made live (no `superseded_by`); the record if that changed it."""
