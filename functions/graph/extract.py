@@ -33,6 +33,25 @@ _INSTALL = re.compile(
     r"(?:install|add|i|get)[ \t]+((?:[^\s&|;]+[ \t]*)+)"
 )
 _NO_MODULE = re.compile(r"No module named '([\w.-]+)'|Cannot find module '([@\w./-]+)'")
+# Names with digits that are not errors: algorithms, encodings, architectures, versions of a
+# protocol or runtime (RS256 is a JWT signing algorithm, not an error code).
+_NOT_ERROR = re.compile(
+    r"^(?:sha|md|rs|hs|es|ps|aes|des|rsa|ecdsa|ed|crc|base|utf|ucs|x|arm|amd|int|uint|float|"
+    r"http|ipv|py|python|node|ecma|tls|ssl|oauth|h|vp|av|mp|win|ubuntu|debian|iso|rfc)-?\d+$"
+)
+# Every-day words that the compressor's frequent-word concepts let through: no graph node
+# should be called "after" or "next".
+_GENERIC = frozenset(
+    """after again against ago already always another anything around away back because
+    before behind below between both bring call called came cannot change changed come
+    could down during either enough even ever fine find found gets give given going gone
+    good great half handle help however instead keep kept know known later least less
+    let look looks made many maybe mean might much must near never new next nothing now
+    often okay once onto over perhaps put quite rather really right said same saw say
+    says see seem seen set several since soon still take taken tell thing things think
+    though through thus together told too took toward under until upon very via want
+    wanted way well went whether within without work works yes yet""".split()
+)
 _KIND_ORDER = {"file": 0, "error": 1, "command": 2, "package": 3, "symbol": 4, "concept": 5}
 
 
@@ -52,7 +71,7 @@ def _original(name: str, text: str) -> str:
 def _typed(name: str, text: str) -> Entity | None:
     if _looks_like_file(name):
         return ("file", name)
-    if _ERROR_CODE.match(name) and name.upper() in text:
+    if _ERROR_CODE.match(name) and name.upper() in text and not _NOT_ERROR.match(name):
         return ("error", name.upper())
     if re.fullmatch(r"[0-9a-f]{7,40}", name) or not re.search(r"[a-z]", name):
         return None  # a commit SHA or a version number: no graph kind for those
@@ -106,7 +125,8 @@ def _collect(files: list[str], concepts: list[str], text: str, extra: list[Entit
             continue
         add(*typed)
     for c in concepts:
-        add("concept", c.lower())
+        if c.lower() not in _GENERIC:
+            add("concept", c.lower())
     ordered = sorted(found.values(), key=lambda e: _KIND_ORDER.get(e[0], 9))
     return ordered[:MAX_ENTITIES]
 

@@ -82,3 +82,20 @@ async def test_a_malformed_observation_is_refused_naming_it(lifecycle: Any) -> N
     assert bad.value.code == "BAD_REQUEST" and bad.value.field == "observations[1]"
     found = await lifecycle.graph_query(query(query="cart"))
     assert found["nodes"] == []  # nothing of a refused request is stored
+
+
+def test_algorithm_names_are_not_errors_and_everyday_words_are_not_concepts() -> None:
+    from functions.graph.extract import observation_entities
+    from functions.kernel.records import Observation
+
+    o = Observation(
+        id="obs_jwt", session_id="s", hook_type="post_tool_use", timestamp="2026-03-01T10:00:00Z", project="auth",
+        title="Signed tokens with RS256 after the key rotation",
+        narrative="Checked SHA256 sums; rustc said error[E0425] next to ENOENT",
+        concepts=["after", "next", "jwt", "rotation"],
+    )  # fmt: skip
+    got = set(observation_entities(o))
+    assert ("error", "RS256") not in got and ("error", "SHA256") not in got
+    assert {("error", "E0425"), ("error", "ENOENT")} <= got
+    assert {("concept", "jwt"), ("concept", "rotation")} <= got
+    assert not {("concept", "after"), ("concept", "next")} & got
