@@ -25,6 +25,8 @@ from functions.files.service import FileService
 from functions.governance.service import GovernanceService
 from functions.listings.service import ListingService
 from functions.mcp_content.service import McpContentService
+from functions.memory.compress_model import QUEUE as COMPRESS_QUEUE
+from functions.memory.compress_model import requested as auto_compress_requested
 from functions.memory.service import MemoryService
 from functions.provenance.service import ProvenanceService
 from functions.relations.service import RelationService
@@ -64,6 +66,11 @@ def serve_memory(worker: Worker, service: MemoryService | None = None) -> Memory
         await slots.seed()
 
     worker.on_start(seed)
+    if auto_compress_requested():
+        worker.trigger(
+            "queue", "mem::compress-model", queue=COMPRESS_QUEUE, concurrency=2, timeout=180,
+            max_attempts=5,
+        )  # fmt: skip
     return svc
 
 

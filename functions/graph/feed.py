@@ -160,6 +160,8 @@ class GraphFeed:
         for seq, ev in batch:
             if isinstance(ev, ObservationAdded):
                 o = ev.observation
+                if o.revision:
+                    continue  # rewritten by the compression model: its first version counted
                 self._record(d, seq, o.timestamp, o.id, o.project, observation_entities(o))
             elif isinstance(ev, MemoryAdded):
                 m = ev.memory

@@ -90,6 +90,10 @@ class Observation(msgspec.Struct, omit_defaults=True, kw_only=True):
     """The team it is shared with (`team/share`); empty: private to this machine."""
     instance: str = ""
     """The instance (JetStream domain) a shared record came from; empty: written here."""
+    revision: int = 0
+    """0: as the keyless compressor made it; 1: rewritten by the compression model
+    (AGENTMEMORY_AUTO_COMPRESS). An ObservationAdded with a revision replaces the record in
+    the read models that index it, and is not counted again by those that count."""
 
 
 class Memory(msgspec.Struct, omit_defaults=True, kw_only=True):

@@ -192,7 +192,7 @@ class ProfileFeed:
         hi = batch[-1][0]
         by_project: dict[str, list[tuple[int, Observation]]] = {}
         for seq, ev in batch:
-            if isinstance(ev, ObservationAdded):
+            if isinstance(ev, ObservationAdded) and not ev.observation.revision:
                 by_project.setdefault(ev.observation.project, []).append((seq, ev.observation))
         projects = list(by_project)
         entries: list[Entry[ProjectProfile] | None] = await asyncio.gather(

@@ -9,13 +9,14 @@ import contextlib
 import logging
 
 from engine import Client, FunctionError, HttpRequest, HttpResponse, Tool, operation
+from functions.kernel.models import clients
 from functions.kernel.owned import routes, started
 from functions.kernel.records import AuditEntry, Memory, Observation
 from functions.kernel.store import MemoryStore
 from functions.kernel.views import AuditEntryView, MemoryView, ObservationView, SessionView, as_view
+from functions.memory import compress_model, sessions, transfer
 from functions.memory import forget as forget_mod
 from functions.memory import remember as remember_mod
-from functions.memory import sessions, transfer
 from functions.memory import status as status_mod
 from functions.memory.inbox import Inbox
 from functions.memory.observe import Observer
@@ -70,6 +71,7 @@ class MemoryService:
         self._stop = asyncio.Event()
         self._loop: asyncio.Task[None] | None = None
         self._counts: asyncio.Task[None] | None = None
+        self._auto_compress = False
 
     @property
     def store(self) -> MemoryStore:
@@ -82,6 +84,7 @@ class MemoryService:
     async def start(self, client: Client) -> None:
         store = await MemoryStore(client).open()
         self._store, self._observer = store, Observer(store, self.inbox)
+        self._auto_compress = compress_model.enabled(clients.client(client))
         self._stop.clear()
         self._loop = asyncio.get_running_loop().create_task(
             self.inbox.run(self._observer.store_pending, self._stop)
@@ -124,7 +127,32 @@ class MemoryService:
         ),
     )
     async def observe(self, req: ObserveIn) -> ObserveOut:
-        return await self.observer.observe(req)
+        out = await self.observer.observe(req)
+        if self._auto_compress and out.status == "accepted":
+            await self._enqueue_compression(out.observation_id)
+        return out
+
+    async def _enqueue_compression(self, obs_id: str) -> None:
+        # The keyless record is stored and acknowledged; the model's rewrite is extra, so a
+        # failed enqueue is logged, not the caller's error.
+        try:
+            await self.store.client.call("engine::enqueue", {  # functions/ never import triggers/
+                "queue": compress_model.QUEUE, "msg_id": f"compress:{obs_id}",
+                "payload": compress_model.CompressIn(id=obs_id),
+            })  # fmt: skip
+        except Exception:
+            log.exception("could not enqueue %s for the compression model", obs_id)
+
+    @operation(
+        "mem::compress-model",
+        description="Rewrite a stored observation with the compression model "
+        "(AGENTMEMORY_AUTO_COMPRESS; run by the compress queue's trigger)",
+        timeout=180,
+    )
+    async def rewrite_observation(self, req: compress_model.CompressIn) -> compress_model.CompressOut:
+        model = clients.client(self.store.client)
+        outcome = await compress_model.compress_with_model(self.store, model, req.id)
+        return compress_model.CompressOut(outcome=outcome)
 
     @operation(
         "mem::session-start",

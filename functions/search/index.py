@@ -193,9 +193,9 @@ class SearchIndex:
     def apply(self, event: MemEvent, seq: int = 0) -> None:
         """Apply one MEM_EVENTS message; `seq` is its stream sequence (kept for snapshots)."""
         if isinstance(event, ObservationAdded):
-            # observations are immutable: a second delivery (local apply, then the stream)
-            # must not take a new slot
-            if event.observation.id not in self.doc_of:
+            # a second delivery (local apply, then the stream) must not take a new slot; a
+            # revision (the compression model's rewrite) replaces the record
+            if event.observation.revision or event.observation.id not in self.doc_of:
                 self.add(event.observation)
         elif isinstance(event, MemoryAdded):
             self.add(event.memory)

@@ -145,6 +145,8 @@ class Activity:
             o = event.observation
             title = o.title or o.hook_type
             self.titles.learn(o.id, "observation", title)
+            if o.revision:
+                return None  # the compression model's rewrite: the first row stands
             return ActivityItem(
                 seq=seq, kind="observation", id=o.id, at=when or o.timestamp, title=title,
                 happened=_happened(o.timestamp, at), type=o.type, session_id=o.session_id,

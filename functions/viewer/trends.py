@@ -131,6 +131,8 @@ class Folder:
         day = day_of(at)
         if isinstance(event, ObservationAdded):
             o = event.observation
+            if o.revision:
+                return  # a rewrite by the compression model: counted once, as first stored
             d = await self.day(day, o.project)
             if seq <= d.seq:
                 return
