@@ -7,6 +7,7 @@ its time budget; run `st run` by hand with more for a deeper search (see docs/AP
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -18,8 +19,9 @@ import yaml
 from tests.conftest import ROOT, EngineProcess
 
 SECRET = "schemathesis-" + "s3cret-for-tests"
-MAX_EXAMPLES = 15
-SEED = 20261201
+# A deeper or different search by hand: ST_MAX_EXAMPLES=50 ST_SEED=<n> pytest <this file>
+MAX_EXAMPLES = int(os.environ.get("ST_MAX_EXAMPLES", "15"))
+SEED = int(os.environ.get("ST_SEED", "20261201"))
 
 
 @pytest.fixture
