@@ -149,7 +149,9 @@ class MemoryService:
         "(AGENTMEMORY_AUTO_COMPRESS; run by the compress queue's trigger)",
         timeout=180,
     )
-    async def rewrite_observation(self, req: compress_model.CompressIn) -> compress_model.CompressOut:
+    async def rewrite_observation(
+        self, req: compress_model.CompressIn
+    ) -> compress_model.CompressOut:
         model = clients.client(self.store.client)
         outcome = await compress_model.compress_with_model(self.store, model, req.id)
         return compress_model.CompressOut(outcome=outcome)
