@@ -226,7 +226,9 @@ async def patiently(
             if not _unanswered(exc) or time.monotonic() + pause > deadline:
                 raise
             log.warning(
-                "%s: JetStream did not answer (%s); asking again", what, exc or type(exc).__name__
+                "%s: JetStream did not answer (%s); asking again",
+                what,
+                str(exc) or type(exc).__name__,
             )
         await asyncio.sleep(pause)
         pause = min(pause * 2, 2.0)

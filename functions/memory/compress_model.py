@@ -142,22 +142,19 @@ async def compress_with_model(store: MemoryStore, model: ModelClient, obs_id: st
         log.info("compression model gave nothing usable for %s: the keyless record stays", obs_id)
         return "kept"
     done: list[Observation] = []
+    outcome = ["revised"]
 
     def write(cur: Observation | None) -> Observation | None:
-        if cur is None or cur.revision:
-            return None  # forgotten meanwhile, or revised by a redelivery
+        if cur is None or cur.revision:  # forgotten meanwhile, or revised by a redelivery
+            outcome[0] = "gone" if cur is None else "already"
+            return None
         done[:] = [revised(cur, got)]
         return done[0]
 
     await store.observations.update(kv_key(obs_id), write, type=Observation)
-    if not done:
-        return (
-            "gone"
-            if await store.get(store.observations, obs_id, Observation) is None
-            else "already"
-        )
-    await _announce(store, done[0])
-    return "revised"
+    if done and outcome[0] == "revised":
+        await _announce(store, done[0])
+    return outcome[0]
 
 
 async def _announce(store: MemoryStore, obs: Observation) -> None:

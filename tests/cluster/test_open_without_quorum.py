@@ -6,7 +6,6 @@ exactly this: `nats: timeout` from the bucket lookup right after the last fault 
 from __future__ import annotations
 
 import asyncio
-import time
 
 from engine import Client, connect
 from ops.cluster.nodes import NatsCluster
@@ -28,12 +27,10 @@ async def test_a_bucket_opened_during_a_lost_quorum_opens_once_the_quorum_is_bac
         opening = asyncio.create_task(client.state("quorum_bucket"))
         await asyncio.sleep(7)  # past one API timeout (5 s) without an answer
         assert not opening.done(), opening.exception() if opening.done() else None
-        t0 = time.monotonic()
         await asyncio.gather(*(asyncio.to_thread(nats_cluster.start_node, k) for k in (1, 2)))
         st = await asyncio.wait_for(opening, 60)
         await st.put("k", {"v": 1})
         got = await st.get("k", dict)
         assert got == {"v": 1}
-        assert time.monotonic() - t0 < 60
     finally:
         await client.nc.close()

@@ -15,7 +15,7 @@ from functions.kernel.records import Memory
 from functions.kernel.store import MemoryStore
 from functions.team.book import TeamBook
 from functions.team.config import TeamConfig
-from functions.team.log import TeamLog
+from functions.team.log import TeamLog, shared_copy
 from functions.team.records import Shared, TeamItem
 
 TEAM = "dev-team"
@@ -41,8 +41,8 @@ class Jittered:
 
 
 def item(memory: Memory, root: str, origin: str) -> Shared:
-    copy = Memory(**{**{f: getattr(memory, f) for f in memory.__struct_fields__},
-                     "team": TEAM, "instance": origin})  # fmt: skip
+    copy = shared_copy(memory, TEAM, origin)
+    assert isinstance(copy, Memory)
     return Shared(item=TeamItem(id=memory.id, kind="memory", item_type="memory", team=TEAM,
                                 origin=origin, shared_by="u", shared_at="2026-12-01T10:00:00Z",
                                 root=root, memory=copy))  # fmt: skip
