@@ -119,6 +119,8 @@ def normal(field: str, value: Any) -> Any:
         return value or ""
     if field == "subjects":
         return sorted(value or [])
+    if field == "compression":  # the API leaves it out when off
+        return value or "none"
     if field == "sources":
         return sorted((_source(s) for s in value or []), key=msgspec.json.encode)
     return value

@@ -11,7 +11,13 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 import msgspec
 import nats.js.errors
-from nats.js.api import KeyValueConfig, StorageType
+from nats.js.api import (
+    DiscardPolicy,
+    KeyValueConfig,
+    StorageType,
+    StoreCompression,
+    StreamConfig,
+)
 from nats.js.client import JetStreamContext
 from nats.js.kv import KeyValue
 
@@ -95,6 +101,34 @@ def ttl_header(ttl: float) -> str:
     return str(max(1, math.ceil(ttl)))
 
 
+def _kv_stream(cfg: KeyValueConfig, compression: str) -> StreamConfig:
+    """The stream of a new KV bucket, as the KV convention (NATS ADR-8) lays it out, with
+    compression: nats-py's KeyValueConfig cannot ask for it, and nats-server applies a
+    compression turned on later by an update only from its next start."""
+    window = min(120.0, cfg.ttl) if cfg.ttl else 120.0
+    return StreamConfig(
+        name=f"KV_{cfg.bucket}",
+        description=cfg.description,
+        subjects=[f"$KV.{cfg.bucket}.>"],
+        allow_direct=cfg.direct,
+        allow_rollup_hdrs=True,
+        allow_msg_ttl=True,
+        deny_delete=True,
+        discard=DiscardPolicy.NEW,
+        duplicate_window=window,
+        max_age=cfg.ttl,
+        max_bytes=cfg.max_bytes,
+        max_consumers=-1,
+        max_msg_size=cfg.max_value_size,
+        max_msgs=-1,
+        max_msgs_per_subject=cfg.history,
+        num_replicas=cfg.replicas,
+        storage=cfg.storage,
+        compression=StoreCompression(compression),
+        subject_delete_marker_ttl=cfg.limit_marker_ttl or None,
+    )
+
+
 def _declared(
     history: int | None,
     ttl: float | None,
@@ -102,6 +136,7 @@ def _declared(
     max_bytes: int | None,
     storage: str | None,
     marker_ttl: float | None,
+    compression: str | None = None,
 ) -> dict[str, Any]:
     """A bucket's declared settings as fields of its stream (KV_<bucket>), API form."""
     out: dict[str, Any] = {}
@@ -115,6 +150,8 @@ def _declared(
         out["max_bytes"] = _reconcile.normal("max_bytes", max_bytes)
     if storage is not None:
         out["storage"] = storage
+    if compression is not None:
+        out["compression"] = _reconcile.normal("compression", compression)
     if marker_ttl is not None:
         out["allow_msg_ttl"] = True
         out["subject_delete_marker_ttl"] = _reconcile.declared_wire(
@@ -157,6 +194,7 @@ class State:
         max_bytes: int | None = None,
         storage: Literal["file", "memory"] | None = None,
         marker_ttl: float | None = None,
+        compression: Literal["s2", "none"] | None = None,
     ) -> State:
         """The bucket, created with this config if missing (history 1, no age limit, file
         storage, the client's replicas unless given), or brought to the settings given here
@@ -165,8 +203,11 @@ class State:
         key. `ttl`: the bucket's maximum age in seconds (0: none). `max_bytes` (-1: none).
         `marker_ttl`: when a key's own TTL (`ttl=` on create, put, compare_and_set) runs
         out, the server leaves a deletion marker that watchers and state triggers see, kept
-        `marker_ttl` seconds; without it an expired key vanishes silently."""
-        declared = _declared(history, ttl, replicas, max_bytes, storage, marker_ttl)
+        `marker_ttl` seconds; without it an expired key vanishes silently. `compression`:
+        "s2" stores the bucket's blocks compressed on disk (full blocks: the one being
+        written stays plain); an old bucket is brought to it in place, which nats-server
+        applies to the blocks it writes from its next start."""
+        declared = _declared(history, ttl, replicas, max_bytes, storage, marker_ttl, compression)
         if replicas is None:
             replicas = client.replicas if client is not None else default_replicas()
         config = KeyValueConfig(
@@ -198,8 +239,13 @@ class State:
                     client, f"KV_{bucket}", declared, what=f"KV bucket {bucket}"
                 )
         except nats.js.errors.BucketNotFoundError:
+            compression = declared.get("compression", "none")
             try:
-                kv = await js.create_key_value(cfg)
+                if compression == "none":
+                    kv = await js.create_key_value(cfg)
+                else:
+                    await js.add_stream(_kv_stream(cfg, compression))
+                    kv = await js.key_value(bucket)
             except nats.js.errors.BadRequestError:
                 kv = await js.key_value(bucket)  # a racing replica created it first
             if (cfg.replicas or 1) > 1 and client is not None:
