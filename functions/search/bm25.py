@@ -440,11 +440,6 @@ class BM25Index:
         return touched
 
     # ---- persistence -------------------------------------------------------------
-    def dump(self) -> SealedBuffers:
-        """The postings as flat buffers (the tail sealed first)."""
-        self.seal()
-        return self.sealed.buffers()
-
     def load(self, sealed: SealedBuffers, doc_len: bytes) -> None:
         self.sealed = Sealed.of(sealed)
         self.postings = {}

@@ -46,10 +46,11 @@ APPLY_BATCH = 256
 """Events applied from the follower's backlog before the loop turns (waiting searches and
 new calls run between batches, and each batch is one wake-up of the fences)."""
 PACKED = b"zl1\0"
-"""Prefix of a snapshot stored zlib-compressed (level 1: a 100k-document snapshot goes from
-35 to 9 MB). Reading an object back costs more than linearly in its size (the client library
-joins its chunks one by one), so the smaller blob is what makes a restart quick; a
-snapshot without the prefix (msgpack: it starts with a map) is read as it is."""
+"""Prefix of a snapshot stored zlib-compressed in one piece, as the feeder wrote them
+before `snapshot.stream()` (still read; a snapshot without any prefix, msgpack, too)."""
+SNAPSHOT_SPACING = 10.0
+"""A snapshot waits at least this many times as long as the last one took (a large index
+takes seconds to compress: snapshots then cost at most a tenth of a core)."""
 SHARED_SUBJECTS = tuple(f"{EVENTS_SUBJECT}.{k}" for k in ("memory", "summary", "removed"))
 """Event subjects every project's queries may see (memories without a project are global)."""
 _decoder = msgspec.json.Decoder(MemEvent)
@@ -81,6 +82,8 @@ class IndexHolder:
         self.snapshot_name = snapshot_name + (f".{embedder.name}" if embedder else "")
         self.snapshot_at = 0.0
         self.snapshot_seq = 0
+        self.snapshot_took = 0.0
+        """Seconds the last snapshot took, from its start to the object stored."""
         self.stream_last_seq = 0
         self.delivered_seq = 0
         self.delivered_at = time.monotonic()
@@ -276,14 +279,21 @@ class IndexHolder:
         seq = self.index.seq
         if seq == self.snapshot_seq:
             return seq
-        blob = snapshot.dump(self.index)
-        packed = PACKED + await asyncio.to_thread(zlib.compress, blob, 1)
+        began = time.monotonic()
+        reader = snapshot.stream(self.index)
+        prepared = time.monotonic() - began
         last = await self.events.get(seq) if seq else None
-        await self.store.put(self.snapshot_name, packed)
+        await self.store.put(self.snapshot_name, reader)
         if last is not None:
             await self.store.put(self.snapshot_name + ".last", _digest(last))
         self.snapshot_at = time.time()
         self.snapshot_seq = seq
+        self.snapshot_took = time.monotonic() - began
+        log.info(
+            "index snapshot at event %d: %d documents, %.1f MB stored (%.2f s on the loop, "
+            "%.2f s in all)", seq, len(self.index), reader.stored / 1e6, prepared,
+            self.snapshot_took,
+        )  # fmt: skip
         return seq
 
     async def restore(self) -> bool:
@@ -293,10 +303,10 @@ class IndexHolder:
             return False
         stored = len(blob)
         read = time.monotonic() - began
-        if blob.startswith(PACKED):
+        if blob.startswith(PACKED):  # written before snapshots were streamed
             blob = await asyncio.to_thread(zlib.decompress, memoryview(blob)[len(PACKED) :])
         fresh = SearchIndex(self.index.config, VectorIndex() if self.embedder else None)
-        self.index = snapshot.load(blob, fresh)
+        self.index = await asyncio.to_thread(snapshot.load, blob, fresh)
         self.snapshot_seq = self.index.seq
         self.snapshot_at = time.time()
         log.info(
@@ -330,9 +340,13 @@ class IndexHolder:
         )
         return False
 
+    def snapshot_wait(self) -> float:
+        """Seconds until the next periodic snapshot."""
+        return max(self.snapshot_every, SNAPSHOT_SPACING * self.snapshot_took)
+
     async def _snapshot_loop(self) -> None:
         while True:
-            await asyncio.sleep(self.snapshot_every)
+            await asyncio.sleep(self.snapshot_wait())
             try:
                 await self.save()
             except Exception:

@@ -137,16 +137,6 @@ class Sealed:
         out.tfs = np.concatenate(tfs).astype(np.float32, copy=False)
         return out
 
-    def buffers(self) -> SealedBuffers:
-        return SealedBuffers(
-            terms=self.terms,
-            first=self.first.tobytes(),
-            part=self.part.tobytes(),
-            end=self.end.tobytes(),
-            docs=self.docs.tobytes(),
-            tfs=self.tfs.tobytes(),
-        )
-
     @classmethod
     def of(cls, b: SealedBuffers) -> Sealed:
         out = cls()

@@ -2,9 +2,22 @@
 
 Restoring a snapshot and replaying the events after its sequence gives the same index as
 applying every event from the start (tests/search/test_snapshot.py proves it).
+
+What the search worker stores is `stream()`: a zlib stream of a small msgpack header and
+the index's arrays as raw sections, produced piece by piece while the object store reads
+it. Nothing the size of the index is built for it: the sealed postings are read where they
+lie (a seal makes new arrays and never writes old ones), the growing columns are copied
+once; so a snapshot of a large index costs neither a second index's worth of memory nor a
+long pause of the event loop (the compression runs in the reader's thread).
 """
 
 from __future__ import annotations
+
+import io
+import struct
+import zlib
+from collections.abc import Iterator
+from typing import Any
 
 import msgspec
 
@@ -16,7 +29,16 @@ from functions.search.tables import DocEntities, IdSlots, MetaTable
 FORMAT = 5
 """5: postings as flat sealed arrays (functions/search/postings.py); 4: the display fields
 and the graph's entities of documents as packed buffers; 3: one object per document. 3 and
-4 are still read, so an upgraded data dir boots from its snapshot."""
+4 are still read, so an upgraded data dir boots from its snapshot. `stream()` writes
+format 5's fields as STREAMED sections (format 6)."""
+STREAMED = b"zs6\0"
+"""Prefix of `stream()`'s output: zlib of [u64 header length][header][sections]."""
+_SECTIONS = ("meta_buf", "meta_end", "meta_live", "alive", "project", "agent", "kind",
+             "session", "day", "doc_len", "graph_ents_flat", "graph_ents_end", "ids_keys",
+             "ids_slots", "vector_blob")  # fmt: skip
+_SEALED = ("first", "part", "end", "docs", "tfs")
+_PIECE = 1 << 20
+"""Bytes handed to the compressor at a time."""
 
 
 class IndexSnapshot(msgspec.Struct, kw_only=True):
@@ -54,13 +76,70 @@ class IndexSnapshot(msgspec.Struct, kw_only=True):
     vector_blob: bytes = b""
     texts: dict[int, str] = msgspec.field(default_factory=dict)
     pending: list[int] = msgspec.field(default_factory=list)
+    sections: list[tuple[str, int]] = msgspec.field(default_factory=list)
+    """Format 6 only: the fields sent after the header, in order, and their lengths."""
 
 
 def dump(index: SearchIndex) -> bytes:
+    """The index as one msgpack document (format 5)."""
+    snap, sections = _parts(index)
+    for name, buf in sections:
+        _set(snap, name, bytes(buf))
+    return msgspec.msgpack.encode(snap)
+
+
+def stream(index: SearchIndex) -> SnapshotReader:
+    """The index as STREAMED bytes, read with `readinto` (what the object store's put
+    calls, in a thread). Call on the event loop: it seals the postings and copies what
+    later writes would change; the reader touches nothing the loop writes."""
+    snap, sections = _parts(index)
+    snap.format = 6
+    snap.sections = [(name, memoryview(buf).nbytes) for name, buf in sections]
+    head = msgspec.msgpack.encode(snap)
+    return SnapshotReader([struct.pack("<Q", len(head)), head, *(buf for _, buf in sections)])
+
+
+class SnapshotReader(io.RawIOBase):
+    """Compresses its pieces as they are read."""
+
+    def __init__(self, pieces: list[bytes | memoryview]) -> None:
+        self._pieces: Iterator[memoryview] = (
+            memoryview(p).cast("B")[i : i + _PIECE]
+            for p in pieces
+            for i in range(0, memoryview(p).nbytes, _PIECE)
+        )
+        self._zip = zlib.compressobj(1)
+        self._out = bytearray(STREAMED)
+        self._done = False
+        self.stored = 0
+        """Bytes read so far (all of the snapshot once the reader is drained)."""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any, /) -> int:
+        want = len(b)
+        while len(self._out) < want and not self._done:
+            piece = next(self._pieces, None)
+            if piece is None:
+                self._out += self._zip.flush()
+                self._done = True
+            else:
+                self._out += self._zip.compress(piece)
+        n = min(want, len(self._out))
+        b[:n] = self._out[:n]
+        del self._out[:n]
+        self.stored += n
+        return n
+
+
+def _parts(index: SearchIndex) -> tuple[IndexSnapshot, list[tuple[str, bytes | memoryview]]]:
     vec = index.vectors
     meta_buf, meta_end, meta_live = index.meta.dump()
     ents_flat, ents_end = index.graph.ents_of.dump()
     ids_keys, ids_slots = index.doc_of.dump()
+    index.bm25.seal()
+    sealed = index.bm25.sealed
     snap = IndexSnapshot(
         seq=index.seq,
         meta_buf=meta_buf,
@@ -76,7 +155,7 @@ def dump(index: SearchIndex) -> bytes:
         agents=index.agents.names,
         sessions=index.sessions.names,
         doc_len=index.bm25.doc_len.tobytes(),
-        sealed=index.bm25.dump(),
+        sealed=SealedBuffers(terms=sealed.terms, first=b"", part=b"", end=b"", docs=b"", tfs=b""),
         graph_names=index.graph.names,
         graph_docs=[{p: a.tobytes() for p, a in d.items()} for d in index.graph.docs_of],
         graph_ents_flat=ents_flat,
@@ -90,15 +169,45 @@ def dump(index: SearchIndex) -> bytes:
         texts=index.texts,
         pending=sorted(index.pending_text),
     )
-    return msgspec.msgpack.encode(snap)
+    sections: list[tuple[str, bytes | memoryview]] = []
+    for name in _SECTIONS:
+        sections.append((name, getattr(snap, name)))
+        setattr(snap, name, b"")
+    sections += [(f"sealed.{name}", getattr(sealed, name).data) for name in _SEALED]
+    return snap, sections
 
 
-def load(blob: bytes, index: SearchIndex) -> SearchIndex:
-    """Fill an empty `index` (built with the wanted config and vector setting) from `blob`."""
+def _set(snap: IndexSnapshot, name: str, value: bytes | memoryview) -> None:
+    owner, _, field = name.rpartition(".")
+    setattr(snap.sealed if owner else snap, field, value)
+
+
+def _read_streamed(blob: bytes | memoryview) -> IndexSnapshot:
+    raw = memoryview(zlib.decompress(memoryview(blob)[len(STREAMED) :]))
+    (size,) = struct.unpack_from("<Q", raw)
+    snap = msgspec.msgpack.decode(raw[8 : 8 + size], type=IndexSnapshot)
+    at = 8 + size
+    for name, length in snap.sections:
+        piece = raw[at : at + length]
+        # The other fields are copied by their loaders; the sealed postings would stay
+        # views and keep the whole buffer alive, so they get their own bytes.
+        _set(snap, name, bytes(piece) if name.startswith("sealed.") else piece)
+        at += length
+    if at != len(raw):
+        raise ValueError("snapshot sections do not add up to its length")
+    return snap
+
+
+def load(blob: bytes | memoryview, index: SearchIndex) -> SearchIndex:
+    """Fill an empty `index` (built with the wanted config and vector setting) from `blob`
+    (`dump()`'s or `stream()`'s bytes)."""
     from array import array
 
-    snap = msgspec.msgpack.decode(blob, type=IndexSnapshot)
-    if snap.format not in (3, 4, FORMAT):
+    if bytes(blob[: len(STREAMED)]) == STREAMED:
+        snap = _read_streamed(blob)
+    else:
+        snap = msgspec.msgpack.decode(blob, type=IndexSnapshot)
+    if snap.format not in (3, 4, FORMAT, 6):
         raise ValueError(f"snapshot format {snap.format} is not {FORMAT}")
     index.seq = snap.seq
     if snap.format == 3:

@@ -1,16 +1,17 @@
 """The feeder's snapshots in the object store: stored compressed (a restart reads a blob a
 quarter of the size), restored by the next replica to the same index; a snapshot an older
-version stored uncompressed still restores."""
+version stored uncompressed, or compressed in one piece, still restores."""
 
 from __future__ import annotations
 
 import asyncio
+import zlib
 
 from engine import Client
 from functions.kernel.records import Observation, ObservationAdded
 from functions.kernel.store import MemoryStore
 from functions.search import snapshot
-from functions.search.feeder import PACKED, SNAPSHOT_BUCKET, IndexHolder
+from functions.search.feeder import PACKED, SNAPSHOT_BUCKET, SNAPSHOT_SPACING, IndexHolder
 
 
 def _obs(i: int) -> ObservationAdded:
@@ -41,8 +42,12 @@ async def test_a_snapshot_is_stored_compressed_and_restores_the_same_index(
 
     objects = await client.objects(SNAPSHOT_BUCKET)
     blob = await objects.get(first.snapshot_name)
-    assert blob is not None and blob.startswith(PACKED)
+    assert blob is not None and blob.startswith(snapshot.STREAMED)
     assert len(blob) < len(snapshot.dump(first.index)) / 2
+    # the next periodic snapshot is spaced by what this one took
+    assert first.snapshot_took > 0
+    first.snapshot_every = 0.001
+    assert first.snapshot_wait() == SNAPSHOT_SPACING * first.snapshot_took
 
     again = IndexHolder(load_embedder=False, snapshot_every=3600)
     await again.start(client)
@@ -65,12 +70,13 @@ async def test_an_uncompressed_snapshot_of_an_older_version_still_restores(
     raw = snapshot.dump(first.index)
     await first.stop(client)
     objects = await client.objects(SNAPSHOT_BUCKET)
-    await objects.put(first.snapshot_name, raw)  # as the older feeder stored it
-
-    again = IndexHolder(load_embedder=False, snapshot_every=3600)
-    await again.start(client)
-    try:
-        assert again.snapshot_seq == first.index.seq  # restored, not rebuilt from the stream
-        assert _answers(again) == expected
-    finally:
-        await again.stop(client)
+    # as older feeders stored it: plain msgpack, then zlib-compressed in one piece
+    for stored in (raw, PACKED + zlib.compress(raw, 1)):
+        await objects.put(first.snapshot_name, stored)
+        again = IndexHolder(load_embedder=False, snapshot_every=3600)
+        await again.start(client)
+        try:
+            assert again.snapshot_seq == first.index.seq  # restored, not rebuilt
+            assert _answers(again) == expected
+        finally:
+            await again.stop(client)
