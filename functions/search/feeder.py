@@ -18,6 +18,7 @@ import os
 import time
 import zlib
 from collections import deque
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -56,6 +57,16 @@ SHARED_SUBJECTS = tuple(f"{EVENTS_SUBJECT}.{k}" for k in ("memory", "summary", "
 _decoder = msgspec.json.Decoder(MemEvent)
 
 
+def _local_dir() -> Path | None:
+    """SEARCH_INDEX_DIR, else `search/` in the instance's data dir (what the supervisor
+    gives its workers); None for a process run without either."""
+    raw = os.environ.get("SEARCH_INDEX_DIR")
+    if raw:
+        return Path(raw).expanduser()
+    data = os.environ.get("AGENTMEMORY_DATA_DIR") or os.environ.get("ENGINE_DATA_DIR")
+    return Path(data).expanduser() / "search" if data else None
+
+
 def _digest(msg: StreamMessage) -> bytes:
     import hashlib
 
@@ -70,6 +81,7 @@ class IndexHolder:
         *,
         snapshot_every: float = float(os.environ.get("SEARCH_SNAPSHOT_SECONDS", "60")),
         snapshot_name: str = "index",
+        local_dir: Path | None = None,
         load_embedder: bool = True,
         embed_via_queue: bool = os.environ.get("SEARCH_EMBED_QUEUE", "").lower()
         in ("1", "true", "yes"),
@@ -84,6 +96,10 @@ class IndexHolder:
         self.snapshot_seq = 0
         self.snapshot_took = 0.0
         """Seconds the last snapshot took, from its start to the object stored."""
+        self.local_dir = local_dir if local_dir is not None else _local_dir()
+        """Where the replica keeps its snapshot as a file (None: the object store only)."""
+        self._restored_from = ""
+        self._restored_last: bytes | None = None
         self.stream_last_seq = 0
         self.delivered_seq = 0
         self.delivered_at = time.monotonic()
@@ -144,7 +160,7 @@ class IndexHolder:
         if self._follower is not None:
             await self._follower.stop()
         with contextlib.suppress(Exception):
-            await self.save()
+            await self.save(final=True)
 
     # ---- events ----------------------------------------------------------------------
     async def _on_event(self, msg: StreamMessage) -> None:
@@ -275,47 +291,103 @@ class IndexHolder:
             return
 
     # ---- snapshots -------------------------------------------------------------------
-    async def save(self) -> int:
+    async def save(self, *, final: bool = False) -> int:
+        """Snapshot the index: to the local file when there is a local dir (plain, fast),
+        and to the object store (compressed; what a replica on another host, or one
+        without the file, restores from). `final` (the worker stopping): the local file
+        alone when there is one, so a stop takes seconds, not the object's upload."""
         seq = self.index.seq
         if seq == self.snapshot_seq:
             return seq
         began = time.monotonic()
-        reader = snapshot.stream(self.index)
+        taken = snapshot.take(self.index)
         prepared = time.monotonic() - began
         last = await self.events.get(seq) if seq else None
-        await self.store.put(self.snapshot_name, reader)
-        if last is not None:
-            await self.store.put(self.snapshot_name + ".last", _digest(last))
+        digest = _digest(last) if last is not None else None
+        stored, where = 0, []
+        if self.local_dir is not None:
+            stored = await asyncio.to_thread(self._write_local, taken, digest)
+            where.append(str(self.local_dir))
+        if not final or self.local_dir is None:
+            reader = taken.reader()
+            await self.store.put(self.snapshot_name, reader)
+            if digest is not None:
+                await self.store.put(self.snapshot_name + ".last", digest)
+            stored = stored or reader.stored
+            where.append("the object store")
         self.snapshot_at = time.time()
         self.snapshot_seq = seq
         self.snapshot_took = time.monotonic() - began
         log.info(
-            "index snapshot at event %d: %d documents, %.1f MB stored (%.2f s on the loop, "
-            "%.2f s in all)", seq, len(self.index), reader.stored / 1e6, prepared,
+            "index snapshot at event %d: %d documents, %.1f MB to %s (%.2f s on the loop, "
+            "%.2f s in all)", seq, taken.docs, stored / 1e6, " and ".join(where), prepared,
             self.snapshot_took,
         )  # fmt: skip
         return seq
 
+    def _local(self, suffix: str) -> Path:
+        assert self.local_dir is not None
+        return self.local_dir / f"{self.snapshot_name}{suffix}"
+
+    def _write_local(self, taken: snapshot.Taken, digest: bytes | None) -> int:
+        assert self.local_dir is not None
+        self.local_dir.mkdir(parents=True, exist_ok=True)
+        last = self._local(".last")
+        last.unlink(missing_ok=True)  # never a digest beside a snapshot it does not describe
+        size = taken.write(self._local(".snap"))
+        if digest is not None:
+            last.write_bytes(digest)
+        return size
+
+    async def _read_local(self) -> tuple[bytes, bytes | None] | None:
+        if self.local_dir is None:
+            return None
+        path, last = self._local(".snap"), self._local(".last")
+
+        def read() -> tuple[bytes, bytes | None] | None:
+            try:
+                blob = path.read_bytes()
+            except FileNotFoundError:
+                return None
+            return blob, last.read_bytes() if last.exists() else None
+
+        return await asyncio.to_thread(read)
+
     async def restore(self) -> bool:
-        began = time.monotonic()
-        blob = await self.store.get(self.snapshot_name)
-        if blob is None:
-            return False
-        stored = len(blob)
-        read = time.monotonic() - began
-        if blob.startswith(PACKED):  # written before snapshots were streamed
-            blob = await asyncio.to_thread(zlib.decompress, memoryview(blob)[len(PACKED) :])
-        fresh = SearchIndex(self.index.config, VectorIndex() if self.embedder else None)
-        self.index = await asyncio.to_thread(snapshot.load, blob, fresh)
-        self.snapshot_seq = self.index.seq
-        self.snapshot_at = time.time()
-        log.info(
-            "index restored: %d documents at event %d from a %.1f MB snapshot (read %.2f s, "
-            "in all %.2f s); following from %d",
-            len(self.index), self.index.seq, stored / 1e6, read, time.monotonic() - began,
-            self.index.seq + 1,
-        )  # fmt: skip
-        return True
+        """The local file first, else the object store's snapshot; one that cannot be
+        read is logged and passed over (the index is then rebuilt from the stream)."""
+        for source in ("local", "store"):
+            began = time.monotonic()
+            if source == "local":
+                got = await self._read_local()
+                if got is None:
+                    continue
+                blob, self._restored_last = got
+            else:
+                found = await self.store.get(self.snapshot_name)
+                if found is None:
+                    return False
+                blob, self._restored_last = found, None
+            stored, read = len(blob), time.monotonic() - began
+            if blob.startswith(PACKED):  # written before snapshots were streamed
+                blob = await asyncio.to_thread(zlib.decompress, memoryview(blob)[len(PACKED) :])
+            fresh = SearchIndex(self.index.config, VectorIndex() if self.embedder else None)
+            try:
+                self.index = await asyncio.to_thread(snapshot.load, blob, fresh)
+            except Exception as exc:
+                log.warning("index snapshot from %s unreadable (%s): passed over", source, exc)
+                continue
+            self._restored_from = source
+            self.snapshot_seq = self.index.seq
+            self.snapshot_at = time.time()
+            log.info(
+                "index restored: %d documents at event %d from a %.1f MB snapshot (%s; read "
+                "%.2f s, in all %.2f s); following from %d",
+                len(self.index), self.index.seq, stored / 1e6, source, read,
+                time.monotonic() - began, self.index.seq + 1,
+            )  # fmt: skip
+            return True
+        return False
 
     async def _snapshot_still_holds(self) -> bool:
         """Whether MEM_EVENTS still holds the event the snapshot ends with. After a crash
@@ -325,7 +397,10 @@ class IndexHolder:
         seq = self.index.seq
         try:
             now = await self.events.get(seq)
-            want = await self.store.get(self.snapshot_name + ".last")
+            if self._restored_from == "local":
+                want = self._restored_last
+            else:
+                want = await self.store.get(self.snapshot_name + ".last")
             if now is None and seq <= (await self.events.info()).last_seq:
                 return True  # that one event was deleted since (a purge), not the tail lost
         except Exception as exc:  # cannot tell: keep the snapshot

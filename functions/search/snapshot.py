@@ -14,9 +14,11 @@ long pause of the event loop (the compression runs in the reader's thread).
 from __future__ import annotations
 
 import io
+import os
 import struct
 import zlib
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -33,6 +35,8 @@ and the graph's entities of documents as packed buffers; 3: one object per docum
 format 5's fields as STREAMED sections (format 6)."""
 STREAMED = b"zs6\0"
 """Prefix of `stream()`'s output: zlib of [u64 header length][header][sections]."""
+PLAIN = b"rs6\0"
+"""Prefix of the same, uncompressed (a local file: written and read at disk speed)."""
 _SECTIONS = ("meta_buf", "meta_end", "meta_live", "alive", "project", "agent", "kind",
              "session", "day", "doc_len", "graph_ents_flat", "graph_ents_end", "ids_keys",
              "ids_slots", "vector_blob")  # fmt: skip
@@ -88,15 +92,47 @@ def dump(index: SearchIndex) -> bytes:
     return msgspec.msgpack.encode(snap)
 
 
-def stream(index: SearchIndex) -> SnapshotReader:
-    """The index as STREAMED bytes, read with `readinto` (what the object store's put
-    calls, in a thread). Call on the event loop: it seals the postings and copies what
-    later writes would change; the reader touches nothing the loop writes."""
+class Taken:
+    """An index as it was at `take()`: its header and sections, ready to be written out
+    (to a local file, plain) or read out (compressed, by the object store) from a thread,
+    as often as wanted; nothing in it is written by the index after `take()`."""
+
+    def __init__(self, seq: int, docs: int, pieces: list[bytes | memoryview]) -> None:
+        self.seq = seq
+        self.docs = docs
+        self.pieces = pieces
+
+    def reader(self) -> SnapshotReader:
+        """STREAMED bytes, compressed as they are read."""
+        return SnapshotReader(self.pieces)
+
+    def write(self, path: Path) -> int:
+        """PLAIN bytes into `path` (a new file put in place whole); the bytes written."""
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        size = len(PLAIN)
+        with open(tmp, "wb") as f:
+            f.write(PLAIN)
+            for p in self.pieces:
+                f.write(p)
+                size += memoryview(p).nbytes
+        os.replace(tmp, path)
+        return size
+
+
+def take(index: SearchIndex) -> Taken:
+    """Call on the event loop: it seals the postings and copies what later writes would
+    change, so that what it returns may be written or read out in a thread."""
     snap, sections = _parts(index)
     snap.format = 6
     snap.sections = [(name, memoryview(buf).nbytes) for name, buf in sections]
     head = msgspec.msgpack.encode(snap)
-    return SnapshotReader([struct.pack("<Q", len(head)), head, *(buf for _, buf in sections)])
+    pieces = [struct.pack("<Q", len(head)), head, *(buf for _, buf in sections)]
+    return Taken(index.seq, len(index), pieces)
+
+
+def stream(index: SearchIndex) -> SnapshotReader:
+    """`take(index).reader()`."""
+    return take(index).reader()
 
 
 class SnapshotReader(io.RawIOBase):
@@ -183,7 +219,10 @@ def _set(snap: IndexSnapshot, name: str, value: bytes | memoryview) -> None:
 
 
 def _read_streamed(blob: bytes | memoryview) -> IndexSnapshot:
-    raw = memoryview(zlib.decompress(memoryview(blob)[len(STREAMED) :]))
+    if bytes(blob[: len(PLAIN)]) == PLAIN:
+        raw = memoryview(blob)[len(PLAIN) :]
+    else:
+        raw = memoryview(zlib.decompress(memoryview(blob)[len(STREAMED) :]))
     (size,) = struct.unpack_from("<Q", raw)
     snap = msgspec.msgpack.decode(raw[8 : 8 + size], type=IndexSnapshot)
     at = 8 + size
@@ -203,7 +242,7 @@ def load(blob: bytes | memoryview, index: SearchIndex) -> SearchIndex:
     (`dump()`'s or `stream()`'s bytes)."""
     from array import array
 
-    if bytes(blob[: len(STREAMED)]) == STREAMED:
+    if bytes(blob[: len(STREAMED)]) in (STREAMED, PLAIN):
         snap = _read_streamed(blob)
     else:
         snap = msgspec.msgpack.decode(blob, type=IndexSnapshot)

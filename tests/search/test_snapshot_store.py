@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import zlib
+from pathlib import Path
 
 from engine import Client
 from functions.kernel.records import Observation, ObservationAdded
@@ -80,3 +81,45 @@ async def test_an_uncompressed_snapshot_of_an_older_version_still_restores(
             assert _answers(again) == expected
         finally:
             await again.stop(client)
+
+
+async def test_a_replica_with_a_local_dir_stops_to_its_file_and_restarts_from_it(
+    client: Client, tmp_path: Path
+) -> None:
+    store = await MemoryStore(client).open()
+    await asyncio.gather(*(store.publish(_obs(i)) for i in range(300)))
+    first = IndexHolder(load_embedder=False, snapshot_every=3600, local_dir=tmp_path)
+    await first.start(client)
+    assert await first.caught_up(timeout=10)
+    expected = _answers(first)
+    await first.save()  # periodic: the file and the object store
+    objects = await client.objects(SNAPSHOT_BUCKET)
+    in_store = await objects.get(first.snapshot_name)
+    assert in_store is not None and in_store.startswith(snapshot.STREAMED)
+    await asyncio.gather(*(store.publish(_obs(i)) for i in range(300, 340)))
+    assert await first.caught_up(timeout=10)
+    expected = _answers(first)
+    await first.stop(client)  # final: the file alone (a stop does not wait for an upload)
+    local = tmp_path / f"{first.snapshot_name}.snap"
+    assert local.read_bytes().startswith(snapshot.PLAIN)
+    assert await objects.get(first.snapshot_name) == in_store
+
+    again = IndexHolder(load_embedder=False, snapshot_every=3600, local_dir=tmp_path)
+    await again.start(client)
+    try:
+        assert again.snapshot_seq == first.index.seq and len(again.index) == 340
+        assert _answers(again) == expected and any(expected)
+    finally:
+        await again.stop(client)
+
+    # a file that cannot be read is passed over: the object store's older snapshot, then
+    # the tail from the stream
+    local.write_bytes(snapshot.PLAIN + b"\x00" * 64)
+    third = IndexHolder(load_embedder=False, snapshot_every=3600, local_dir=tmp_path)
+    await third.start(client)
+    try:
+        assert third.snapshot_seq == 300
+        assert await third.caught_up(timeout=10)
+        assert len(third.index) == 340 and _answers(third) == expected
+    finally:
+        await third.stop(client)
