@@ -63,7 +63,7 @@ class Objects:
             raise translate(exc, f"opening object store {bucket}") from None
         return cls(store, bucket)
 
-    async def put(self, name: str, data: bytes | io.RawIOBase) -> None:
+    async def put(self, name: str, data: bytes | io.RawIOBase | io.BufferedIOBase) -> None:
         """Store `data` under `name`, replacing what was there once all of it is stored:
         bytes, or a reader (its `readinto` is called in a thread, chunk by chunk, so an
         object need never be whole in memory). Raises BusError when JetStream could not

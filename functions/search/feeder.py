@@ -304,16 +304,22 @@ class IndexHolder:
         prepared = time.monotonic() - began
         last = await self.events.get(seq) if seq else None
         digest = _digest(last) if last is not None else None
-        stored, where = 0, []
+        where = []
         if self.local_dir is not None:
-            stored = await asyncio.to_thread(self._write_local, taken, digest)
+            # compressed once, in a thread, for both copies; a stop writes it plain (fast)
+            stored = await asyncio.to_thread(self._write_local, taken, digest, not final)
             where.append(str(self.local_dir))
-        if not final or self.local_dir is None:
+            if not final:
+                f = await asyncio.to_thread(self._local(".snap").open, "rb")
+                with f:  # read in nats-py's threads, chunk by chunk
+                    await self.store.put(self.snapshot_name, f)
+        else:
             reader = taken.reader()
             await self.store.put(self.snapshot_name, reader)
+            stored = reader.stored
+        if not final or self.local_dir is None:
             if digest is not None:
                 await self.store.put(self.snapshot_name + ".last", digest)
-            stored = stored or reader.stored
             where.append("the object store")
         self.snapshot_at = time.time()
         self.snapshot_seq = seq
@@ -329,12 +335,12 @@ class IndexHolder:
         assert self.local_dir is not None
         return self.local_dir / f"{self.snapshot_name}{suffix}"
 
-    def _write_local(self, taken: snapshot.Taken, digest: bytes | None) -> int:
+    def _write_local(self, taken: snapshot.Taken, digest: bytes | None, compressed: bool) -> int:
         assert self.local_dir is not None
         self.local_dir.mkdir(parents=True, exist_ok=True)
         last = self._local(".last")
         last.unlink(missing_ok=True)  # never a digest beside a snapshot it does not describe
-        size = taken.write(self._local(".snap"))
+        size = taken.write(self._local(".snap"), compressed=compressed)
         if digest is not None:
             last.write_bytes(digest)
         return size

@@ -106,15 +106,20 @@ class Taken:
         """STREAMED bytes, compressed as they are read."""
         return SnapshotReader(self.pieces)
 
-    def write(self, path: Path) -> int:
-        """PLAIN bytes into `path` (a new file put in place whole); the bytes written."""
+    def write(self, path: Path, *, compressed: bool = False) -> int:
+        """PLAIN bytes (or STREAMED ones) into `path`, a new file put in place whole; the
+        bytes written."""
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        size = len(PLAIN)
         with open(tmp, "wb") as f:
-            f.write(PLAIN)
-            for p in self.pieces:
-                f.write(p)
-                size += memoryview(p).nbytes
+            if compressed:
+                reader, buf = self.reader(), bytearray(_PIECE)
+                while n := reader.readinto(buf):
+                    f.write(memoryview(buf)[:n])
+            else:
+                f.write(PLAIN)
+                for p in self.pieces:
+                    f.write(p)
+            size = f.tell()
         os.replace(tmp, path)
         return size
 
