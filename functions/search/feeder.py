@@ -43,6 +43,10 @@ GAP_MAX = 2000
 FOLLOW_TIMEOUT = 1.0
 """Seconds one attempt to make a follower's consumer may take: on a cluster whose meta
 leader died, none can be made until a new one is elected; try again soon."""
+INBOX_MAX = 2048
+"""Events delivered and not yet applied, at most: past it the follower waits, so that a
+replica behind the stream (under saturated ingest, or replaying a long tail) holds a few MB
+of backlog, not the whole tail (JetStream's flow control then holds the rest)."""
 APPLY_BATCH = 256
 """Events applied from the follower's backlog before the loop turns (waiting searches and
 new calls run between batches, and each batch is one wake-up of the fences)."""
@@ -112,6 +116,10 @@ class IndexHolder:
         self._tasks: list[asyncio.Task[None]] = []
         self._inbox: deque[StreamMessage] = deque()
         self._arrived = asyncio.Event()
+        self._room = asyncio.Event()
+        self.inbox_max = INBOX_MAX
+        self.inbox_peak = 0
+        """The longest the inbox has been."""
         self._waiters: list[tuple[int, int, asyncio.Future[None]]] = []
         """(target, tie, future) of the fences waiting: each is woken when its target is
         applied, not at every event."""
@@ -164,8 +172,12 @@ class IndexHolder:
 
     # ---- events ----------------------------------------------------------------------
     async def _on_event(self, msg: StreamMessage) -> None:
+        while len(self._inbox) >= self.inbox_max:
+            self._room.clear()
+            await self._room.wait()
         self.delivered_at = time.monotonic()
         self._inbox.append(msg)
+        self.inbox_peak = max(self.inbox_peak, len(self._inbox))
         self._arrived.set()
 
     async def _apply_loop(self) -> None:
@@ -177,6 +189,7 @@ class IndexHolder:
             while self._inbox:
                 for _ in range(min(APPLY_BATCH, len(self._inbox))):
                     self._apply(self._inbox.popleft())
+                self._room.set()
                 self._wake()
                 await asyncio.sleep(0)
 
@@ -233,7 +246,8 @@ class IndexHolder:
             if left <= 0:
                 return False
             restarting = self._restarting is not None and not self._restarting.done()
-            if restarting or (now - started > STALL and now - self.delivered_at > STALL):
+            stalled = not self._inbox and now - self.delivered_at > STALL  # not just behind
+            if restarting or (now - started > STALL and stalled):
                 self._kick()
                 if target - self.delivered_seq <= GAP_MAX:
                     await self._read_gap(target, deadline)

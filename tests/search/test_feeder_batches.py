@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import time
 
-from engine import Client
+from engine import Client, StreamMessage
 from functions.kernel.records import Observation, ObservationAdded
 from functions.kernel.store import MemoryStore
 from functions.search.feeder import APPLY_BATCH, IndexHolder
@@ -77,5 +78,31 @@ async def test_a_waiting_fence_is_woken_by_its_target_not_by_every_event(client:
         # one wake-up when the target was applied, plus the stall checks (every 50 ms)
         # while it waited: far fewer than the thousand events it waited for
         assert holder.fence_wakeups - woken < 100, holder.fence_wakeups - woken
+    finally:
+        await holder.stop(client)
+
+
+class _Slow(IndexHolder):
+    """A replica that cannot keep up with the stream."""
+
+    def _apply(self, msg: StreamMessage) -> None:
+        time.sleep(0.0005)
+        super()._apply(msg)
+
+
+async def test_a_replica_behind_the_stream_holds_a_bounded_backlog(client: Client) -> None:
+    """A long tail is taken in as fast as it is applied, not read into memory whole: the
+    follower waits while the inbox is full (seen failing without the bound: the whole
+    tail in the inbox), and every event is applied once, in order."""
+    store = await MemoryStore(client).open()
+    last = await _publish(store, 0, 3000)
+    holder = _Slow(load_embedder=False, snapshot_every=3600)
+    holder.inbox_max = 100
+    await holder.start(client)
+    try:
+        assert await holder.caught_up(timeout=30)
+        assert len(holder.index) == 3000 and holder.index.seq == last
+        assert 0 < holder.inbox_peak <= 100, holder.inbox_peak
+        assert holder.follower_restarts == 0
     finally:
         await holder.stop(client)
