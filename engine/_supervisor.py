@@ -17,7 +17,7 @@ from typing import Any, Literal, cast
 
 import msgspec
 from nats.aio.client import Client as NATS
-from nats.js.api import DiscardPolicy, RetentionPolicy, StoreCompression
+from nats.js.api import DiscardPolicy, RetentionPolicy
 
 from engine._client import Client
 from engine._config import EngineConfig, WorkerConfig, start_order
@@ -473,7 +473,6 @@ class Supervisor:
                 max_bytes=size,
                 num_replicas=reps,
                 discard=DiscardPolicy.OLD,
-                compression=StoreCompression.S2,  # JSON: the same bytes hold ~2x the history
             ).ensure()
         if self.cfg.triggers:
             store = await client.state(TRIGGERS_BUCKET, history=5, replicas=reps)

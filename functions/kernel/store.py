@@ -9,7 +9,7 @@ import os
 import secrets
 import time
 from contextlib import aclosing
-from typing import Any, Protocol, TypeVar
+from typing import Any, Literal, Protocol, TypeVar
 
 import msgspec
 
@@ -85,8 +85,8 @@ class MemoryStore:
         c = self.client
         # The two buckets that grow with use keep their blocks S2-compressed on disk
         # (records are JSON text: about half the bytes; docs/PERFORMANCE.md, "Disk").
-        self.observations = await c.state(OBSERVATIONS_BUCKET, compression="s2")
-        self.memories = await c.state(MEMORIES_BUCKET, compression="s2")
+        self.observations = await c.state(OBSERVATIONS_BUCKET, compression=store_compression())
+        self.memories = await c.state(MEMORIES_BUCKET, compression=store_compression())
         self.sessions = await c.state(SESSIONS_BUCKET)
         self.dedup = await c.state(DEDUP_BUCKET)
         self.audit_log = await c.state(AUDIT_BUCKET)
@@ -299,11 +299,21 @@ class StoreOwner(Protocol):
     def store(self) -> MemoryStore: ...
 
 
+def store_compression() -> Literal["s2", "none"]:
+    """AGENTMEMORY_STORE_COMPRESSION: how MEM_EVENTS and the observations and memories
+    buckets are kept on disk, `s2` (the default) or `none`; a change applies to the blocks
+    nats-server writes from its next start (docs/PERFORMANCE.md, "Disk")."""
+    raw = os.environ.get("AGENTMEMORY_STORE_COMPRESSION", "s2").strip().lower() or "s2"
+    if raw not in ("s2", "none"):
+        raise ValueError(f"AGENTMEMORY_STORE_COMPRESSION must be s2 or none, got {raw!r}")
+    return "s2" if raw == "s2" else "none"
+
+
 def events_stream(client: Client) -> Stream:
     """MEM_EVENTS, as every process that writes or follows it declares it."""
     return client.stream(
         EVENTS_STREAM,
         subjects=[f"{EVENTS_SUBJECT}.>"],
         duplicate_window=DUPLICATE_WINDOW,
-        compression="s2",
+        compression=store_compression(),
     )

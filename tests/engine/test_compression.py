@@ -10,6 +10,8 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from engine import Client, State, connect
 from engine._jetstream import raw_stream_info
 from engine.server import NatsServer
@@ -113,3 +115,15 @@ async def test_an_upgraded_bucket_compresses_what_it_writes_after_a_restart(
     assert len(new) >= 2, (before, after)
     # every new block but the one still being written is a fraction of a plain full one
     assert sorted(new.values())[0] < full * 0.5, (before, new)
+
+
+async def test_the_setting_turns_it_off_and_a_bad_value_names_it(
+    client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AGENTMEMORY_STORE_COMPRESSION", "none")
+    await MemoryStore(client).open()
+    assert await compression(client, EVENTS_STREAM) == "none"
+    assert await compression(client, f"KV_{OBSERVATIONS_BUCKET}") == "none"
+    monkeypatch.setenv("AGENTMEMORY_STORE_COMPRESSION", "zstd")
+    with pytest.raises(ValueError, match="AGENTMEMORY_STORE_COMPRESSION"):
+        await MemoryStore(client).open()
