@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -54,8 +55,20 @@ def cmd_run(args: argparse.Namespace) -> int:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, sup.stop_requested.set)
+        # A stop asked for while workers are still starting (Ctrl-C during a slow start)
+        # ends the start: what has started is stopped, without waiting for the rest.
+        starting = asyncio.ensure_future(sup.start())
+        asked = asyncio.ensure_future(sup.stop_requested.wait())
+        await asyncio.wait({starting, asked}, return_when=asyncio.FIRST_COMPLETED)
+        asked.cancel()
+        if not starting.done():
+            starting.cancel()
+            with contextlib.suppress(asyncio.CancelledError, StartError, InstanceBusy):
+                await starting
+            print("engine stopped before it was ready", file=sys.stderr, flush=True)
+            return 0
         try:
-            await sup.start()
+            starting.result()
         except (StartError, InstanceBusy) as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 1
