@@ -4,6 +4,8 @@ instead of waiting out the slow worker's ready timeout first."""
 
 from __future__ import annotations
 
+import contextlib
+import os
 import signal
 import subprocess
 import sys
@@ -46,5 +48,8 @@ def test_ctrl_c_while_a_worker_is_starting_stops_the_engine_at_once(tmp_path: Pa
         alive = [p for p in children if cmdline(p)]
         assert alive == [], alive
     finally:
-        if proc.poll() is None:
-            proc.kill()
+        if proc.poll() is None:  # failed: leave no process of it behind (nats-server too)
+            for pid in reversed(process_tree(proc.pid)):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+            proc.wait()
