@@ -5,8 +5,16 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from functions.kernel.models.settings import Format, ModelSettings, Provider
+
+
+def data_dir() -> Path | None:
+    """The instance's data dir as the supervisor gives it to its workers
+    (AGENTMEMORY_DATA_DIR, else ENGINE_DATA_DIR); None for a process run without either."""
+    raw = os.environ.get("AGENTMEMORY_DATA_DIR") or os.environ.get("ENGINE_DATA_DIR")
+    return Path(raw).expanduser() if raw else None
 
 
 def _float(name: str, default: float) -> float:

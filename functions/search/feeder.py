@@ -24,6 +24,7 @@ from typing import Any
 import msgspec
 
 from engine import Client, Follower, Objects, Stream, StreamMessage
+from functions.kernel.config import data_dir
 from functions.kernel.records import EVENTS_SUBJECT, MemEvent, observation_events_subject
 from functions.kernel.store import events_stream
 from functions.search import snapshot
@@ -52,7 +53,7 @@ APPLY_BATCH = 256
 new calls run between batches, and each batch is one wake-up of the fences)."""
 PACKED = b"zl1\0"
 """Prefix of a snapshot stored zlib-compressed in one piece, as the feeder wrote them
-before `snapshot.stream()` (still read; a snapshot without any prefix, msgpack, too)."""
+before snapshots were streamed (still read; a snapshot without any prefix, msgpack, too)."""
 SNAPSHOT_SPACING = 10.0
 """A snapshot waits at least this many times as long as the last one took (a large index
 takes seconds to compress: snapshots then cost at most a tenth of a core)."""
@@ -62,13 +63,13 @@ _decoder = msgspec.json.Decoder(MemEvent)
 
 
 def _local_dir() -> Path | None:
-    """SEARCH_INDEX_DIR, else `search/` in the instance's data dir (what the supervisor
-    gives its workers); None for a process run without either."""
+    """SEARCH_INDEX_DIR, else `search/` in the instance's data dir; None for a process run
+    without either."""
     raw = os.environ.get("SEARCH_INDEX_DIR")
     if raw:
         return Path(raw).expanduser()
-    data = os.environ.get("AGENTMEMORY_DATA_DIR") or os.environ.get("ENGINE_DATA_DIR")
-    return Path(data).expanduser() / "search" if data else None
+    data = data_dir()
+    return data / "search" if data is not None else None
 
 
 def _digest(msg: StreamMessage) -> bytes:

@@ -3,7 +3,7 @@
 Restoring a snapshot and replaying the events after its sequence gives the same index as
 applying every event from the start (tests/search/test_snapshot.py proves it).
 
-What the search worker stores is `stream()`: a zlib stream of a small msgpack header and
+What the search worker stores is `take()`'s: a zlib stream of a small msgpack header and
 the index's arrays as raw sections, produced piece by piece while the object store reads
 it. Nothing the size of the index is built for it: the sealed postings are read where they
 lie (a seal makes new arrays and never writes old ones), the growing columns are copied
@@ -31,10 +31,10 @@ from functions.search.tables import DocEntities, IdSlots, MetaTable
 FORMAT = 5
 """5: postings as flat sealed arrays (functions/search/postings.py); 4: the display fields
 and the graph's entities of documents as packed buffers; 3: one object per document. 3 and
-4 are still read, so an upgraded data dir boots from its snapshot. `stream()` writes
+4 are still read, so an upgraded data dir boots from its snapshot. `take()` writes
 format 5's fields as STREAMED sections (format 6)."""
 STREAMED = b"zs6\0"
-"""Prefix of `stream()`'s output: zlib of [u64 header length][header][sections]."""
+"""Prefix of `Taken.reader()`'s output: zlib of [u64 header length][header][sections]."""
 PLAIN = b"rs6\0"
 """Prefix of the same, uncompressed (a local file: written and read at disk speed)."""
 _SECTIONS = ("meta_buf", "meta_end", "meta_live", "alive", "project", "agent", "kind",
@@ -97,8 +97,7 @@ class Taken:
     (to a local file, plain) or read out (compressed, by the object store) from a thread,
     as often as wanted; nothing in it is written by the index after `take()`."""
 
-    def __init__(self, seq: int, docs: int, pieces: list[bytes | memoryview]) -> None:
-        self.seq = seq
+    def __init__(self, docs: int, pieces: list[bytes | memoryview]) -> None:
         self.docs = docs
         self.pieces = pieces
 
@@ -132,12 +131,7 @@ def take(index: SearchIndex) -> Taken:
     snap.sections = [(name, memoryview(buf).nbytes) for name, buf in sections]
     head = msgspec.msgpack.encode(snap)
     pieces = [struct.pack("<Q", len(head)), head, *(buf for _, buf in sections)]
-    return Taken(index.seq, len(index), pieces)
-
-
-def stream(index: SearchIndex) -> SnapshotReader:
-    """`take(index).reader()`."""
-    return take(index).reader()
+    return Taken(len(index), pieces)
 
 
 class SnapshotReader(io.RawIOBase):
@@ -244,7 +238,7 @@ def _read_streamed(blob: bytes | memoryview) -> IndexSnapshot:
 
 def load(blob: bytes | memoryview, index: SearchIndex) -> SearchIndex:
     """Fill an empty `index` (built with the wanted config and vector setting) from `blob`
-    (`dump()`'s or `stream()`'s bytes)."""
+    (`dump()`'s bytes or `Taken`'s)."""
     from array import array
 
     if bytes(blob[: len(STREAMED)]) in (STREAMED, PLAIN):

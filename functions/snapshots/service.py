@@ -14,6 +14,7 @@ import msgspec
 
 from engine import FunctionError, Tool, operation
 from functions.kernel.clock import now_iso
+from functions.kernel.config import data_dir
 from functions.kernel.owned import OwnedService, routes
 from functions.kernel.store import StoreOwner
 from functions.snapshots import state
@@ -31,9 +32,9 @@ def snapshot_dir() -> Path:
     raw = os.environ.get("SNAPSHOT_DIR", "").strip()
     if raw:
         return Path(raw).expanduser()
-    data = os.environ.get("AGENTMEMORY_DATA_DIR") or os.environ.get("ENGINE_DATA_DIR")
-    if data:
-        return Path(data) / "snapshots"
+    data = data_dir()
+    if data is not None:
+        return data / "snapshots"
     return Path.home() / ".agentmemory" / "snapshots"
 
 

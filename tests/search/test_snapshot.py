@@ -103,13 +103,13 @@ def _drain(reader: snapshot.SnapshotReader, size: int) -> bytes:
 
 def test_a_streamed_snapshot_is_the_index_as_it_was_when_taken() -> None:
     """The object store drains the reader in a thread while the loop goes on writing: what
-    it reads is the index at `stream()`, whatever is applied after, in any read size."""
+    it reads is the index at `take()`, whatever is applied after, in any read size."""
     evs = events(400)
     idx = SearchIndex()
     for seq, e in enumerate(evs[:250], 1):
         idx.apply(e, seq)
     expected = results(idx)
-    reader = snapshot.stream(idx)
+    reader = snapshot.take(idx).reader()
     head = bytearray(100)
     first = reader.readinto(head)  # partly read, then the index moves on
     for seq, e in enumerate(evs[250:], 251):
@@ -121,6 +121,6 @@ def test_a_streamed_snapshot_is_the_index_as_it_was_when_taken() -> None:
     assert restored.seq == 250 and len(restored) < len(idx)
     assert results(restored) == expected and any(expected)
     # and in one read of any size, the same bytes as a dump of the same index gives
-    again = snapshot.load(_drain(snapshot.stream(restored), 1 << 20), SearchIndex())
+    again = snapshot.load(_drain(snapshot.take(restored).reader(), 1 << 20), SearchIndex())
     assert results(again) == expected
     assert snapshot.dump(again) == snapshot.dump(restored)
