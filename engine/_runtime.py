@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from engine import _tracing
 from engine._client import Client
 from engine._connect import connect
+from engine._heap import keep_trimmed, trim_seconds
 from engine._logs import attach_log_stream
 
 ENV_LIFELINE = "ENGINE_SUPERVISOR_FD"
@@ -49,6 +50,7 @@ async def serve_all(workers: list[Worker], stop: asyncio.Event | None = None) ->
     first hosts the trigger plug-ins ENGINE_TRIGGERS names. Workers sharing a process share
     one Client, so their calls to one another run in-process."""
     name = "+".join(w.name for w in workers)
+    trim_every = trim_seconds()  # a bad setting fails the start, before anything is served
     nc = await connect(name=name)
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -67,8 +69,10 @@ async def serve_all(workers: list[Worker], stop: asyncio.Event | None = None) ->
     fns = ",".join(f for w in workers for f in w.functions)
     print(f"ENGINE_WORKER_READY {name} {os.getpid()} {fns}", file=sys.stderr, flush=True)
     watchdog = loop.create_task(_exit_with_supervisor(stop))
+    trimmer = loop.create_task(keep_trimmed(trim_every))
     await stop.wait()
     watchdog.cancel()
+    trimmer.cancel()
     for w in reversed(workers):
         await w.drain()
     await _tracing.shutdown()

@@ -1,0 +1,81 @@
+"""Giving the memory a worker has freed back to the system, now and then (glibc only).
+
+glibc's malloc keeps freed memory in its heap for reuse, and a heap shrinks only from its
+top: a long-lived process whose large arrays are freed and made again (a search index
+sealing its postings, query temporaries between appends) ends with a resident set well
+above what it holds. In the search bench's pattern at 100k documents the heap held 42 MB in
+use and 27 MB free, all of it resident; `malloc_trim(0)` hands the free pages back
+(madvise) without moving anything, and the resident set fell by a fifth. It is libc's
+public API, called through ctypes; elsewhere (musl, macOS) nothing is done.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ctypes
+import logging
+import os
+import platform
+import resource
+import time
+from collections.abc import Callable
+
+log = logging.getLogger("engine.heap")
+
+ENV_TRIM_SECONDS = "ENGINE_HEAP_TRIM_SECONDS"
+TRIM_SECONDS = 30.0
+"""How often a busy process gives freed memory back (0: never)."""
+BUSY_CPU_SECONDS = 0.5
+"""CPU a process must have used since the last trim for the next one to run: an idle
+service (most of a laptop's day) is not woken to trim a heap that has not changed."""
+
+
+def malloc_trim() -> Callable[[], int] | None:
+    """libc's `malloc_trim(0)`, or None where the C library is not glibc."""
+    if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
+        return None
+    try:
+        fn = ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):
+        return None
+    fn.argtypes = [ctypes.c_size_t]
+    fn.restype = ctypes.c_int
+    return lambda: int(fn(0))
+
+
+def trim_seconds() -> float:
+    raw = os.environ.get(ENV_TRIM_SECONDS, "")
+    if not raw:
+        return TRIM_SECONDS
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValueError(f"{ENV_TRIM_SECONDS} must be a number of seconds, got {raw!r}") from None
+    if value < 0:
+        raise ValueError(f"{ENV_TRIM_SECONDS} must be 0 (off) or more, got {raw!r}")
+    return value
+
+
+def _cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+async def keep_trimmed(every: float, busy: float = BUSY_CPU_SECONDS) -> None:
+    """Run for the life of the process: every `every` seconds, when the process has used
+    `busy` seconds of CPU since the last time, trim its heap."""
+    trim = malloc_trim()
+    if trim is None or every <= 0:
+        return
+    last = _cpu()
+    while True:
+        await asyncio.sleep(every)
+        now = _cpu()
+        if now - last < busy:
+            continue
+        t0 = time.perf_counter()
+        trim()
+        took = time.perf_counter() - t0
+        if took > 0.05:
+            log.info("heap trimmed in %.0f ms", took * 1000)
+        last = _cpu()
