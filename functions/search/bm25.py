@@ -28,9 +28,14 @@ Mask = npt.NDArray[np.bool_]
 PREFIX_MIN_LEN = 3
 PREFIX_MAX_EXPANSIONS = 12
 ALT_CAP = 0.5
+"""A synonym or prefix match earns at most this share of the weakest exact match."""
 CACHE_TERMS = 512
 """Terms remembered per scope before its caches start over."""
-"""A synonym or prefix match earns at most this share of the weakest exact match."""
+CACHE_BYTES = 64 << 20
+"""Bytes of matches a scope remembers (its own and those carried from the scope before it)
+before its caches start over. A common term's matches and contributions are 24 bytes per
+document of the scope: bounded by count alone, 512 of them could hold 12 GB at a million
+documents. 64 MB keeps a few queries' worth of common terms at that size."""
 
 
 @dataclass
@@ -74,6 +79,8 @@ class Scope:
     by_position: dict[str, I32] = field(default_factory=dict)
     """Per-document arrays gathered to the scope's positions (filled by their users)."""
     _numbering: tuple[I32, I32] | None = None
+    _held: int = 0
+    """Bytes in `cache`, `contrib` and `carried` (as `remember` and `carry` count them)."""
 
     def numbering(self) -> tuple[I32, I32]:
         """(ids, pos): the scope's ids ascending, and each id's position among them (-1
@@ -89,9 +96,15 @@ class Scope:
         self, store: dict[str, tuple[I32, F64]], key: str,
         value: tuple[I32, F64],
     ) -> None:  # fmt: skip
-        if len(store) > CACHE_TERMS:
-            store.clear()
+        size = value[0].nbytes + value[1].nbytes
+        if len(store) > CACHE_TERMS or self._held + size > CACHE_BYTES:
+            # every cache is a pure function of the scope: dropping one costs time only
+            self.cache.clear()
+            self.contrib.clear()
+            self.carried.clear()
+            self._held = 0
         store[key] = value
+        self._held += size
 
 
 @dataclass
@@ -190,7 +203,12 @@ class BM25Index:
         carried.update((t, (local, tf, lo)) for t, (local, tf) in old.cache.items())
         if len(carried) > 2 * CACHE_TERMS:
             carried = {t: carried[t] for t in old.cache}
+        held = sum(a.nbytes + b.nbytes for a, b, _ in carried.values())
+        if held > CACHE_BYTES:  # the newest scope's own matches first
+            carried = {t: carried[t] for t in old.cache}
+            held = sum(a.nbytes + b.nbytes for a, b, _ in carried.values())
         new.carried = carried
+        new._held = held
 
     def _carried(self, term: str, scope: Scope) -> tuple[I32, F64] | None:
         """A term's matches in an older scope (slots below its `lo`) extended by the term's
@@ -200,6 +218,7 @@ class BM25Index:
         if got is None:
             return None
         local, tf, lo = got
+        scope._held -= local.nbytes + tf.nbytes
         parts = self._pieces(term, scope)
         if len(parts) != 1:
             return None

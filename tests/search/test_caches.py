@@ -229,3 +229,34 @@ def test_a_scope_grown_by_appends_ranks_like_a_fresh_one(monkeypatch: pytest.Mon
             assert got == answers(fresh), i
     assert grown > 1000  # the appends took the growing path, not a rebuild
     assert any(any(a) for a in answers(live))
+
+
+def test_a_scopes_caches_stay_within_their_byte_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Matches of common terms are 12 bytes per document of the scope: the caches a scope
+    keeps (its own, and those carried from the scope before it) are bounded in bytes, and
+    the bound changes no answer."""
+    from functions.search import bm25
+
+    evs = events(600)
+    roomy = SearchIndex()
+    for e in evs:
+        roomy.apply(e)
+    expected = results(roomy)
+    monkeypatch.setattr(bm25, "CACHE_BYTES", 2048)
+    tight = SearchIndex()
+    peak = 0
+    for i, e in enumerate(evs, 1):
+        tight.apply(e)
+        if i % 50 == 0:
+            results(tight)
+            for held in tight._scopes.values():
+                for scope in (held.docs, held.sessions):
+                    real = sum(a.nbytes + b.nbytes for a, b in scope.cache.values())
+                    real += sum(a.nbytes + b.nbytes for a, b in scope.contrib.values())
+                    real += sum(a.nbytes + b.nbytes for a, b, _ in scope.carried.values())
+                    assert real <= 2048 + max(  # one entry may be larger than the budget
+                        [a.nbytes + b.nbytes for a, b in scope.cache.values()] + [0]
+                    ) + max([a.nbytes + b.nbytes for a, b in scope.contrib.values()] + [0])
+                    peak = max(peak, real)
+    assert results(tight) == expected
+    assert peak > 0  # the caches were used
