@@ -9,7 +9,7 @@ import os
 import secrets
 import time
 from contextlib import aclosing
-from typing import Any, Literal, Protocol, TypeVar
+from typing import Any, Literal, Protocol, TypeVar, cast
 
 import msgspec
 
@@ -83,10 +83,11 @@ class MemoryStore:
 
     async def open(self) -> MemoryStore:
         c = self.client
-        # The two buckets that grow with use keep their blocks S2-compressed on disk
-        # (records are JSON text: about half the bytes; docs/PERFORMANCE.md, "Disk").
-        self.observations = await c.state(OBSERVATIONS_BUCKET, compression=store_compression())
-        self.memories = await c.state(MEMORIES_BUCKET, compression=store_compression())
+        # Records are read by key, at random (a search's hits, a timeline): nats-server
+        # loads a whole block to read one, so they stay plain unless asked (see
+        # store_compression); the event log, read in order, is compressed.
+        self.observations = await c.state(OBSERVATIONS_BUCKET, compression=records_compression())
+        self.memories = await c.state(MEMORIES_BUCKET, compression=records_compression())
         self.sessions = await c.state(SESSIONS_BUCKET)
         self.dedup = await c.state(DEDUP_BUCKET)
         self.audit_log = await c.state(AUDIT_BUCKET)
@@ -299,14 +300,33 @@ class StoreOwner(Protocol):
     def store(self) -> MemoryStore: ...
 
 
-def store_compression() -> Literal["s2", "none"]:
-    """AGENTMEMORY_STORE_COMPRESSION: how MEM_EVENTS and the observations and memories
-    buckets are kept on disk, `s2` (the default) or `none`; a change applies to the blocks
-    nats-server writes from its next start (docs/PERFORMANCE.md, "Disk")."""
-    raw = os.environ.get("AGENTMEMORY_STORE_COMPRESSION", "s2").strip().lower() or "s2"
-    if raw not in ("s2", "none"):
-        raise ValueError(f"AGENTMEMORY_STORE_COMPRESSION must be s2 or none, got {raw!r}")
-    return "s2" if raw == "s2" else "none"
+Compression = Literal["events", "all", "none"]
+
+
+def store_compression() -> Compression:
+    """AGENTMEMORY_STORE_COMPRESSION: what is kept S2-compressed on disk. `events` (the
+    default): MEM_EVENTS, the log every read model follows in order. `all` (or `s2`): the
+    observations and memories buckets too, the least disk (2.9 against 4.4 KB per
+    observation at 150k) at a price in nats-server memory and CPU that grows with the
+    store: each record read by key (a search's hits) decompresses the whole block holding
+    it, and at 250k+ observations under load those blocks filled its memory limit
+    (docs/PERFORMANCE.md, "Disk"). `none`: nothing. A change applies to the blocks
+    nats-server writes from its next start."""
+    name = "AGENTMEMORY_STORE_COMPRESSION"
+    raw = os.environ.get(name, "events").strip().lower() or "events"
+    if raw == "s2":  # the first name of `all`
+        return "all"
+    if raw not in ("events", "all", "none"):
+        raise ValueError(f"{name} must be events, all or none, got {raw!r}")
+    return cast(Compression, raw)
+
+
+def events_compression() -> Literal["s2", "none"]:
+    return "none" if store_compression() == "none" else "s2"
+
+
+def records_compression() -> Literal["s2", "none"]:
+    return "s2" if store_compression() == "all" else "none"
 
 
 def events_stream(client: Client) -> Stream:
@@ -315,5 +335,5 @@ def events_stream(client: Client) -> Stream:
         EVENTS_STREAM,
         subjects=[f"{EVENTS_SUBJECT}.>"],
         duplicate_window=DUPLICATE_WINDOW,
-        compression=store_compression(),
+        compression=events_compression(),
     )

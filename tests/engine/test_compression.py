@@ -1,7 +1,7 @@
 """Disk compression of what grows with use (docs/PERFORMANCE.md, "Disk"), on a real
 nats-server: a bucket declared with `compression="s2"` is made compressed (nats-py cannot
 say so at creation) and an old uncompressed one is brought to it in place, its records
-still read back; MEM_EVENTS and the observations bucket of the memory store are S2; and
+still read back; MEM_EVENTS is S2 and the record buckets plain unless `all` is asked for; and
 compressed blocks take fewer bytes on disk than the same records uncompressed."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import pytest
 from engine import Client, State, connect
 from engine._jetstream import raw_stream_info
 from engine.server import NatsServer
-from functions.kernel.records import EVENTS_STREAM, OBSERVATIONS_BUCKET
+from functions.kernel.records import EVENTS_STREAM, MEMORIES_BUCKET, OBSERVATIONS_BUCKET
 from functions.kernel.store import MemoryStore
 
 
@@ -48,10 +48,27 @@ async def test_a_new_bucket_is_made_compressed_and_an_old_one_is_brought_to_it(
         await later.nc.close()
 
 
-async def test_the_memory_stores_growing_assets_are_compressed(client: Client) -> None:
+async def test_the_event_log_is_compressed_and_records_read_by_key_are_not(
+    client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """By default MEM_EVENTS (read in order) is S2 and the record buckets (read by key,
+    where nats-server decompresses a whole block per read) are plain."""
+    monkeypatch.delenv("AGENTMEMORY_STORE_COMPRESSION", raising=False)
+    await MemoryStore(client).open()
+    assert await compression(client, EVENTS_STREAM) == "s2"
+    assert await compression(client, f"KV_{OBSERVATIONS_BUCKET}") == "none"
+    assert await compression(client, f"KV_{MEMORIES_BUCKET}") == "none"
+
+
+@pytest.mark.parametrize("value", ["all", "s2"])
+async def test_all_compresses_the_record_buckets_too(
+    client: Client, monkeypatch: pytest.MonkeyPatch, value: str
+) -> None:
+    monkeypatch.setenv("AGENTMEMORY_STORE_COMPRESSION", value)
     await MemoryStore(client).open()
     assert await compression(client, EVENTS_STREAM) == "s2"
     assert await compression(client, f"KV_{OBSERVATIONS_BUCKET}") == "s2"
+    assert await compression(client, f"KV_{MEMORIES_BUCKET}") == "s2"
 
 
 N_RECORDS = 5_000
@@ -127,3 +144,27 @@ async def test_the_setting_turns_it_off_and_a_bad_value_names_it(
     monkeypatch.setenv("AGENTMEMORY_STORE_COMPRESSION", "zstd")
     with pytest.raises(ValueError, match="AGENTMEMORY_STORE_COMPRESSION"):
         await MemoryStore(client).open()
+
+
+async def test_a_data_dir_with_compressed_records_opens_with_the_new_default(
+    nats_server: NatsServer, client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A data dir written while `all` was the default (the record buckets S2) is brought to
+    today's default in place: the buckets turn plain, and every record, in compressed and
+    plain blocks alike, is read back after a restart."""
+    monkeypatch.setenv("AGENTMEMORY_STORE_COMPRESSION", "all")
+    old = await MemoryStore(client).open()
+    await _fill(old.observations, "a")
+    nats_server.kill()
+    nats_server.start()
+    monkeypatch.delenv("AGENTMEMORY_STORE_COMPRESSION")
+    again = Client(await connect(nats_server.url))
+    try:
+        st = await MemoryStore(again).open()
+        assert await compression(again, f"KV_{OBSERVATIONS_BUCKET}") == "none"
+        assert await compression(again, EVENTS_STREAM) == "s2"
+        await _fill(st.observations, "b")
+        for key in ("a000000", "a004999", "b000000", "b004999"):
+            assert (await read(st.observations, key))["id"] == int(key[1:])
+    finally:
+        await again.nc.close()
