@@ -35,22 +35,18 @@ acked_lost 0, duplicates 0, search_availability >= 0.99.
 # ruff: noqa: E402
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-# ops/bench holds an http.py: keep this script's folder from shadowing the stdlib.
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).parent.resolve()]
-
 import argparse
 import asyncio
 import itertools
 import os
 import random
 import shutil
+import sys
 import tempfile
 import time
 from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]

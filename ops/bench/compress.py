@@ -7,14 +7,21 @@ the hook sends them, JSON text; plain test logs; prompts), 1–8 KB.
 The last line is one JSON object: us_per_call (median of the rounds), and per kind.
 """
 
+# ruff: noqa: E402
+
 from __future__ import annotations
 
 import argparse
 import json
 import random
+import sys
 import time
 from collections import defaultdict
+from pathlib import Path
 from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))  # run as a script from anywhere, as the README shows
 
 from functions.memory.compress import compress
 from ops.bench._common import emit, median

@@ -16,6 +16,8 @@ The last line is one JSON object (walk_p50_ms, walk_p99_ms, top_p50_ms, query_p5
 feed_events_per_s, nodes, edges, inmem_walk_p50_ms, ratio, ...).
 """
 
+# ruff: noqa: E402
+
 from __future__ import annotations
 
 import argparse
@@ -30,6 +32,9 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))  # run as a script from anywhere, as the README shows
 
 from engine import Client, FunctionError, connect
 from engine.server import NatsServer

@@ -15,12 +15,6 @@ observe_p99_ms <= 50 on the 2-core machine).
 # ruff: noqa: E402
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-# ops/bench holds an http.py: keep this script's folder from shadowing the stdlib.
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).parent.resolve()]
-
 import argparse
 import json
 import os
@@ -29,8 +23,10 @@ import shutil
 import signal
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]

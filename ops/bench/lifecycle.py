@@ -10,6 +10,8 @@ Observations are written straight into the KV bucket (the write path is measured
 own benchmark); 1 in 10 is old and low-value, so auto-forget removes 10%.
 """
 
+# ruff: noqa: E402
+
 from __future__ import annotations
 
 import argparse
@@ -24,6 +26,9 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))  # run as a script from anywhere, as the README shows
 
 from engine import Client, connect
 from engine.server import NatsServer

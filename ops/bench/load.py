@@ -17,12 +17,6 @@ Soak (`--soak`): see ops/bench/soak.py (the same clients, to a million observati
 # ruff: noqa: E402
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-# ops/bench holds an http.py: keep this script's folder from shadowing the stdlib.
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).parent.resolve()]
-
 import argparse
 import asyncio
 import os
@@ -30,11 +24,13 @@ import random
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -21,14 +21,7 @@ our catch-up time over its.
     python ops/bench/mesh.py [--quick]
 """
 
-# ruff: noqa: E402
 from __future__ import annotations
-
-import sys
-from pathlib import Path
-
-# ops/bench holds an http.py: keep this script's folder from shadowing the stdlib.
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).parent.resolve()]
 
 import asyncio
 import json
@@ -38,10 +31,12 @@ import secrets
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import time
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import httpx

@@ -10,13 +10,19 @@ copy grows with every chunk, so a read costs the square of the size. The last li
 JSON object: seconds per read for each size and the ratio peer / ours.
 """
 
+# ruff: noqa: E402
+
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))  # run as a script from anywhere, as the README shows
 
 from engine import Client, connect
 from engine.server import NatsServer

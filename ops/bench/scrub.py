@@ -19,19 +19,15 @@ ratio_code <= 2).
 # ruff: noqa: E402
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-# ops/bench holds an http.py: keep this script's folder from shadowing the stdlib.
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).parent.resolve()]
-
 import argparse
 import importlib.util
 import random
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 

@@ -25,20 +25,16 @@ over the run, the restart, disk per observation.
 # ruff: noqa: E402
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-# ops/bench holds an http.py: keep this script's folder from shadowing the stdlib.
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).parent.resolve()]
-
 import argparse
 import asyncio
 import json
 import random
 import shutil
 import signal
+import sys
 import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -5,7 +5,7 @@ small JSON body, id varied per request) at the same concurrency, one after the o
 they do not share the CPU, in alternating rounds (best round of each side is kept). The trigger path adds: route match, bearer check, JSON check, a
 NATS request to a worker process and back.
 
-    .venv/bin/python ops/bench/http.py [--quick] [--connections 32] [--seconds 10]
+    .venv/bin/python ops/bench/trigger.py [--quick] [--connections 32] [--seconds 10]
                                        [--no-tracing]   (ENGINE_TRACE_SAMPLING is passed on)
 
 The last line printed is one JSON object: trigger_rps, bare_rps, ratio, trigger_p99_ms, ...
@@ -13,19 +13,14 @@ The last line printed is one JSON object: trigger_rps, bare_rps, ratio, trigger_
 
 from __future__ import annotations
 
+import argparse
+import json
+import os
+import shutil
+import subprocess
 import sys
+import tempfile
 from pathlib import Path
-
-# This file is named http.py: its own folder must not shadow the standard library's `http`.
-_HERE = Path(__file__).resolve().parent
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
-
-import argparse  # noqa: E402
-import json  # noqa: E402
-import os  # noqa: E402
-import shutil  # noqa: E402
-import subprocess  # noqa: E402
-import tempfile  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))

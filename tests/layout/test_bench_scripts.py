@@ -1,0 +1,38 @@
+"""Every benchmark the README lists starts as the README runs it, from a plain shell: no
+PYTHONPATH, and no module of ops/bench shadowing the standard library's (a bench named
+http.py once made `import http.client` fail for every script beside it)."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+BLOCK = ROOT.joinpath("README.md").read_text().split("## Benchmarks and evaluation", 1)[1]
+COMMANDS = re.findall(r"^\.venv/bin/python ((?:-m )?ops[./]bench[./]\w+(?:\.py)?)", BLOCK, re.M)
+STDLIB = set(sys.stdlib_module_names)
+
+
+def test_the_readme_lists_the_benchmarks() -> None:
+    assert len(COMMANDS) >= 10, COMMANDS
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_a_listed_benchmark_starts_as_written(command: str) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    out = subprocess.run(
+        [sys.executable, *command.split(), "--help"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "usage" in out.stdout.lower(), out.stdout[-500:]
+
+
+def test_no_bench_module_shadows_the_standard_library() -> None:
+    names = {p.stem for p in ROOT.joinpath("ops", "bench").glob("*.py")}
+    assert not names & STDLIB, names & STDLIB
