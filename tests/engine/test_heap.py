@@ -17,9 +17,7 @@ from engine._heap import ENV_TRIM_SECONDS, malloc_trim, trim_seconds
 from engine.server import NatsServer
 
 ROOT = Path(__file__).resolve().parents[2]
-pytestmark = pytest.mark.skipif(
-    platform.libc_ver()[0] != "glibc", reason="malloc_trim is glibc's"
-)
+pytestmark = pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="malloc_trim is glibc's")
 
 FRAGMENT = """
 def fragment():
