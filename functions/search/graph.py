@@ -18,6 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from functions.search.analysis import STOPWORDS, entities
+from functions.search.streams import ranked
 from functions.search.tables import DocEntities
 
 _WORDS = re.compile(r"[\w][\w./-]*[\w]", re.UNICODE)
@@ -197,10 +198,7 @@ def _best_dense(
     sums = np.bincount(pos[docs], weights=weights, minlength=len(ids))
     nz = np.flatnonzero(sums > 0)  # a scan of a boolean is faster than of floats
     scores = sums[nz]
-    k = min(limit, len(nz))
-    top = np.argpartition(-scores, k - 1)[:k] if len(nz) > k else np.arange(len(nz))
-    order = top[np.lexsort((nz[top], -scores[top]))]
-    out: list[int] = ids[nz[order]].tolist()
+    out: list[int] = ids[nz[ranked(scores, nz, limit)]].tolist()
     return out
 
 
@@ -214,8 +212,5 @@ def _best(docs: I32, weights: npt.NDArray[np.float64], limit: int) -> list[int]:
     np.not_equal(docs[1:], docs[:-1], out=first[1:])
     uniq = docs[first]
     scores = np.bincount(np.cumsum(first) - 1, weights=weights)
-    k = min(limit, len(uniq))
-    top = np.argpartition(-scores, k - 1)[:k] if len(uniq) > k else np.arange(len(uniq))
-    order = top[np.lexsort((uniq[top], -scores[top]))]
-    out: list[int] = uniq[order].tolist()
+    out: list[int] = uniq[ranked(scores, uniq, limit)].tolist()
     return out

@@ -39,12 +39,26 @@ def top(scores: F64, k: int, among: Ids | None = None) -> list[int]:
         nz = among[scores[among] > 0]
     else:
         nz = np.flatnonzero(scores > 0)
-    if len(nz) > k:
-        part = np.argpartition(-scores[nz], k - 1)[:k]
-        nz = nz[part]
-    order = np.lexsort((nz, -scores[nz]))
-    out: list[int] = nz[order].tolist()
+    out: list[int] = nz[ranked(scores[nz], nz, k)].tolist()
     return out
+
+
+def ranked(scores: npt.NDArray[Any], ids: Ids, k: int) -> Ids:
+    """Positions of the `k` best entries, by score then id, in that order. A partition
+    alone leaves ties at the cut in whatever order its implementation has (numpy's differs
+    between CPUs: AVX-512 machines sort with another algorithm), so the entries tied with
+    the k-th score are chosen by id: the same answer on every machine."""
+    if len(scores) > k:
+        kth = -np.partition(-scores, k - 1)[k - 1]
+        above = np.flatnonzero(scores > kth)
+        tied = np.flatnonzero(scores == kth)
+        need = k - len(above)
+        if len(tied) > need:
+            tied = tied[np.argsort(ids[tied], kind="stable")[:need]]
+        sel = np.concatenate([above, tied])
+    else:
+        sel = np.arange(len(scores))
+    return sel[np.lexsort((ids[sel], -scores[sel]))]
 
 
 def session_tf(sess: I32, docs: I32, tf: F64, n_sess: int) -> tuple[I32, F64]:

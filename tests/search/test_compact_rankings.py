@@ -2,7 +2,12 @@
 scores and per-stream rankings on a fixed corpus (memories, supersessions, summaries,
 removals, agents, global memories) for every query and project filter. The expected lists
 were written by the index before the change (tests/search/ranking_corpus.py); a snapshot
-round trip keeps them too, and so does a snapshot in the older format."""
+round trip keeps them too, and so does a snapshot in the older format.
+
+The fixture: `python -m tests.search.ranking_corpus` run on that older index (5ff9d6f^) with
+one change, the tie-break at the top-k cut (functions/search/streams.py `ranked`): without it
+the entries tied with the k-th score were left in numpy's partition order, which differs
+between CPUs (7 of 72 lists on an AVX-512 machine against the fixture another wrote)."""
 
 from __future__ import annotations
 

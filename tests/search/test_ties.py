@@ -1,0 +1,32 @@
+"""The top-k cut of every stream is the same on every machine: entries tied with the k-th
+score are chosen by id, not left in the order numpy's partition happens to give them."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from functions.search.graph import _best, _best_dense
+from functions.search.streams import ranked, top
+
+
+def test_ties_at_the_cut_go_to_the_smallest_ids() -> None:
+    rng = np.random.default_rng(7)
+    scores = np.round(rng.random(5000) * 4) / 4 + 0.25  # five distinct values, many ties
+    got = top(scores, 300)
+    want = sorted(range(len(scores)), key=lambda i: (-scores[i], i))[:300]
+    assert got == want
+
+
+def test_ranked_orders_by_score_then_id_whatever_the_input_order() -> None:
+    ids = np.array([9, 3, 7, 1, 5, 8, 2], np.int64)
+    scores = np.array([1.0, 2.0, 1.0, 1.0, 2.0, 0.5, 1.0])
+    assert ids[ranked(scores, ids, 4)].tolist() == [3, 5, 1, 2]
+    assert ids[ranked(scores, ids, 10)].tolist() == [3, 5, 1, 2, 7, 9, 8]
+
+
+def test_the_graph_cuts_break_ties_by_document() -> None:
+    docs = np.repeat(np.arange(400, dtype=np.int32)[::-1], 2)
+    weights = np.ones(len(docs))
+    assert _best(docs, weights, 25) == list(range(25))
+    ids = np.arange(400, dtype=np.int32)
+    assert _best_dense(docs, weights, 25, ids, ids) == list(range(25))
