@@ -31,6 +31,7 @@ from functions.search import snapshot
 from functions.search.embed_queue import QueueEmbedding
 from functions.search.embedding import ensure_model, store_batch, take_batch
 from functions.search.index import SearchIndex
+from functions.search.shown import ShownRecords
 from functions.search.vectors import Embedder, VectorIndex, provider_from_env
 
 log = logging.getLogger("functions.search")
@@ -103,6 +104,15 @@ class IndexHolder:
         """Seconds the last snapshot took, from its start to the object stored."""
         self.local_dir = local_dir if local_dir is not None else _local_dir()
         """Where the replica keeps its snapshot as a file (None: the object store only)."""
+        self.shown: ShownRecords | None = None
+        """The records of hits, in a file of this replica's own beside the snapshot."""
+        if self.local_dir is not None:
+            owner = os.environ.get("ENGINE_WORKER_NAME", "local")
+            replica = os.environ.get("ENGINE_WORKER_REPLICA", "0")
+            self.shown = ShownRecords(
+                self.local_dir / f"{self.snapshot_name}.shown.{owner}-{replica}"
+            )
+            self.index.shown = self.shown
         self._restored_from = ""
         self._restored_last: bytes | None = None
         self.stream_last_seq = 0
@@ -141,11 +151,14 @@ class IndexHolder:
     async def start(self, client: Client) -> None:
         self._client = client
         self.store = await client.objects(SNAPSHOT_BUCKET)
-        await self.restore()
+        restored = await self.restore()
         self.events = await events_stream(client).ensure()
         if self.index.seq and not await self._snapshot_still_holds():
-            self.index = SearchIndex(self.index.config, VectorIndex() if self.embedder else None)
+            self.index = self._fresh_index()
             self.snapshot_seq = 0
+            restored = False
+        if self.shown is not None and not restored:
+            self.shown.open(len(self.index.meta))
         self.delivered_seq = self.index.seq  # the snapshot covers these
         if self.embedder is not None:
             ensure_model(self.index, self.embedder)
@@ -170,6 +183,13 @@ class IndexHolder:
             await self._follower.stop()
         with contextlib.suppress(Exception):
             await self.save(final=True)
+        if self.shown is not None:
+            self.shown.close()
+
+    def _fresh_index(self) -> SearchIndex:
+        index = SearchIndex(self.index.config, VectorIndex() if self.embedder else None)
+        index.shown = self.shown
+        return index
 
     # ---- events ----------------------------------------------------------------------
     async def _on_event(self, msg: StreamMessage) -> None:
@@ -392,7 +412,7 @@ class IndexHolder:
             stored, read = len(blob), time.monotonic() - began
             if blob.startswith(PACKED):  # written before snapshots were streamed
                 blob = await asyncio.to_thread(zlib.decompress, memoryview(blob)[len(PACKED) :])
-            fresh = SearchIndex(self.index.config, VectorIndex() if self.embedder else None)
+            fresh = self._fresh_index()
             try:
                 self.index = await asyncio.to_thread(snapshot.load, blob, fresh)
             except Exception as exc:

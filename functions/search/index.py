@@ -22,6 +22,7 @@ from functions.kernel.records import (
     MemEvent,
     Memory,
     MemoryAdded,
+    Observation,
     ObservationAdded,
     RecordsRemoved,
     SummaryAdded,
@@ -39,12 +40,14 @@ from functions.search.documents import (
 )
 from functions.search.fusion import RRF_K, FusionWeights, diversify, rrf
 from functions.search.graph import EntityGraph
+from functions.search.shown import ShownRecords
 from functions.search.spans import found, stream_span
 from functions.search.streams import session_stream, time_stream, top
 from functions.search.tables import IdSlots, MetaTable
 from functions.search.temporal import day_number
 from functions.search.vectors import VectorIndex
 
+_encode = msgspec.json.Encoder().encode
 SCAN_MAX = 65536
 """Scopes up to this many records find their touched documents by a scan of the scores."""
 
@@ -137,6 +140,9 @@ class SearchIndex:
         """Removals so far: a scope made before one cannot grow by appends alone."""
         self._scopes: dict[tuple[object, ...], _Held] = {}
         self._sess_len: np.ndarray = np.zeros(0)
+        self.shown: ShownRecords | None = None
+        """The full record of observation slots, in a local file (the search worker's; None:
+        hits read their records from KV)."""
 
     def _id_of(self, n: int) -> str | None:
         return self.meta.id_of(n)  # the table in place now (a snapshot load replaces it)
@@ -148,6 +154,8 @@ class SearchIndex:
         doc = document(record, self.config.fields)
         self.remove([doc.meta.id])
         self._insert(doc)
+        if self.shown is not None and isinstance(record, Observation):
+            self.shown.put(len(self.meta) - 1, _encode(record))
 
     def _insert(self, d: Document) -> None:
         n = len(self.meta)
@@ -180,6 +188,8 @@ class SearchIndex:
                 continue
             self.alive[n] = 0
             self.meta[n] = None
+            if self.shown is not None:
+                self.shown.drop(n)
             self.pending_text.pop(n, None)
             self.texts.pop(n, None)
             if self.vectors is not None:
@@ -213,6 +223,14 @@ class SearchIndex:
     def get(self, record_id: str) -> Meta | None:
         n = self.doc_of.get(record_id)
         return self.meta[n] if n is not None else None
+
+    def shown_record(self, record_id: str) -> bytes | None:
+        """The full record (JSON) of a live observation from the local file; None when the
+        file does not hold it (no file, or indexed before it)."""
+        if self.shown is None:
+            return None
+        n = self.doc_of.get(record_id)
+        return self.shown.get(n) if n is not None else None
 
     def mask(self, project: str | None, agent_id: str | None, kinds: Iterable[str] | None) -> Mask:
         return self._mask(project, agent_id, kinds, 0, len(self.alive))
@@ -458,6 +476,7 @@ class SearchIndex:
             "vectors": self.vectors.count() if self.vectors is not None else 0,
             "pendingEmbeddings": len(self.pending_text),
             "seq": self.seq,
+            **(self.shown.status() if self.shown is not None else {}),
         }
 
 

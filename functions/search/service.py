@@ -63,6 +63,9 @@ _BUCKET = {
 }
 
 
+_as_dict = msgspec.json.Decoder(dict[str, Any]).decode
+
+
 def tokens_of(text: str) -> int:
     """~4 characters per token: the estimate upstream's budgets are written against."""
     return (len(text) + 3) // 4
@@ -123,6 +126,13 @@ class SearchService:
 
     # ---- enrichment ------------------------------------------------------------------
     async def record(self, kind: str, record_id: str) -> dict[str, Any] | None:
+        if kind == KIND_OBSERVATION:
+            # the index's own copy first: a get by key costs nats-server a block load
+            local = self.holder.index.shown_record(record_id)
+            if local is not None:
+                with contextlib.suppress(msgspec.DecodeError):
+                    found: dict[str, Any] = _as_dict(local)
+                    return found
         if self.client is None:
             return None
         st = await self.client.state(_BUCKET[kind])

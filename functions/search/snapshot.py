@@ -39,7 +39,7 @@ PLAIN = b"rs6\0"
 """Prefix of the same, uncompressed (a local file: written and read at disk speed)."""
 _SECTIONS = ("meta_buf", "meta_end", "meta_live", "alive", "project", "agent", "kind",
              "session", "day", "doc_len", "graph_ents_flat", "graph_ents_end", "ids_keys",
-             "ids_slots", "vector_blob")  # fmt: skip
+             "ids_slots", "vector_blob", "shown_end")  # fmt: skip
 _SEALED = ("first", "part", "end", "docs", "tfs")
 _PIECE = 1 << 20
 """Bytes handed to the compressor at a time."""
@@ -80,6 +80,11 @@ class IndexSnapshot(msgspec.Struct, kw_only=True):
     vector_blob: bytes = b""
     texts: dict[int, str] = msgspec.field(default_factory=dict)
     pending: list[int] = msgspec.field(default_factory=list)
+    shown_id: str = ""
+    shown_first: int = 0
+    shown_end: bytes = b""
+    """Where the records of hits lie in the replica's local file (functions/search/shown.py);
+    empty in snapshots of an index without one, and in those written before it."""
     sections: list[tuple[str, int]] = msgspec.field(default_factory=list)
     """Format 6 only: the fields sent after the header, in order, and their lengths."""
 
@@ -175,6 +180,7 @@ def _parts(index: SearchIndex) -> tuple[IndexSnapshot, list[tuple[str, bytes | m
     ids_keys, ids_slots = index.doc_of.dump()
     index.bm25.seal()
     sealed = index.bm25.sealed
+    shown_id, shown_first, shown_end = index.shown.dump() if index.shown else ("", 0, b"")
     snap = IndexSnapshot(
         seq=index.seq,
         meta_buf=meta_buf,
@@ -203,6 +209,9 @@ def _parts(index: SearchIndex) -> tuple[IndexSnapshot, list[tuple[str, bytes | m
         vector_blob=vec.dump() if vec else b"",
         texts=index.texts,
         pending=sorted(index.pending_text),
+        shown_id=shown_id,
+        shown_first=shown_first,
+        shown_end=shown_end,
     )
     sections: list[tuple[str, bytes | memoryview]] = []
     for name in _SECTIONS:
@@ -301,6 +310,8 @@ def load(blob: bytes | memoryview, index: SearchIndex) -> SearchIndex:
             index.pending_text = {d: index.texts[d] for d in snap.pending if d in index.texts}
         else:
             index.pending_text = dict(index.texts)
+    if index.shown is not None:
+        index.shown.open(len(index.meta), snap.shown_id, snap.shown_first, bytes(snap.shown_end))
     index._version += 1
     index._scopes.clear()
     return index
