@@ -33,7 +33,6 @@ from functions.relations.service import RelationService
 from functions.replay.service import ReplayService
 from functions.slots.service import SlotService
 from functions.surface.service import SurfaceService
-from workers.search import serve_search
 
 SWEEP_SCHEDULE = "@every 2m"
 """The fallback for leases whose expiry marker nobody acted on (the state trigger on the
@@ -114,6 +113,10 @@ def build() -> Worker:
     # AGENTMEMORY_SEARCH=off runs the write path alone (tests of the write path, or a
     # deployment that hosts retrieval in another worker).
     if os.environ.get("AGENTMEMORY_SEARCH", "on").lower() not in ("0", "off", "false", "no"):
+        # imported here: the index's libraries (numpy, faiss) are ~20 MB a replica that
+        # the write path alone never uses
+        from workers.search import serve_search
+
         serve_search(worker)
     return worker
 
