@@ -335,6 +335,9 @@ class IndexHolder:
         if seq == self.snapshot_seq:
             return seq
         began = time.monotonic()
+        if not final and self.shown is not None and self.shown.wasteful():
+            alive = self.index.alive
+            await self.shown.compact(lambda n: n < len(alive) and bool(alive[n]))
         taken = snapshot.take(self.index)
         prepared = time.monotonic() - began
         last = await self.events.get(seq) if seq else None

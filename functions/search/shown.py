@@ -21,6 +21,7 @@ KV instead.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import fcntl
 import logging
@@ -28,6 +29,7 @@ import os
 import uuid
 import zlib
 from array import array
+from collections.abc import Callable
 from pathlib import Path
 
 log = logging.getLogger("functions.search")
@@ -43,7 +45,12 @@ ZDICT = (
     b'"type":"file_read","tool_name":"Read","type":"error","hook_type":"session_start",'
 )
 """zlib's preset dictionary: the field names and common values of an observation, so each
-record, compressed alone, does not pay for them (~480 -> ~250 bytes on the load bench's)."""
+record, compressed alone, does not pay for them (~480 -> ~340 bytes on the load bench's)."""
+COMPACT_MIN = 64 << 20
+"""Dead bytes (records of removed or revised slots) before the file is rewritten without
+them, and only once they are a third of it (a compression model revising every record
+once leaves half the file dead)."""
+_COPY = 1 << 20
 
 
 class ShownRecords:
@@ -138,6 +145,54 @@ class ShownRecords:
         if span is not None:
             self.dead += span[1] - span[0]
 
+    # ---- rewriting ---------------------------------------------------------------------
+    def wasteful(self) -> bool:
+        return self._fd >= 0 and self.dead >= self.compact_min and self.dead * 3 >= self.held
+
+    compact_min = COMPACT_MIN
+
+    async def compact(self, alive: Callable[[int], bool]) -> None:
+        """Rewrite the file with the records of live slots only, under a new file id (a
+        snapshot taken before refers to the old one: restored, it starts a new file). The
+        copy runs in a thread; slots appended meanwhile are copied after it, on the loop."""
+        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+        fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
+        fresh = uuid.uuid4()
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            os.pwrite(fd, MAGIC + fresh.bytes, 0)
+            before = self.held
+            mark = len(self._end)
+            spans = [self._span(self.first + i) if alive(self.first + i) else None
+                     for i in range(mark)]  # fmt: skip
+            ends = await asyncio.to_thread(self._copy, fd, spans, HEADER)
+            tail = [self._span(self.first + i) if alive(self.first + i) else None
+                    for i in range(mark, len(self._end))]  # fmt: skip
+            ends += self._copy(fd, tail, ends[-1] if ends else HEADER)
+            os.replace(tmp, self.path)
+        except BaseException:
+            os.close(fd)
+            tmp.unlink(missing_ok=True)
+            raise
+        old, self._fd = self._fd, fd
+        os.close(old)
+        self._end, self.file_id, self.dead = ends, str(fresh), 0
+        log.info("shown records rewritten without removed ones: %.1f -> %.1f MB",
+                 before / 1e6, ((ends[-1] if ends else HEADER) - HEADER) / 1e6)  # fmt: skip
+
+    def _copy(self, fd: int, spans: list[tuple[int, int] | None], at: int) -> array[int]:
+        ends, buf, start = array("q"), bytearray(), at
+        for span in spans:
+            if span is not None:
+                buf += os.pread(self._fd, span[1] - span[0], span[0])
+            ends.append(start + len(buf))
+            if len(buf) >= _COPY:
+                os.pwrite(fd, buf, start)
+                start += len(buf)
+                buf.clear()
+        os.pwrite(fd, buf, start)
+        return ends
+
     # ---- reads -----------------------------------------------------------------------
     def _span(self, n: int) -> tuple[int, int] | None:
         i = n - self.first
@@ -164,8 +219,13 @@ class ShownRecords:
         """(file id, first slot, end offsets): what a snapshot needs to find them again."""
         return self.file_id, self.first, self._end.tobytes()
 
+    @property
+    def held(self) -> int:
+        """Bytes of records in the file (dead ones included)."""
+        return (self._end[-1] - HEADER) if self._end else 0
+
     def status(self) -> dict[str, object]:
-        held = (self._end[-1] - HEADER) if self._end else 0
+        held = self.held
         return {
             "shown_records": len(self._end),
             "shown_first_slot": self.first,

@@ -65,7 +65,7 @@ def test_a_restore_keeps_what_the_snapshot_holds_and_cuts_the_rest(tmp_path: Pat
     again = ShownRecords(tmp_path / "shown")
     again.open(3, *taken)
     assert [again.get(n) for n in range(4)] == [b'{"n":0}', b'{"n":1}', b'{"n":2}', None]
-    assert (tmp_path / "shown").stat().st_size == HEADER + again.status()["shown_bytes"]
+    assert (tmp_path / "shown").stat().st_size == HEADER + again.held
     assert again.first == 0
     again.put(3, b'{"n":"3 again"}')
     assert again.get(3) == b'{"n":"3 again"}'
@@ -196,7 +196,9 @@ async def test_the_search_worker_shows_hits_from_its_file_across_a_crash(
 
     await eventually(all_found, timeout=20, what="the observations searchable")
     kv = await client.state("mem_observations")
-    stored = {i: await kv.get(i, dict[str, Any]) for i in ids}
+    stored: dict[str, Any] = {}
+    for i in ids:
+        stored[i] = await kv.get(i)
     seen, subs = await _sniff(client)
     hits = await _search(client)
     assert hits and all(h["record"] == stored[h["id"]] for h in hits)
@@ -229,3 +231,37 @@ async def test_the_search_worker_shows_hits_from_its_file_across_a_crash(
     assert len(seen) >= len(hits)
     for sub in subs:
         await sub.unsubscribe()
+
+
+async def test_a_file_mostly_dead_is_rewritten_with_the_live_records(tmp_path: Path) -> None:
+    index = SearchIndex()
+    index.shown = ShownRecords(tmp_path / "shown")
+    index.shown.open(0)
+    index.shown.compact_min = 1000
+    for i in range(60):
+        index.apply(ObservationAdded(observation=_obs(i)), seq=i + 1)
+    assert not index.shown.wasteful()
+    for i in range(40):  # the model revises some, others are forgotten
+        index.apply(ObservationAdded(observation=_obs(i, revision=1, narrative=f"r{i}")))
+    index.apply(RecordsRemoved(ids=[_obs(i).id for i in range(50, 60)]))
+    want = {_obs(i).id: index.shown_record(_obs(i).id) for i in range(50)}
+    size, old_id = (tmp_path / "shown").stat().st_size, index.shown.file_id
+    assert index.shown.wasteful()
+
+    async def later() -> None:  # an observation arriving while the copy runs
+        index.apply(ObservationAdded(observation=_obs(99)))
+
+    await asyncio.gather(index.shown.compact(lambda n: bool(index.alive[n])), later())
+    assert (tmp_path / "shown").stat().st_size < size * 0.6
+    assert index.shown.file_id != old_id and not index.shown.wasteful()
+    assert {i: index.shown_record(i) for i in want} == want and all(want.values())
+    assert index.shown_record(_obs(99).id) == msgspec.json.encode(_obs(99))
+    assert index.shown_record(_obs(55).id) is None
+    # a snapshot after the rewrite finds the new file again
+    blob = snapshot.dump(index)
+    index.shown.close()
+    fresh = SearchIndex()
+    fresh.shown = ShownRecords(tmp_path / "shown")
+    snapshot.load(blob, fresh)
+    assert {i: fresh.shown_record(i) for i in want} == want
+    assert not list(tmp_path.glob(".*.tmp"))
