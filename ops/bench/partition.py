@@ -124,13 +124,17 @@ class Watch:
         self._stop.set()
         self._t.join(2)
 
-    def current_leader(self) -> int:
+    def agreed_leader(self) -> int | None:
+        """The node every node names as the MEM_EVENTS leader in the latest views; None
+        while they disagree (an election settling: the first view to name a leader may be
+        a stale one, and a fault aimed at a node no longer leading elects nobody)."""
         names = [n.server_name for n in self.cluster.nats.nodes]
-        for v in reversed(self.seen):
-            for name in v[1]:
-                if name in names:
-                    return names.index(name)
-        return 0
+        if not self.seen:
+            return None
+        views = set(self.seen[-1][1])
+        if len(views) != 1 or (only := views.pop()) not in names:
+            return None
+        return names.index(only)
 
     def elected_after(self, t0: float, old: str, cut: int) -> float | None:
         """Seconds from `t0` until a node other than `cut` names a leader other than `old`."""
@@ -320,7 +324,9 @@ async def run_faults(
     async def fault(name: str, pick_minority: bool, cut: Any, heal: Any) -> None:
         await wait_until(whole, 120, "cluster whole")
         await asyncio.sleep(p.settle)
-        leader = watch.current_leader()
+        await wait_until(lambda: watch.agreed_leader() is not None, 60, "nodes agree on a leader")
+        leader = watch.agreed_leader()
+        assert leader is not None
         k = (leader + 1) % len(nodes) if pick_minority else leader
         old = nodes[leader].server_name
         t0 = time.monotonic()
