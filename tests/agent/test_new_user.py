@@ -7,6 +7,7 @@ import json
 import os
 import signal
 import subprocess
+import threading
 import time
 
 from tests.agent.conftest import CLI, Stack, run_hook, session_payloads, wait_until
@@ -116,6 +117,9 @@ def test_foreground_start_shows_the_four_ports_and_stops_on_ctrl_c(stack: Stack)
         panel += line
         if "next" in line:
             break
+    # a terminal keeps reading what it prints while it runs and stops: so does the test (a
+    # full pipe would block the foreground process on a write and it could never exit)
+    threading.Thread(target=lambda: [None for _ in proc.stdout or []], daemon=True).start()
     for offset, name in ((0, "REST"), (1, "streams"), (2, "viewer"), (3, "console")):
         assert name in panel and str(stack.port + offset) in panel
     wait_until(stack.serving, timeout=30, what="memory routes served")
