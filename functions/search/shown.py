@@ -6,7 +6,7 @@ block that holds it (~4 MB) into its heap, so a search returning 12 hits at rand
 of a large bucket loaded ~50 MB into nats-server and its garbage collector paid for it
 (issue 25: at 1M observations the server spent most of its CPU collecting). The index sees
 every observation anyway, in its ObservationAdded event; keeping the record beside the
-index costs ~0.25 KB of disk per observation (zlib with a dictionary of the record's field
+index costs ~0.34 KB of disk per observation (zlib with a dictionary of the record's field
 names) and 8 bytes of memory per slot.
 
 Layout: a 24-byte header (magic and a random file id), then each slot's record, zlib'd,
@@ -66,6 +66,12 @@ class ShownRecords:
         """Bytes of records whose slot was removed since the file was opened (not counted
         across restarts: an estimate of what a rewrite would give back)."""
         self.disabled = False
+        self.compact_min = COMPACT_MIN
+
+    @property
+    def _at(self) -> int:
+        """Where the next record goes: the end of the last one, or the header's."""
+        return self._end[-1] if self._end else HEADER
 
     # ---- open / restore ------------------------------------------------------------
     def open(self, slots: int, file_id: str = "", first: int = 0, ends: bytes = b"") -> None:
@@ -94,7 +100,7 @@ class ShownRecords:
         size = os.fstat(fd).st_size
         head = os.pread(fd, HEADER, 0)
         held = end[-1] if end else HEADER
-        if (file_id and head == MAGIC + uuid.UUID(file_id).bytes and size >= held
+        if (file_id and head == MAGIC + _id_bytes(file_id) and size >= held
                 and first + len(end) <= slots):  # fmt: skip
             os.ftruncate(fd, held)
             self.file_id, self.first, self._end = file_id, first, end
@@ -125,7 +131,7 @@ class ShownRecords:
         self._pad(n)
         co = zlib.compressobj(6, zdict=ZDICT)
         blob = co.compress(data) + co.flush()
-        at = self._end[-1] if self._end else HEADER
+        at = self._at
         try:
             os.pwrite(self._fd, blob, at)
         except OSError as exc:  # a full disk: this slot's hit reads from KV
@@ -135,7 +141,7 @@ class ShownRecords:
         self._end.append(at + len(blob))
 
     def _pad(self, n: int) -> None:
-        at = self._end[-1] if self._end else HEADER
+        at = self._at
         while self.first + len(self._end) < n:
             self._end.append(at)
 
@@ -148,8 +154,6 @@ class ShownRecords:
     # ---- rewriting ---------------------------------------------------------------------
     def wasteful(self) -> bool:
         return self._fd >= 0 and self.dead >= self.compact_min and self.dead * 3 >= self.held
-
-    compact_min = COMPACT_MIN
 
     async def compact(self, alive: Callable[[int], bool]) -> None:
         """Rewrite the file with the records of live slots only, under a new file id (a
@@ -168,7 +172,7 @@ class ShownRecords:
             ends = await asyncio.to_thread(self._copy, fd, spans, HEADER)
             tail = [self._span(self.first + i) if alive(self.first + i) else None
                     for i in range(mark, len(self._end))]  # fmt: skip
-            ends += self._copy(fd, tail, ends[-1] if ends else HEADER)
+            ends += self._copy(fd, tail, ends[-1] if ends else HEADER)  # the new file's end
             os.replace(tmp, self.path)
         except BaseException:
             os.close(fd)
@@ -222,7 +226,7 @@ class ShownRecords:
     @property
     def held(self) -> int:
         """Bytes of records in the file (dead ones included)."""
-        return (self._end[-1] - HEADER) if self._end else 0
+        return self._at - HEADER
 
     def status(self) -> dict[str, object]:
         held = self.held
@@ -233,3 +237,11 @@ class ShownRecords:
             "shown_dead_bytes": self.dead,
             "shown_file": str(self.path) if self.usable else "",
         }
+
+
+def _id_bytes(file_id: str) -> bytes:
+    """A snapshot's file id as the header holds it (an id that is no UUID matches no file)."""
+    try:
+        return uuid.UUID(file_id).bytes
+    except ValueError:
+        return b""

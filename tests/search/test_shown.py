@@ -87,6 +87,10 @@ def test_a_file_that_does_not_match_the_snapshot_starts_again(tmp_path: Path) ->
     cut = ShownRecords(tmp_path / "shown")
     cut.open(6, taken[0], taken[1], taken[2] + taken[2])  # ends past the file's size
     assert cut.get(5) is None and cut.first == 6
+    cut.close()
+    garbled = ShownRecords(tmp_path / "shown")
+    garbled.open(7, "not-a-uuid", 0, b"")  # a damaged snapshot field: a new file, no error
+    assert garbled.usable and garbled.first == 7
 
 
 def test_a_second_owner_of_the_file_reads_nothing_from_it(tmp_path: Path) -> None:
