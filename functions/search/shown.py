@@ -231,11 +231,11 @@ class ShownRecords:
     def status(self) -> dict[str, object]:
         held = self.held
         return {
-            "shown_records": len(self._end),
-            "shown_first_slot": self.first,
-            "shown_bytes": held,
-            "shown_dead_bytes": self.dead,
-            "shown_file": str(self.path) if self.usable else "",
+            "shownRecords": len(self._end),
+            "shownFirstSlot": self.first,
+            "shownBytes": held,
+            "shownDeadBytes": self.dead,
+            "shownFile": str(self.path) if self.usable else "",
         }
 
 

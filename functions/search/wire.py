@@ -182,6 +182,13 @@ class SearchStatusOut(msgspec.Struct, rename="camel", kw_only=True):
     snapshot_seq: int
     snapshot_age_seconds: float | None
     embedder: str
+    shown_records: int = 0
+    """Slots in the replica's file of hit records (functions/search/shown.py)."""
+    shown_first_slot: int = 0
+    shown_bytes: int = 0
+    shown_dead_bytes: int = 0
+    shown_file: str = ""
+    """Empty when hits read their records from KV (no data dir, or the file is not ours)."""
 
 
 class ProfileIn(msgspec.Struct, rename="camel", kw_only=True):

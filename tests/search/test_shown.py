@@ -203,6 +203,8 @@ async def test_the_search_worker_shows_hits_from_its_file_across_a_crash(
     stored: dict[str, Any] = {}
     for i in ids:
         stored[i] = await kv.get(i)
+    status = await client.call("mem::search-status", {}, timeout=10)
+    assert status["shownRecords"] >= 12 and status["shownFile"].endswith("index.shown.search-0")
     seen, subs = await _sniff(client)
     hits = await _search(client)
     assert hits and all(h["record"] == stored[h["id"]] for h in hits)
