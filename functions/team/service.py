@@ -44,6 +44,10 @@ from functions.team.wire import (
 EXPLICIT_FORGETS = ("forget", "governance-delete")
 """Removals a teammate's copy follows; others (auto-forget, restores, supersession) are
 decisions of this instance about its own copy."""
+ADOPTING_KEY = "adopting"
+"""The team bucket's key naming the origin whose shared records this instance is taking
+over (set before its TEAM stream's subjects change, removed once they are announced again
+and the old subjects purged)."""
 log = logging.getLogger("functions.team")
 
 
@@ -80,12 +84,20 @@ class TeamService:
         store = await MemoryStore(client).open()
         kv = await client.state(TEAM_BUCKET)
         team_log = TeamLog(client, self.cfg.origin)
-        previous = await team_log.previous_origin()
+        # The stream's subjects say which origin it was made for until ensure() changes
+        # them; the marker keeps that word until the adoption is done, so a start cut off
+        # in between (a crash, a timeout under load) adopts on the next one.
+        previous = await team_log.previous_origin() or (await kv.get(ADOPTING_KEY, str) or "")
+        if previous == self.cfg.origin:
+            previous = ""
+        if previous:
+            await kv.put(ADOPTING_KEY, previous)
         await team_log.ensure()  # brought to this origin's subjects if it had others
         self._book = TeamBook(store, kv, team_log, self.cfg)
         self._links = Links(self.cfg, self._book)
         if previous:
             await self._adopt(previous)
+            await kv.delete(ADOPTING_KEY)
         if self.cfg.meshed:
             await self._links.source()
             self._watch = asyncio.get_running_loop().create_task(self._links.watch())
