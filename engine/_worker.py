@@ -305,9 +305,22 @@ class Worker:
                 pass
         await self._run_hooks(self._drain_hooks, "drain")
         if self._inflight:
+            began = time.monotonic()
+            log.info(
+                "%s: stopping with %d call(s) in flight: %s", self.name, len(self._inflight),
+                ", ".join(sorted({t.get_name() for t in self._inflight})),
+            )  # fmt: skip
             _done, pending = await asyncio.wait(set(self._inflight), timeout=self.drain_timeout)
+            if pending:
+                # Named, so a slow stop says which function held it.
+                names = sorted({t.get_name() for t in pending})
+                log.warning(
+                    "%s: %d call(s) still running %.0fs into the stop, cancelled: %s",
+                    self.name, len(pending), self.drain_timeout, ", ".join(names),
+                )  # fmt: skip
             for t in pending:
                 t.cancel()
+            log.info("%s: calls in flight ended in %.2fs", self.name, time.monotonic() - began)
         if self._sweeper is not None:
             self._sweeper.cancel()
         await self._run_hooks(self._stop_hooks, "stop")
@@ -360,7 +373,7 @@ class Worker:
                 caller = parse_deadline(msg.headers.get(HDR_DEADLINE))
                 if caller is not None and caller < limit:
                     limit = caller
-            task = loop.create_task(execute(spec, msg, now, limit))
+            task = loop.create_task(execute(spec, msg, now, limit), name=spec.id)
             inflight.add(task)
             if not deadlines:
                 arrived.set()
