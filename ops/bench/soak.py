@@ -237,11 +237,53 @@ async def soak(args: argparse.Namespace) -> dict[str, Any]:
         engine.stop()
         if args.keep_logs:  # what each process logged, across the stop and the restart
             shutil.copytree(tmp / "data" / "logs", args.keep_logs, dirs_exist_ok=True)
+        if args.keep_data:  # for `--restart-only`: a 1M data dir takes a while to fill
+            shutil.rmtree(args.keep_data, ignore_errors=True)
+            shutil.move(str(tmp / "data"), args.keep_data)
         shutil.rmtree(tmp, ignore_errors=True)
     if args.svg and points:
         Path(args.svg).parent.mkdir(parents=True, exist_ok=True)
         Path(args.svg).write_text(plot(points))  # again from the file: ops/bench/soak_plot.py
     return summary(points, clients, searches, elapsed, startup, restart, args)
+
+
+async def restart_only(args: argparse.Namespace) -> dict[str, Any]:
+    """Start the engine on a kept data dir (`--keep-data` of an earlier soak), then stop and
+    start it again `--restarts` times: each stop timed to the last process gone, each start
+    to the first search answered and to "engine ready"."""
+    data = Path(args.restart_only).resolve()
+    if not (data / "nats").is_dir():
+        raise SystemExit(f"--restart-only: {data} is not a data dir (no nats/ in it)")
+    tmp = Path(tempfile.mkdtemp(prefix="soak-restart-"))
+    (tmp / "data").symlink_to(data)
+    engine = Engine(tmp, Path(args.config))
+    runs: list[dict[str, float]] = []
+    try:
+        first = round(await asyncio.to_thread(engine.start), 2)
+        await first_search(engine.rest_port)
+        rss = round(sum(v["anon"] + v["file"] for v in memory_by_label(engine).values()), 1)
+        for _ in range(args.restarts):
+            run = {"stop_s": round(await asyncio.to_thread(stop_timed, engine), 2)}
+            t0 = time.monotonic()
+            started = asyncio.create_task(asyncio.to_thread(engine.start))
+            await first_search(engine.rest_port)
+            run["first_search_s"] = round(time.monotonic() - t0, 2)
+            await started
+            run["ready_s"] = round(time.monotonic() - t0, 2)
+            runs.append(run)
+            print(json.dumps(run), file=sys.stderr, flush=True)
+        rss_after = round(sum(v["anon"] + v["file"] for v in memory_by_label(engine).values()), 1)
+    finally:
+        engine.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+    worst = (
+        {k: max(r[k] for r in runs) for k in ("stop_s", "first_search_s", "ready_s")}
+        if runs
+        else {}
+    )
+    return {"bench": "soak_restart", "data_dir": str(data), "disk_mb": round(disk_mb(data), 1),
+            "first_start_s": first, "rss_mb_first_start": rss, "rss_mb_end": rss_after,
+            "restarts": runs, "worst": worst}  # fmt: skip
 
 
 def _at(points: list[dict[str, Any]], n: int) -> dict[str, Any] | None:
@@ -335,6 +377,10 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--out", default="", help="the series as JSON lines")
     ap.add_argument("--svg", default="", help="the plot")
     ap.add_argument("--keep-logs", default="", help="copy the data dir's logs here at the end")
+    ap.add_argument("--keep-data", default="", help="move the data dir here at the end")
+    ap.add_argument("--restart-only", default="", metavar="DATA_DIR",
+                    help="no soak: time stops and starts of a kept data dir")  # fmt: skip
+    ap.add_argument("--restarts", type=int, default=3, help="--restart-only: how many")
 
 
 def main() -> None:
@@ -349,7 +395,7 @@ def main() -> None:
         uvloop.install()
     except ImportError:
         pass
-    emit(asyncio.run(soak(args)))
+    emit(asyncio.run(restart_only(args) if args.restart_only else soak(args)))
 
 
 if __name__ == "__main__":
