@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from functions.search.mapped import Spill
 from functions.search.postings import Sealed, SealedBuffers
 
 F32 = npt.NDArray[np.float32]
@@ -119,6 +120,8 @@ class BM25Index:
     postings, however large the others are."""
     sealed: Sealed = field(default_factory=Sealed)
     """Everything before the last seal, in flat arrays (functions/search/postings.py)."""
+    spill: Spill = field(default_factory=Spill)
+    """Where sealed postings live: mapped files in the index dir, or the heap."""
     doc_len: array[float] = field(default_factory=lambda: array("f"))
     _len64: F64 = field(default_factory=lambda: np.zeros(0, np.float64))
     """`doc_len` widened to float64 (what scoring computes in), kept in step on write so
@@ -154,7 +157,7 @@ class BM25Index:
     def seal(self) -> None:
         """Fold the tail into the sealed arrays (what a query reads is unchanged)."""
         if self.postings:
-            self.sealed = self.sealed.merged(self.postings)
+            self.sealed = self.sealed.merged(self.postings, self.spill)
             self.postings = {}
 
     def has(self, term: str) -> bool:
@@ -460,7 +463,7 @@ class BM25Index:
 
     # ---- persistence -------------------------------------------------------------
     def load(self, sealed: SealedBuffers, doc_len: bytes) -> None:
-        self.sealed = Sealed.of(sealed)
+        self.sealed = Sealed.of(sealed, self.spill)
         self.postings = {}
         self._load_lengths(doc_len)
 

@@ -14,6 +14,7 @@ import contextlib
 import heapq
 import itertools
 import logging
+import mmap
 import os
 import time
 import zlib
@@ -31,6 +32,7 @@ from functions.search import snapshot
 from functions.search.embed_queue import QueueEmbedding
 from functions.search.embedding import ensure_model, store_batch, take_batch
 from functions.search.index import SearchIndex
+from functions.search.mapped import Spill
 from functions.search.shown import ShownRecords
 from functions.search.vectors import Embedder, VectorIndex, provider_from_env
 
@@ -95,15 +97,19 @@ class IndexHolder:
         if embedder is None and load_embedder:
             embedder = provider_from_env()
         self.embedder = embedder
-        self.index = index or SearchIndex(vectors=VectorIndex() if embedder else None)
+        self.local_dir = local_dir if local_dir is not None else _local_dir()
+        """Where the replica keeps its snapshot as a file (None: the object store only)."""
+        self.spill = Spill(self.local_dir)
+        """The index's sealed arrays, in unlinked files of the local dir (the heap without)."""
+        self.index = index or SearchIndex(
+            vectors=VectorIndex() if embedder else None, spill=self.spill
+        )
         self.snapshot_every = snapshot_every
         self.snapshot_name = snapshot_name + (f".{embedder.name}" if embedder else "")
         self.snapshot_at = 0.0
         self.snapshot_seq = 0
         self.snapshot_took = 0.0
         """Seconds the last snapshot took, from its start to the object stored."""
-        self.local_dir = local_dir if local_dir is not None else _local_dir()
-        """Where the replica keeps its snapshot as a file (None: the object store only)."""
         self.shown: ShownRecords | None = None
         """The records of hits, in a file of this replica's own beside the snapshot."""
         if self.local_dir is not None:
@@ -187,7 +193,9 @@ class IndexHolder:
             self.shown.close()
 
     def _fresh_index(self) -> SearchIndex:
-        index = SearchIndex(self.index.config, VectorIndex() if self.embedder else None)
+        index = SearchIndex(
+            self.index.config, VectorIndex() if self.embedder else None, spill=self.spill
+        )
         index.shown = self.shown
         return index
 
@@ -362,6 +370,9 @@ class IndexHolder:
         self.snapshot_at = time.time()
         self.snapshot_seq = seq
         self.snapshot_took = time.monotonic() - began
+        # The seal wrote the new arrays and the snapshot read every sealed page: hand them
+        # back, queries map again what they read.
+        self.spill.trim()
         log.info(
             "index snapshot at event %d: %d documents, %.1f MB to %s (%.2f s on the loop, "
             "%.2f s in all)", seq, taken.docs, stored / 1e6, " and ".join(where), prepared,
@@ -383,14 +394,20 @@ class IndexHolder:
             last.write_bytes(digest)
         return size
 
-    async def _read_local(self) -> tuple[bytes, bytes | None] | None:
+    async def _read_local(self) -> tuple[snapshot.Buffer, bytes | None] | None:
         if self.local_dir is None:
             return None
         path, last = self._local(".snap"), self._local(".last")
 
-        def read() -> tuple[bytes, bytes | None] | None:
+        def read() -> tuple[snapshot.Buffer, bytes | None] | None:
+            # Mapped, not read: a restore copies each section where it goes, so the file
+            # never sits on the heap whole (a later snapshot replaces it, never rewrites it).
             try:
-                blob = path.read_bytes()
+                with path.open("rb") as f:
+                    size = os.fstat(f.fileno()).st_size
+                    blob: snapshot.Buffer = (
+                        mmap.mmap(f.fileno(), size, access=mmap.ACCESS_READ) if size else b""
+                    )
             except FileNotFoundError:
                 return None
             return blob, last.read_bytes() if last.exists() else None
@@ -413,7 +430,7 @@ class IndexHolder:
                     return False
                 blob, self._restored_last = found, None
             stored, read = len(blob), time.monotonic() - began
-            if blob.startswith(PACKED):  # written before snapshots were streamed
+            if bytes(blob[: len(PACKED)]) == PACKED:  # written before snapshots were streamed
                 blob = await asyncio.to_thread(zlib.decompress, memoryview(blob)[len(PACKED) :])
             fresh = self._fresh_index()
             try:
@@ -421,6 +438,8 @@ class IndexHolder:
             except Exception as exc:
                 log.warning("index snapshot from %s unreadable (%s): passed over", source, exc)
                 continue
+            del blob  # the file's mapping goes with the last view of it
+            self.spill.trim()
             self._restored_from = source
             self.snapshot_seq = self.index.seq
             self.snapshot_at = time.time()

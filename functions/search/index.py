@@ -40,6 +40,7 @@ from functions.search.documents import (
 )
 from functions.search.fusion import RRF_K, FusionWeights, diversify, rrf
 from functions.search.graph import EntityGraph
+from functions.search.mapped import Spill
 from functions.search.shown import ShownRecords
 from functions.search.spans import found, stream_span
 from functions.search.streams import session_stream, time_stream, top
@@ -112,11 +113,13 @@ class SearchIndex:
     vectors: VectorIndex | None = None
     seq: int = 0
     """Last MEM_EVENTS sequence applied (0 when fed by hand)."""
+    spill: Spill = field(default_factory=Spill)
+    """Where what a seal freezes lives (postings, display rows): mapped files or the heap."""
 
     def __post_init__(self) -> None:
-        self.bm25 = BM25Index(k1=self.config.k1, b=self.config.b)
+        self.bm25 = BM25Index(k1=self.config.k1, b=self.config.b, spill=self.spill)
         self.graph = EntityGraph()
-        self.meta = MetaTable()
+        self.meta = MetaTable(self.spill)
         """What each slot's hit shows, packed (functions/search/tables.py)."""
         self.doc_of = IdSlots(self._id_of)
         """Record id -> slot of live documents (hashes, not strings: tables.py)."""

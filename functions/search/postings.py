@@ -19,6 +19,8 @@ import msgspec
 import numpy as np
 import numpy.typing as npt
 
+from functions.search.mapped import Spill
+
 I32 = npt.NDArray[np.int32]
 I64 = npt.NDArray[np.int64]
 F32 = npt.NDArray[np.float32]
@@ -67,11 +69,11 @@ class Sealed:
             out.append((int(self.part[r]), self.docs[lo:hi], self.tfs[lo:hi]))
         return out
 
-    def merged(self, tail: Tail) -> Sealed:
+    def merged(self, tail: Tail, spill: Spill | None = None) -> Sealed:
         """A seal holding these lists with the tail's postings after them (new terms, and a
         term's new partitions, after the ones already here, as a dict would have them).
         The work follows the tail: the stretches of old postings between the lists the
-        tail touches are copied whole."""
+        tail touches are copied whole, into `spill`'s mapped arrays when given."""
         grow: list[tuple[int, int, int, int]] = []
         """(boundary row, 0: more for the row before it / 1: a new row, part, piece)"""
         pieces: list[tuple[array[int], array[float]]] = []
@@ -133,12 +135,13 @@ class Sealed:
         out.first = np.concatenate([first, np.array(new_first, np.int64)]).astype(np.int64)
         out.part = np.concatenate([part, np.array(new_parts, np.int32)]).astype(np.int32)
         out.end = np.cumsum(np.concatenate([sizes, np.array(new_sizes, np.int64)]), dtype=np.int64)
-        out.docs = np.concatenate(docs).astype(np.int32, copy=False)
-        out.tfs = np.concatenate(tfs).astype(np.float32, copy=False)
+        spill = spill or Spill()
+        out.docs = spill.concat(docs, np.int32)
+        out.tfs = spill.concat(tfs, np.float32)
         return out
 
     @classmethod
-    def of(cls, b: SealedBuffers) -> Sealed:
+    def of(cls, b: SealedBuffers, spill: Spill | None = None) -> Sealed:
         out = cls()
         out.terms = list(b.terms)
         out.term_id = {t: i for i, t in enumerate(out.terms)}
@@ -146,6 +149,10 @@ class Sealed:
         out.first = np.frombuffer(b.first, dtype=np.int64)
         out.part = np.frombuffer(b.part, dtype=np.int32)
         out.end = np.frombuffer(b.end, dtype=np.int64)
-        out.docs = np.frombuffer(b.docs, dtype=np.int32)
-        out.tfs = np.frombuffer(b.tfs, dtype=np.float32)
+        if spill is not None and spill.mapped:
+            out.docs = spill.copy(b.docs, np.int32)
+            out.tfs = spill.copy(b.tfs, np.float32)
+        else:
+            out.docs = np.frombuffer(b.docs, dtype=np.int32)
+            out.tfs = np.frombuffer(b.tfs, dtype=np.float32)
         return out

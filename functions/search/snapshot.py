@@ -14,12 +14,13 @@ long pause of the event loop (the compression runs in the reader's thread).
 from __future__ import annotations
 
 import io
+import mmap
 import os
 import struct
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 import msgspec
 
@@ -41,6 +42,7 @@ _SECTIONS = ("meta_buf", "meta_end", "meta_live", "alive", "project", "agent", "
              "session", "day", "doc_len", "graph_ents_flat", "graph_ents_end", "ids_keys",
              "ids_slots", "vector_blob", "shown_end")  # fmt: skip
 _SEALED = ("first", "part", "end", "docs", "tfs")
+Buffer: TypeAlias = "bytes | memoryview | mmap.mmap"
 _PIECE = 1 << 20
 """Bytes handed to the compressor at a time."""
 
@@ -93,7 +95,7 @@ def dump(index: SearchIndex) -> bytes:
     """The index as one msgpack document (format 5)."""
     snap, sections = _parts(index)
     for name, buf in sections:
-        _set(snap, name, bytes(buf))
+        _set(snap, name, b"".join(buf) if isinstance(buf, list) else bytes(buf))
     return msgspec.msgpack.encode(snap)
 
 
@@ -133,9 +135,10 @@ def take(index: SearchIndex) -> Taken:
     change, so that what it returns may be written or read out in a thread."""
     snap, sections = _parts(index)
     snap.format = 6
-    snap.sections = [(name, memoryview(buf).nbytes) for name, buf in sections]
+    flat = [(name, buf if isinstance(buf, list) else [buf]) for name, buf in sections]
+    snap.sections = [(name, sum(memoryview(b).nbytes for b in bufs)) for name, bufs in flat]
     head = msgspec.msgpack.encode(snap)
-    pieces = [struct.pack("<Q", len(head)), head, *(buf for _, buf in sections)]
+    pieces = [struct.pack("<Q", len(head)), head, *(b for _, bufs in flat for b in bufs)]
     return Taken(len(index), pieces)
 
 
@@ -173,8 +176,13 @@ class SnapshotReader(io.RawIOBase):
         return n
 
 
-def _parts(index: SearchIndex) -> tuple[IndexSnapshot, list[tuple[str, bytes | memoryview]]]:
+Section: TypeAlias = "bytes | memoryview | list[bytes | memoryview]"
+"""A section's bytes: one buffer, or several written one after the other."""
+
+
+def _parts(index: SearchIndex) -> tuple[IndexSnapshot, list[tuple[str, Section]]]:
     vec = index.vectors
+    index.meta.seal()
     meta_buf, meta_end, meta_live = index.meta.dump()
     ents_flat, ents_end = index.graph.ents_of.dump()
     ids_keys, ids_slots = index.doc_of.dump()
@@ -183,7 +191,6 @@ def _parts(index: SearchIndex) -> tuple[IndexSnapshot, list[tuple[str, bytes | m
     shown_id, shown_first, shown_end = index.shown.dump() if index.shown else ("", 0, b"")
     snap = IndexSnapshot(
         seq=index.seq,
-        meta_buf=meta_buf,
         meta_end=meta_end,
         meta_live=meta_live,
         alive=index.alive.tobytes(),
@@ -213,9 +220,9 @@ def _parts(index: SearchIndex) -> tuple[IndexSnapshot, list[tuple[str, bytes | m
         shown_first=shown_first,
         shown_end=shown_end,
     )
-    sections: list[tuple[str, bytes | memoryview]] = []
+    sections: list[tuple[str, Section]] = []
     for name in _SECTIONS:
-        sections.append((name, getattr(snap, name)))
+        sections.append((name, meta_buf if name == "meta_buf" else getattr(snap, name)))
         setattr(snap, name, b"")
     sections += [(f"sealed.{name}", getattr(sealed, name).data) for name in _SEALED]
     return snap, sections
@@ -226,7 +233,7 @@ def _set(snap: IndexSnapshot, name: str, value: bytes | memoryview) -> None:
     setattr(snap.sealed if owner else snap, field, value)
 
 
-def _read_streamed(blob: bytes | memoryview) -> IndexSnapshot:
+def _read_streamed(blob: Buffer, own_sealed: bool = True) -> IndexSnapshot:
     if bytes(blob[: len(PLAIN)]) == PLAIN:
         raw = memoryview(blob)[len(PLAIN) :]
     else:
@@ -237,30 +244,32 @@ def _read_streamed(blob: bytes | memoryview) -> IndexSnapshot:
     for name, length in snap.sections:
         piece = raw[at : at + length]
         # The other fields are copied by their loaders; the sealed postings would stay
-        # views and keep the whole buffer alive, so they get their own bytes.
-        _set(snap, name, bytes(piece) if name.startswith("sealed.") else piece)
+        # views and keep the whole buffer alive, so they get their own bytes (unless the
+        # index copies them into its mapped files anyway).
+        sealed = name.startswith("sealed.")
+        _set(snap, name, bytes(piece) if sealed and own_sealed else piece)
         at += length
     if at != len(raw):
         raise ValueError("snapshot sections do not add up to its length")
     return snap
 
 
-def load(blob: bytes | memoryview, index: SearchIndex) -> SearchIndex:
-    """Fill an empty `index` (built with the wanted config and vector setting) from `blob`
-    (`dump()`'s bytes or `Taken`'s)."""
+def load(blob: Buffer, index: SearchIndex) -> SearchIndex:
+    """Fill an empty `index` (built with the wanted config, vector setting and spill) from
+    `blob` (`dump()`'s bytes or `Taken`'s; a mapped file will do: nothing is kept of it)."""
     from array import array
 
     if bytes(blob[: len(STREAMED)]) in (STREAMED, PLAIN):
-        snap = _read_streamed(blob)
+        snap = _read_streamed(blob, own_sealed=not index.spill.mapped)
     else:
         snap = msgspec.msgpack.decode(blob, type=IndexSnapshot)
     if snap.format not in (3, 4, FORMAT, 6):
         raise ValueError(f"snapshot format {snap.format} is not {FORMAT}")
     index.seq = snap.seq
     if snap.format == 3:
-        index.meta = MetaTable.of(snap.meta)
+        index.meta = MetaTable.of(snap.meta, index.spill)
     else:
-        index.meta = MetaTable.load(snap.meta_buf, snap.meta_end, snap.meta_live)
+        index.meta = MetaTable.load(snap.meta_buf, snap.meta_end, snap.meta_live, index.spill)
     if snap.ids_keys:
         index.doc_of = IdSlots.load(index._id_of, snap.ids_keys, snap.ids_slots)
     else:

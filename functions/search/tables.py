@@ -12,10 +12,12 @@ from __future__ import annotations
 import hashlib
 from array import array
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import msgspec
 
 from functions.search.documents import Meta
+from functions.search.mapped import ByteLog, Spill
 
 _encode = msgspec.msgpack.Encoder().encode
 _decode = msgspec.msgpack.Decoder(Meta).decode
@@ -23,17 +25,18 @@ _decode = msgspec.msgpack.Decoder(Meta).decode
 
 class MetaTable:
     """`Meta` of every slot (None once removed), msgpack one after another; indexed like
-    the list it replaces: `table[n]`, `table[n] = None`, `len`, iteration."""
+    the list it replaces: `table[n]`, `table[n] = None`, `len`, iteration. The rows lie in
+    a `ByteLog`: those before the last seal (a snapshot) in mapped files when the index
+    has a spill dir, so only the rows of hits shown are resident."""
 
-    def __init__(self) -> None:
-        self._buf = bytearray()
+    def __init__(self, spill: Spill | None = None) -> None:
+        self._buf = ByteLog(spill)
         self._end = array("q")
         """End offset of each slot's bytes in `_buf`."""
         self._live = bytearray()
 
     def append(self, m: Meta) -> None:
-        self._buf += _encode(m)
-        self._end.append(len(self._buf))
+        self._end.append(self._buf.append(_encode(m)))
         self._live.append(1)
 
     def __len__(self) -> int:
@@ -43,7 +46,10 @@ class MetaTable:
         if not self._live[n]:
             return None
         start = self._end[n - 1] if n else 0
-        return _decode(memoryview(self._buf)[start : self._end[n]])
+        return _decode(self._buf.view(start, self._end[n]))
+
+    def seal(self) -> None:
+        self._buf.seal()
 
     def __setitem__(self, n: int, value: None) -> None:
         """Only removal: a slot's display fields never change."""
@@ -61,13 +67,14 @@ class MetaTable:
         """(slot, id) of every live slot."""
         return ((n, m.id) for n, m in enumerate(self) if m is not None)
 
-    def dump(self) -> tuple[bytes, bytes, bytes]:
-        return bytes(self._buf), self._end.tobytes(), bytes(self._live)
+    def dump(self) -> tuple[list[bytes | memoryview], bytes, bytes]:
+        """The rows (as the log's pieces: no copy of the sealed ones), ends and live flags."""
+        return self._buf.pieces(), self._end.tobytes(), bytes(self._live)
 
     @classmethod
-    def load(cls, buf: bytes, end: bytes, live: bytes) -> MetaTable:
-        t = cls()
-        t._buf = bytearray(buf)
+    def load(cls, buf: Any, end: bytes, live: bytes, spill: Spill | None = None) -> MetaTable:
+        t = cls(spill)
+        t._buf = ByteLog.of(buf, spill)
         t._end.frombytes(end)
         t._live = bytearray(live)
         if len(t._end) != len(t._live) or (t._end and t._end[-1] != len(t._buf)):
@@ -75,9 +82,9 @@ class MetaTable:
         return t
 
     @classmethod
-    def of(cls, metas: list[Meta | None]) -> MetaTable:
+    def of(cls, metas: list[Meta | None], spill: Spill | None = None) -> MetaTable:
         """From the per-object list of an older snapshot (a removed slot kept as one)."""
-        t = cls()
+        t = cls(spill)
         for m in metas:
             if m is None:
                 t._end.append(len(t._buf))

@@ -89,8 +89,10 @@ class Engine:
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> float:
+        # BENCH_LOG_LEVEL=INFO keeps what the workers say of their start and stop.
+        level = os.environ.get("BENCH_LOG_LEVEL", "WARNING")
         env = dict(os.environ, HOME=str(self.tmp / "home"), PYTHONPATH=str(ROOT),
-                   AGENTMEMORY_SECRET=SECRET, ENGINE_LOG_LEVEL="WARNING")  # fmt: skip
+                   AGENTMEMORY_SECRET=SECRET, ENGINE_LOG_LEVEL=level)  # fmt: skip
         t0 = time.monotonic()
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "engine", "run", "--config", str(self.config),

@@ -1,0 +1,137 @@
+"""The index's sealed arrays in mapped files (functions/search/mapped.py): the same rankings
+as the heap index, through seals and a snapshot read from a mapped file; the pages are the
+file's, not the heap's, and `trim()` hands them back."""
+
+from __future__ import annotations
+
+import json
+import mmap
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import numpy as np
+
+from functions.kernel.records import MemEvent
+from functions.search import snapshot
+from functions.search.documents import Meta
+from functions.search.index import SearchIndex
+from functions.search.mapped import ByteLog, Spill
+from functions.search.tables import MetaTable
+from tests.search.ranking_corpus import events, rankings
+
+EXPECTED: list[dict[str, Any]] = json.loads(
+    (Path(__file__).parent / "fixtures" / "rankings.json").read_text()
+)
+
+
+def _normal(got: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = json.loads(json.dumps(got))
+    return out
+
+
+def _mapped_rss_kb(where: Path) -> tuple[int, int]:
+    """(mappings, resident KB) of this process's mappings of files in `where`."""
+    maps = rss = 0
+    inside = False
+    for line in Path("/proc/self/smaps").read_text().splitlines():
+        head = line.split()
+        if head and "-" in head[0] and len(head) >= 5 and ":" in head[3]:
+            inside = len(head) >= 6 and head[5].startswith(str(where))
+            maps += inside
+        elif inside and line.startswith("Rss:"):
+            rss += int(head[1])
+    return maps, rss
+
+
+def _build(spill: Spill, seal_every: int) -> SearchIndex:
+    index = SearchIndex(spill=spill)
+    for i, ev in enumerate(events(), 1):
+        index.apply(msgspec.convert(ev, MemEvent), seq=i)
+        if i % seal_every == 0:
+            snapshot.take(index)  # seals the postings and the display rows
+    return index
+
+
+def test_a_mapped_index_sealed_along_the_way_ranks_like_the_old_one(tmp_path: Path) -> None:
+    spill = Spill(tmp_path)
+    index = _build(spill, seal_every=97)
+    base = index.bm25.sealed.docs.base
+    assert isinstance(base, memoryview) and isinstance(base.obj, mmap.mmap)  # the mapping's
+    assert spill.mapped_bytes() > 0
+    assert list(tmp_path.iterdir()) == []  # unlinked at once: a crash leaves nothing behind
+    assert _normal(rankings(index)) == EXPECTED
+
+
+def test_a_snapshot_file_mapped_back_ranks_the_same(tmp_path: Path) -> None:
+    index = _build(Spill(tmp_path / "a"), seal_every=500)
+    path = tmp_path / "index.snap"
+    snapshot.take(index).write(path)
+    with path.open("rb") as f:
+        blob = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    again = snapshot.load(blob, SearchIndex(spill=Spill(tmp_path / "b")))
+    del blob
+    path.unlink()  # nothing of the index lies in the snapshot's mapping
+    assert _normal(rankings(again)) == EXPECTED
+    assert len(again) == len(index) and again.seq == index.seq
+    assert [again.meta[n] for n in range(len(again))] == [index.meta[n] for n in range(len(index))]
+
+
+def test_sealed_pages_are_the_files_and_trim_gives_them_back(tmp_path: Path) -> None:
+    spill = Spill(tmp_path)
+    index = SearchIndex(spill=spill)
+    rng = np.random.default_rng(5)
+    words = [f"w{i}" for i in range(3000)]
+    for i in range(6000):
+        text = " ".join(rng.choice(words, 30))
+        index.apply(
+            msgspec.convert(
+                {"type": "observation.added", "observation": {
+                    "id": f"obs_{i:024x}", "session_id": f"s{i % 40}", "project": "p",
+                    "timestamp": "2026-12-01T10:00:00Z", "hook_type": "post_tool_use",
+                    "type": "file_edit", "title": text[:40], "narrative": text,
+                }},
+                MemEvent,
+            ),
+            seq=i + 1,
+        )  # fmt: skip
+    snapshot.take(index)
+    maps, resident = _mapped_rss_kb(tmp_path)
+    assert maps >= 2 and resident > 0  # the seal wrote them through the mapping
+    assert spill.trim() >= 1 << 20
+    assert _mapped_rss_kb(tmp_path)[1] == 0
+    hits = index.search("w7 w11", project="p", limit=5)
+    assert hits
+    after = _mapped_rss_kb(tmp_path)[1]
+    # a query maps back the pages it read: its terms' lists and the rows it shows
+    assert 0 < after < resident
+
+
+def _meta(i: int) -> Meta:
+    return Meta(id=f"obs_{i}", kind="observation", project="p", agent_id="", session_id="s",
+                title=f"title {i}", type="", timestamp="2026-12-01T00:00:00Z", importance=5)  # fmt: skip
+
+
+def test_the_byte_log_reads_rows_across_seals_in_few_segments(tmp_path: Path) -> None:
+    table = MetaTable(Spill(tmp_path))
+    for i in range(20_000):
+        table.append(_meta(i))
+        if i % 137 == 0:
+            table.seal()
+    table[5] = None
+    assert table[5] is None and table[19_999] == _meta(19_999)
+    assert all(table[n] == _meta(n) for n in range(6, 20_000, 7))
+    log = table._buf
+    assert len(log._segs) <= 12  # each segment is over twice the next: log2 of the growth
+    again = MetaTable.load(*table.dump(), spill=Spill(tmp_path))
+    assert [again[n] for n in range(len(again))] == [table[n] for n in range(len(table))]
+
+
+def test_a_heap_spill_keeps_everything_on_the_heap() -> None:
+    log = ByteLog()
+    log.append(b"abc")
+    log.seal()
+    log.append(b"de")
+    assert bytes(log.view(0, 3)) == b"abc" and bytes(log.view(3, 5)) == b"de"
+    assert not Spill().mapped and Spill().trim() == 0
+    assert b"".join(bytes(p) for p in log.pieces()) == b"abcde"
