@@ -145,14 +145,18 @@ class Sealed:
         out = cls()
         out.terms = list(b.terms)
         out.term_id = {t: i for i, t in enumerate(out.terms)}
+        if spill is not None and spill.mapped:
+            # copied: a view would pin the whole buffer it was read from (a mapped file)
+            out.first = np.frombuffer(b.first, dtype=np.int64).copy()
+            out.part = np.frombuffer(b.part, dtype=np.int32).copy()
+            out.end = np.frombuffer(b.end, dtype=np.int64).copy()
+            out.docs = spill.copy(b.docs, np.int32)
+            out.tfs = spill.copy(b.tfs, np.float32)
+            return out
         # views on the decoded bytes (read-only, never written): no copy
         out.first = np.frombuffer(b.first, dtype=np.int64)
         out.part = np.frombuffer(b.part, dtype=np.int32)
         out.end = np.frombuffer(b.end, dtype=np.int64)
-        if spill is not None and spill.mapped:
-            out.docs = spill.copy(b.docs, np.int32)
-            out.tfs = spill.copy(b.tfs, np.float32)
-        else:
-            out.docs = np.frombuffer(b.docs, dtype=np.int32)
-            out.tfs = np.frombuffer(b.tfs, dtype=np.float32)
+        out.docs = np.frombuffer(b.docs, dtype=np.int32)
+        out.tfs = np.frombuffer(b.tfs, dtype=np.float32)
         return out
