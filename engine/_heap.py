@@ -43,6 +43,33 @@ def malloc_trim() -> Callable[[], int] | None:
     return lambda: int(fn(0))
 
 
+MMAP_THRESHOLD = 128 * 1024
+"""glibc's initial mmap threshold, kept fixed by `map_large_allocations`."""
+
+
+def map_large_allocations(threshold: int = MMAP_THRESHOLD) -> bool:
+    """Give every allocation of `threshold` bytes or more its own mapping, returned whole to
+    the system when freed. glibc starts so, then raises the threshold to the size of each
+    mapped block freed (up to 32 MB): from then on a process that grows and drops large
+    arrays (the search index: columns, postings of the tail, query scores) keeps them in its
+    heap, where the holes they leave stay resident. `mallopt(M_MMAP_THRESHOLD)` fixes the
+    threshold (and ends the raising); False where the C library is not glibc. Measured in
+    the 400k soak: the search worker's RSS 336 -> 267 MB at 350k observations."""
+    if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
+        return False
+    try:
+        fn = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):
+        return False
+    fn.argtypes = [ctypes.c_int, ctypes.c_int]
+    fn.restype = ctypes.c_int
+    return bool(fn(_M_MMAP_THRESHOLD, threshold))
+
+
+_M_MMAP_THRESHOLD = -3
+"""malloc.h's parameter number for mallopt."""
+
+
 def trim_seconds() -> float:
     raw = os.environ.get(ENV_TRIM_SECONDS, "")
     if not raw:

@@ -10,6 +10,7 @@ acknowledged (SEARCH_FRESHNESS_SECONDS), so a write is visible to the next searc
 from __future__ import annotations
 
 from engine import Worker
+from engine.heap import map_large_allocations
 from functions.search.embed_queue import QUEUE, EmbedService
 from functions.search.feeder import IndexHolder
 from functions.search.service import SearchService
@@ -31,6 +32,9 @@ def serve_search(worker: Worker, holder: IndexHolder | None = None) -> SearchSer
 
 
 def build() -> Worker:
+    # The index grows and drops large arrays for the life of the process: each gets its own
+    # mapping, not a place in the heap that stays resident once freed (engine/_heap.py).
+    map_large_allocations()
     worker = Worker("search", description="agentmemory retrieval: BM25 + vectors + graph, fused")
     serve_search(worker)
     return worker

@@ -168,3 +168,45 @@ def test_the_default_and_off(monkeypatch: pytest.MonkeyPatch) -> None:
     assert trim_seconds() == 30.0
     monkeypatch.setenv(ENV_TRIM_SECONDS, "0")
     assert trim_seconds() == 0.0
+
+
+MAPPED = """
+import ctypes, sys
+def in_heap(buf):
+    at = ctypes.addressof((ctypes.c_char * len(buf)).from_buffer(buf))
+    for line in open("/proc/self/maps"):
+        if line.rstrip().endswith("[heap]"):
+            lo, hi = (int(x, 16) for x in line.split()[0].split("-"))
+            if lo <= at < hi:
+                return True
+    return False
+if sys.argv[-1] == "fixed":
+    from engine._heap import map_large_allocations
+    assert map_large_allocations()
+big = bytearray(16 << 20)  # mapped, then freed: glibc raises its threshold to 16 MB
+del big
+blocks = [bytearray(1 << 20) for _ in range(4)]
+print(sum(in_heap(b) for b in blocks))
+"""
+
+
+@pytest.mark.parametrize("mode", ["fixed", "default"])
+def test_large_allocations_keep_their_own_mapping_once_fixed(mode: str) -> None:
+    out = subprocess.run(
+        [sys.executable, "-c", MAPPED, mode], cwd=ROOT, capture_output=True, text=True,
+        timeout=60, check=True,
+    )  # fmt: skip
+    in_heap = int(out.stdout.strip())
+    if mode == "fixed":
+        assert in_heap == 0  # each 1 MB block mapped on its own, given back whole on free
+    else:
+        assert in_heap == 4  # glibc's raised threshold put them in the heap
+
+
+def test_the_search_worker_fixes_the_threshold() -> None:
+    setup = "import workers.search\nworkers.search.build()\n"
+    out = subprocess.run(
+        [sys.executable, "-c", setup + MAPPED, "as built"], cwd=ROOT, capture_output=True,
+        text=True, timeout=120, check=True,
+    )  # fmt: skip
+    assert int(out.stdout.strip().splitlines()[-1]) == 0
