@@ -44,7 +44,7 @@ from functions.search.mapped import Spill
 from functions.search.shown import ShownRecords
 from functions.search.spans import found, stream_span
 from functions.search.streams import session_stream, time_stream, top
-from functions.search.tables import IdSlots, MetaTable
+from functions.search.tables import DocEntities, IdSlots, MetaTable
 from functions.search.temporal import day_number
 from functions.search.vectors import VectorIndex
 
@@ -118,7 +118,7 @@ class SearchIndex:
 
     def __post_init__(self) -> None:
         self.bm25 = BM25Index(k1=self.config.k1, b=self.config.b, spill=self.spill)
-        self.graph = EntityGraph()
+        self.graph = EntityGraph(ents_of=DocEntities(self.spill))
         self.meta = MetaTable(self.spill)
         """What each slot's hit shows, packed (functions/search/tables.py)."""
         self.doc_of = IdSlots(self._id_of)

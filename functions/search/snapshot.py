@@ -183,8 +183,11 @@ Section: TypeAlias = "bytes | memoryview | list[bytes | memoryview]"
 def _parts(index: SearchIndex) -> tuple[IndexSnapshot, list[tuple[str, Section]]]:
     vec = index.vectors
     index.meta.seal()
+    index.graph.ents_of.seal()
     meta_buf, meta_end, meta_live = index.meta.dump()
     ents_flat, ents_end = index.graph.ents_of.dump()
+    logs: dict[str, Section] = {"meta_buf": meta_buf, "graph_ents_flat": ents_flat}
+    """Sections in pieces (the sealed segments as they lie, the tail copied)."""
     ids_keys, ids_slots = index.doc_of.dump()
     index.bm25.seal()
     sealed = index.bm25.sealed
@@ -206,7 +209,6 @@ def _parts(index: SearchIndex) -> tuple[IndexSnapshot, list[tuple[str, Section]]
         sealed=SealedBuffers(terms=sealed.terms, first=b"", part=b"", end=b"", docs=b"", tfs=b""),
         graph_names=index.graph.names,
         graph_docs=[{p: a.tobytes() for p, a in d.items()} for d in index.graph.docs_of],
-        graph_ents_flat=ents_flat,
         graph_ents_end=ents_end,
         ids_keys=ids_keys,
         ids_slots=ids_slots,
@@ -222,7 +224,7 @@ def _parts(index: SearchIndex) -> tuple[IndexSnapshot, list[tuple[str, Section]]
     )
     sections: list[tuple[str, Section]] = []
     for name in _SECTIONS:
-        sections.append((name, meta_buf if name == "meta_buf" else getattr(snap, name)))
+        sections.append((name, logs[name] if name in logs else getattr(snap, name)))
         setattr(snap, name, b"")
     sections += [(f"sealed.{name}", getattr(sealed, name).data) for name in _SEALED]
     return snap, sections
@@ -307,9 +309,10 @@ def load(blob: Buffer, index: SearchIndex) -> SearchIndex:
             node[int(p)] = a
         g.docs_of.append(node)
     if snap.format == 3:
-        g.ents_of = DocEntities.of({int(k): list(v) for k, v in snap.graph_ents.items()})
+        ents = {int(k): list(v) for k, v in snap.graph_ents.items()}
+        g.ents_of = DocEntities.of(ents, index.spill)
     else:
-        g.ents_of = DocEntities.load(snap.graph_ents_flat, snap.graph_ents_end)
+        g.ents_of = DocEntities.load(snap.graph_ents_flat, snap.graph_ents_end, index.spill)
     if index.vectors is not None:
         index.texts = dict(snap.texts)
         if snap.vector_model:

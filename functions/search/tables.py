@@ -95,46 +95,58 @@ class MetaTable:
 
 
 class DocEntities:
-    """Entity-graph nodes of each document (sorted node ids), one flat array with an end
-    offset per slot; `get(doc, default)` as the dict it replaces."""
+    """Entity-graph nodes of each document (sorted node ids, int32), one after another in a
+    `ByteLog` (mapped once sealed, like the display rows) with an end offset per slot;
+    `get(doc, default)` as the dict it replaces."""
 
-    def __init__(self) -> None:
-        self._flat = array("i")
+    def __init__(self, spill: Spill | None = None) -> None:
+        self._flat = ByteLog(spill)
         self._end = array("q")
+        """End of each slot's nodes, in nodes (4 bytes each) from the log's start."""
 
     def put(self, doc: int, nodes: list[int]) -> None:
         """Slots come in order: `doc` is past every slot put before."""
         if doc < len(self._end):
             raise ValueError(f"slot {doc} already has its entities")
+        at = self._end[-1] if self._end else 0
         while len(self._end) < doc:
-            self._end.append(len(self._flat))
-        self._flat.extend(nodes)
-        self._end.append(len(self._flat))
+            self._end.append(at)
+        if nodes:
+            self._flat.append(array("i", nodes).tobytes())
+        self._end.append(len(self._flat) // 4)
 
     def get(self, doc: int, default: tuple[int, ...] = ()) -> tuple[int, ...]:
         if doc >= len(self._end):
             return default
         start = self._end[doc - 1] if doc else 0
         end = self._end[doc]
-        return tuple(self._flat[start:end]) if end > start else default
+        if end <= start:
+            return default
+        return tuple(self._flat.view(4 * start, 4 * end).cast("i"))
 
     def __len__(self) -> int:
         """Documents with at least one entity."""
-        return sum(1 for d in range(len(self._end)) if self.get(d))
+        ends = self._end
+        return sum(1 for d in range(len(ends)) if ends[d] > (ends[d - 1] if d else 0))
 
-    def dump(self) -> tuple[bytes, bytes]:
-        return self._flat.tobytes(), self._end.tobytes()
+    def seal(self) -> None:
+        self._flat.seal()
+
+    def dump(self) -> tuple[list[bytes | memoryview], bytes]:
+        return self._flat.pieces(), self._end.tobytes()
 
     @classmethod
-    def load(cls, flat: bytes, end: bytes) -> DocEntities:
-        t = cls()
-        t._flat.frombytes(flat)
+    def load(cls, flat: Any, end: bytes, spill: Spill | None = None) -> DocEntities:
+        t = cls(spill)
+        t._flat = ByteLog.of(flat, spill)
         t._end.frombytes(end)
+        if t._end and 4 * t._end[-1] != len(t._flat):
+            raise ValueError("snapshot entity table is inconsistent")
         return t
 
     @classmethod
-    def of(cls, by_doc: dict[int, list[int]]) -> DocEntities:
-        t = cls()
+    def of(cls, by_doc: dict[int, list[int]], spill: Spill | None = None) -> DocEntities:
+        t = cls(spill)
         for doc in sorted(by_doc):
             t.put(doc, by_doc[doc])
         return t

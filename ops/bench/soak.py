@@ -156,6 +156,8 @@ async def soak(args: argparse.Namespace) -> dict[str, Any]:
     if args.quick:
         args.observations, args.every = min(args.observations, 20_000), min(args.every, 5_000)
     tmp = Path(tempfile.mkdtemp(prefix="soak-bench-"))
+    if args.data_dir:  # go on filling a kept one (`--keep-data` of an earlier run)
+        (tmp / "data").symlink_to(Path(args.data_dir).resolve())
     engine = Engine(tmp, Path(args.config))
     points: list[dict[str, Any]] = []
     out_path = Path(args.out) if args.out else None
@@ -237,7 +239,7 @@ async def soak(args: argparse.Namespace) -> dict[str, Any]:
         engine.stop()
         if args.keep_logs:  # what each process logged, across the stop and the restart
             shutil.copytree(tmp / "data" / "logs", args.keep_logs, dirs_exist_ok=True)
-        if args.keep_data:  # for `--restart-only`: a 1M data dir takes a while to fill
+        if args.keep_data and not args.data_dir:  # a 1M data dir takes a while to fill
             shutil.rmtree(args.keep_data, ignore_errors=True)
             shutil.move(str(tmp / "data"), args.keep_data)
         shutil.rmtree(tmp, ignore_errors=True)
@@ -381,6 +383,7 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--restart-only", default="", metavar="DATA_DIR",
                     help="no soak: time stops and starts of a kept data dir")  # fmt: skip
     ap.add_argument("--restarts", type=int, default=3, help="--restart-only: how many")
+    ap.add_argument("--data-dir", default="", help="soak on this kept data dir (it stays)")
 
 
 def main() -> None:

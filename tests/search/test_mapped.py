@@ -44,6 +44,11 @@ def _mapped_rss_kb(where: Path) -> tuple[int, int]:
     return maps, rss
 
 
+def _is_mapped(a: Any) -> bool:
+    base = a.base
+    return isinstance(base, memoryview) and isinstance(base.obj, mmap.mmap)
+
+
 def _build(spill: Spill, seal_every: int) -> SearchIndex:
     index = SearchIndex(spill=spill)
     for i, ev in enumerate(events(), 1):
@@ -56,8 +61,9 @@ def _build(spill: Spill, seal_every: int) -> SearchIndex:
 def test_a_mapped_index_sealed_along_the_way_ranks_like_the_old_one(tmp_path: Path) -> None:
     spill = Spill(tmp_path)
     index = _build(spill, seal_every=97)
-    base = index.bm25.sealed.docs.base
-    assert isinstance(base, memoryview) and isinstance(base.obj, mmap.mmap)  # the mapping's
+    assert _is_mapped(index.bm25.sealed.docs) and _is_mapped(index.bm25.sealed.tfs)
+    for log in (index.meta._buf, index.graph.ents_of._flat):  # display rows, entities
+        assert log._segs and all(_is_mapped(seg) for seg in log._segs)
     assert spill.mapped_bytes() > 0
     assert list(tmp_path.iterdir()) == []  # unlinked at once: a crash leaves nothing behind
     assert _normal(rankings(index)) == EXPECTED
@@ -76,6 +82,9 @@ def test_a_snapshot_file_mapped_back_ranks_the_same(tmp_path: Path) -> None:
     assert _normal(rankings(again)) == EXPECTED
     assert len(again) == len(index) and again.seq == index.seq
     assert [again.meta[n] for n in range(len(again))] == [index.meta[n] for n in range(len(index))]
+    ents, ents2 = index.graph.ents_of, again.graph.ents_of
+    assert [ents2.get(d) for d in range(len(again))] == [ents.get(d) for d in range(len(index))]
+    assert len(ents2) == len(ents) > 100
 
 
 def test_sealed_pages_are_the_files_and_trim_gives_them_back(tmp_path: Path) -> None:
