@@ -90,6 +90,7 @@ class IndexHolder:
         snapshot_every: float = float(os.environ.get("SEARCH_SNAPSHOT_SECONDS", "60")),
         snapshot_name: str = "index",
         local_dir: Path | None = None,
+        trim_every: float = float(os.environ.get("SEARCH_TRIM_SECONDS", "10")),
         load_embedder: bool = True,
         embed_via_queue: bool = os.environ.get("SEARCH_EMBED_QUEUE", "").lower()
         in ("1", "true", "yes"),
@@ -101,6 +102,9 @@ class IndexHolder:
         """Where the replica keeps its snapshot as a file (None: the object store only)."""
         self.spill = Spill(self.local_dir)
         """The index's sealed arrays, in unlinked files of the local dir (the heap without)."""
+        self.trim_every = trim_every
+        """Seconds between two hand-backs of the mapped pages queries read (0: at snapshots
+        only)."""
         self.index = index or SearchIndex(
             vectors=VectorIndex() if embedder else None, spill=self.spill
         )
@@ -171,6 +175,8 @@ class IndexHolder:
         self._tasks.append(asyncio.create_task(self._apply_loop()))
         self._follower = await self.events.follow(self._on_event, start_seq=self.index.seq + 1)
         self._tasks.append(asyncio.create_task(self._snapshot_loop()))
+        if self.spill.mapped and self.trim_every > 0:
+            self._tasks.append(asyncio.create_task(self._trim_loop()))
         if self.embedder is not None and self.queue is not None:
             self._tasks.append(asyncio.create_task(self.queue.run_enqueuer(client)))
             self._tasks.append(asyncio.create_task(self.queue.run_watcher(client)))
@@ -481,6 +487,13 @@ class IndexHolder:
     def snapshot_wait(self) -> float:
         """Seconds until the next periodic snapshot."""
         return max(self.snapshot_every, SNAPSHOT_SPACING * self.snapshot_took)
+
+    async def _trim_loop(self) -> None:
+        """Pages of the mapped arrays that queries read stay resident until handed back:
+        now and then they are (hot ones map again from the page cache on the next read)."""
+        while True:
+            await asyncio.sleep(self.trim_every)
+            self.spill.trim()
 
     async def _snapshot_loop(self) -> None:
         while True:

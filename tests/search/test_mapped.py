@@ -4,17 +4,22 @@ file's, not the heap's, and `trim()` hands them back."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import mmap
+import random
 from pathlib import Path
 from typing import Any
 
 import msgspec
 import numpy as np
 
-from functions.kernel.records import MemEvent
+from engine import Client
+from functions.kernel.records import MemEvent, Observation, ObservationAdded
+from functions.kernel.store import MemoryStore
 from functions.search import snapshot
 from functions.search.documents import Meta
+from functions.search.feeder import IndexHolder
 from functions.search.index import SearchIndex
 from functions.search.mapped import ByteLog, Spill
 from functions.search.tables import MetaTable
@@ -145,3 +150,48 @@ def test_a_heap_spill_keeps_everything_on_the_heap() -> None:
     assert bytes(log.view(0, 3)) == b"abc" and bytes(log.view(3, 5)) == b"de"
     assert not Spill().mapped and Spill().trim() == 0
     assert b"".join(bytes(p) for p in log.pieces()) == b"abcde"
+
+
+async def _fed_holder(client: Client, where: Path, trim_every: float) -> IndexHolder:
+    store = await MemoryStore(client).open()
+    rng = random.Random(3)
+    words = [f"v{i}" for i in range(2000)]
+    for lo in range(0, 3000, 100):
+        await asyncio.gather(*(
+            store.publish(ObservationAdded(observation=Observation(
+                id=f"obs_trim{i:05d}", session_id=f"s{i % 9}", project="alpha",
+                hook_type="post_tool_use", timestamp="2026-12-01T10:00:00.000Z",
+                title=f"step {i}", narrative=" ".join(rng.choices(words, k=40)),
+            )))
+            for i in range(lo, lo + 100)
+        ))  # fmt: skip
+    holder = IndexHolder(load_embedder=False, snapshot_every=3600, local_dir=where,
+                         trim_every=trim_every)  # fmt: skip
+    await holder.start(client)
+    assert await holder.caught_up(timeout=10)
+    await holder.save()  # seals into the mapped files, then trims
+    assert _mapped_rss_kb(where)[1] == 0
+    for q in ("v1 v2", "v3 v5", "v8 v13"):
+        assert holder.index.search(q, project="alpha", limit=10)
+    assert _mapped_rss_kb(where)[1] > 0
+    return holder
+
+
+async def test_the_holder_hands_back_what_queries_read_now_and_then(
+    client: Client, tmp_path: Path
+) -> None:
+    holder = await _fed_holder(client, tmp_path / "on", trim_every=0.2)
+    try:
+        await asyncio.sleep(0.6)
+        assert _mapped_rss_kb(tmp_path / "on")[1] == 0
+    finally:
+        await holder.stop(client)
+
+
+async def test_without_the_trim_loop_read_pages_stay(client: Client, tmp_path: Path) -> None:
+    holder = await _fed_holder(client, tmp_path / "off", trim_every=0)
+    try:
+        await asyncio.sleep(0.6)
+        assert _mapped_rss_kb(tmp_path / "off")[1] > 0
+    finally:
+        await holder.stop(client)
