@@ -1,8 +1,9 @@
 """Disk compression of what grows with use (docs/PERFORMANCE.md, "Disk"), on a real
 nats-server: a bucket declared with `compression="s2"` is made compressed (nats-py cannot
 say so at creation) and an old uncompressed one is brought to it in place, its records
-still read back; MEM_EVENTS is S2 and the record buckets plain unless `all` is asked for; and
-compressed blocks take fewer bytes on disk than the same records uncompressed."""
+still read back; by default MEM_EVENTS and the record buckets are S2 (`events` keeps the
+buckets plain); and compressed blocks take fewer bytes on disk than the same records
+uncompressed."""
 
 from __future__ import annotations
 
@@ -48,23 +49,26 @@ async def test_a_new_bucket_is_made_compressed_and_an_old_one_is_brought_to_it(
         await later.nc.close()
 
 
-async def test_the_event_log_is_compressed_and_records_read_by_key_are_not(
+async def test_events_compresses_the_log_and_leaves_records_read_by_key_plain(
     client: Client, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """By default MEM_EVENTS (read in order) is S2 and the record buckets (read by key,
+    """`events`: MEM_EVENTS (read in order) is S2 and the record buckets (read by key,
     where nats-server decompresses a whole block per read) are plain."""
-    monkeypatch.delenv("AGENTMEMORY_STORE_COMPRESSION", raising=False)
+    monkeypatch.setenv("AGENTMEMORY_STORE_COMPRESSION", "events")
     await MemoryStore(client).open()
     assert await compression(client, EVENTS_STREAM) == "s2"
     assert await compression(client, f"KV_{OBSERVATIONS_BUCKET}") == "none"
     assert await compression(client, f"KV_{MEMORIES_BUCKET}") == "none"
 
 
-@pytest.mark.parametrize("value", ["all", "s2"])
+@pytest.mark.parametrize("value", ["all", "s2", ""])
 async def test_all_compresses_the_record_buckets_too(
     client: Client, monkeypatch: pytest.MonkeyPatch, value: str
 ) -> None:
-    monkeypatch.setenv("AGENTMEMORY_STORE_COMPRESSION", value)
+    if value:
+        monkeypatch.setenv("AGENTMEMORY_STORE_COMPRESSION", value)
+    else:  # the default
+        monkeypatch.delenv("AGENTMEMORY_STORE_COMPRESSION", raising=False)
     await MemoryStore(client).open()
     assert await compression(client, EVENTS_STREAM) == "s2"
     assert await compression(client, f"KV_{OBSERVATIONS_BUCKET}") == "s2"
@@ -146,13 +150,13 @@ async def test_the_setting_turns_it_off_and_a_bad_value_names_it(
         await MemoryStore(client).open()
 
 
-async def test_a_data_dir_with_compressed_records_opens_with_the_new_default(
+async def test_a_data_dir_with_plain_records_opens_with_the_new_default(
     nats_server: NatsServer, client: Client, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A data dir written while `all` was the default (the record buckets S2) is brought to
-    today's default in place: the buckets turn plain, and every record, in compressed and
-    plain blocks alike, is read back after a restart."""
-    monkeypatch.setenv("AGENTMEMORY_STORE_COMPRESSION", "all")
+    """A data dir written while `events` was the default (the record buckets plain) is
+    brought to today's default in place: the buckets turn S2, and every record, in plain
+    and compressed blocks alike, is read back after a restart."""
+    monkeypatch.setenv("AGENTMEMORY_STORE_COMPRESSION", "events")
     old = await MemoryStore(client).open()
     await _fill(old.observations, "a")
     nats_server.kill()
@@ -161,7 +165,7 @@ async def test_a_data_dir_with_compressed_records_opens_with_the_new_default(
     again = Client(await connect(nats_server.url))
     try:
         st = await MemoryStore(again).open()
-        assert await compression(again, f"KV_{OBSERVATIONS_BUCKET}") == "none"
+        assert await compression(again, f"KV_{OBSERVATIONS_BUCKET}") == "s2"
         assert await compression(again, EVENTS_STREAM) == "s2"
         await _fill(st.observations, "b")
         for key in ("a000000", "a004999", "b000000", "b004999"):
