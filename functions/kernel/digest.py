@@ -46,8 +46,8 @@ async def digest(
 ) -> dict[str, int]:
     """Fold the events not yet seen into each sink, at most about `limit` per run (a run
     must end well within its lease; the next run goes on); returns events per sink. When
-    `stop()` turns true (the worker drains) the run ends after the batch in hand: its
-    cursors are stored, so the next run resumes there."""
+    `stop()` turns true (the worker drains) the run ends after the sink in hand: the
+    cursors of the sinks that folded the batch are stored, so the next run resumes there."""
     cursors: dict[str, int] = {}
     for s in sinks:
         got: int | None = await life.get(cursor_key(s.name), int)
@@ -73,6 +73,10 @@ async def digest(
         for sink in sinks:
             if cursors[sink.name] >= last:
                 continue
+            if stop is not None and stop():
+                # a sink's batch can take seconds on a large store: the stop does not wait
+                # for the next ones, whose cursors stay where they are for the next run
+                return folded
             mine = [(s, e) for s, e in events if s > cursors[sink.name]]
             await sink.apply(mine)
             if fault is not None:
