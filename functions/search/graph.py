@@ -18,6 +18,8 @@ import numpy as np
 import numpy.typing as npt
 
 from functions.search.analysis import STOPWORDS, entities
+from functions.search.mapped import Spill
+from functions.search.postings import Sealed
 from functions.search.streams import ranked
 from functions.search.tables import DocEntities
 
@@ -51,8 +53,13 @@ class EntityGraph:
     """Nodes on a larger share of the visible records are skipped: they discriminate nothing."""
     nodes: dict[str, int] = field(default_factory=dict)
     names: list[str] = field(default_factory=list)
-    docs_of: list[dict[int, array[int]]] = field(default_factory=list)
-    """node -> partition (project code) -> records naming it."""
+    docs_of: dict[int, dict[int, array[int]]] = field(default_factory=dict)
+    """The tail: node -> partition (project code) -> records naming it since the last
+    seal."""
+    sealed: Sealed = field(default_factory=Sealed)
+    """The same before the last seal, by node name, in flat arrays (mapped when `spill`
+    is): functions/search/postings.py, its weights left empty."""
+    spill: Spill = field(default_factory=Spill)
     ents_of: DocEntities = field(default_factory=DocEntities)
     """Document -> its nodes (sorted), one flat array (functions/search/tables.py)."""
 
@@ -61,7 +68,6 @@ class EntityGraph:
         if nid is None:
             nid = self.nodes[name] = len(self.names)
             self.names.append(name)
-            self.docs_of.append({})
         return nid
 
     def add(self, doc: int, names: Iterable[str], part: int = 0) -> None:
@@ -73,9 +79,12 @@ class EntityGraph:
             for alias in _aliases(n):
                 ids.add(self._node(alias))
         for nid in ids:
-            arr = self.docs_of[nid].get(part)
+            by_part = self.docs_of.get(nid)
+            if by_part is None:
+                by_part = self.docs_of[nid] = {}
+            arr = by_part.get(part)
             if arr is None:
-                arr = self.docs_of[nid][part] = array("i")
+                arr = by_part[part] = array("i")
             arr.append(doc)
         if ids:
             self.ents_of.put(doc, sorted(ids))
@@ -92,11 +101,30 @@ class EntityGraph:
                     found.append(nid)
         return found
 
-    def _parts(self, nid: int, parts: tuple[int, ...] | None) -> list[array[int]]:
-        by_part = self.docs_of[nid]
-        return (
-            list(by_part.values()) if parts is None else [by_part[p] for p in parts if p in by_part]
-        )
+    def seal(self) -> None:
+        """Fold the tail into the sealed arrays (what a query reads is unchanged)."""
+        if not self.docs_of:
+            return
+        none = array("f")
+        tail = {
+            self.names[nid]: {p: (a, none) for p, a in by_part.items()}
+            for nid, by_part in sorted(self.docs_of.items())
+        }
+        self.sealed = self.sealed.merged(tail, self.spill)
+        self.docs_of = {}
+
+    def _parts(self, nid: int, parts: tuple[int, ...] | None) -> list[I32]:
+        """The node's records per partition (the given ones in their order, or all in the
+        order they first had one), sealed before the tail's: one after another, the
+        records in slot order within each partition."""
+        by_part: dict[int, list[I32]] = {
+            p: [d] for p, d, _ in self.sealed.lists(self.names[nid], parts)
+        }
+        for p, a in self.docs_of.get(nid, {}).items():
+            if parts is None or p in parts:
+                by_part.setdefault(p, []).append(np.frombuffer(a, dtype=np.int32))
+        groups = by_part.values() if parts is None else [by_part[p] for p in parts if p in by_part]
+        return [a for group in groups for a in group if len(a)]
 
     def visible(
         self, nid: int, mask: Mask, parts: tuple[int, ...] | None, cache: dict[int, I32] | None,
@@ -113,7 +141,7 @@ class EntityGraph:
                 docs = np.zeros(0, np.int32)
             else:
                 # a copy either way: a view would pin the array's buffer (it must grow)
-                docs = np.concatenate([np.frombuffer(a, dtype=np.int32) for a in arrays])
+                docs = np.concatenate(arrays)
                 # records are appended in slot order: a partition's last is its largest
                 if not whole or any(a[-1] >= len(mask) for a in arrays):
                     docs = docs[docs < len(mask)]

@@ -118,7 +118,7 @@ class SearchIndex:
 
     def __post_init__(self) -> None:
         self.bm25 = BM25Index(k1=self.config.k1, b=self.config.b, spill=self.spill)
-        self.graph = EntityGraph(ents_of=DocEntities(self.spill))
+        self.graph = EntityGraph(ents_of=DocEntities(self.spill), spill=self.spill)
         self.meta = MetaTable(self.spill)
         """What each slot's hit shows, packed (functions/search/tables.py)."""
         self.doc_of = IdSlots(self._id_of)

@@ -26,14 +26,15 @@ import msgspec
 
 from functions.search.documents import Meta
 from functions.search.index import SearchIndex
-from functions.search.postings import SealedBuffers
+from functions.search.postings import Sealed, SealedBuffers
 from functions.search.tables import DocEntities, IdSlots, MetaTable
 
 FORMAT = 5
 """5: postings as flat sealed arrays (functions/search/postings.py); 4: the display fields
 and the graph's entities of documents as packed buffers; 3: one object per document. 3 and
 4 are still read, so an upgraded data dir boots from its snapshot. `take()` writes
-format 5's fields as STREAMED sections (format 6)."""
+format 5's fields as STREAMED sections (format 6; 7 adds the graph's sealed records,
+`graph_sealed`, which `dump()` writes too: before it, `graph_docs` held them all)."""
 STREAMED = b"zs6\0"
 """Prefix of `Taken.reader()`'s output: zlib of [u64 header length][header][sections]."""
 PLAIN = b"rs6\0"
@@ -70,6 +71,9 @@ class IndexSnapshot(msgspec.Struct, kw_only=True):
     sealed: SealedBuffers | None = None
     graph_names: list[str]
     graph_docs: list[dict[int, bytes]]
+    """The graph's tail (node -> partition -> records); all of it before format 7."""
+    graph_sealed: SealedBuffers | None = None
+    """The graph's sealed records by node name (format 7; weights empty)."""
     graph_ents: dict[int, list[int]] = msgspec.field(default_factory=dict)
     """Format 3 only."""
     graph_ents_flat: bytes = b""
@@ -134,7 +138,7 @@ def take(index: SearchIndex) -> Taken:
     """Call on the event loop: it seals the postings and copies what later writes would
     change, so that what it returns may be written or read out in a thread."""
     snap, sections = _parts(index)
-    snap.format = 6
+    snap.format = 7
     flat = [(name, buf if isinstance(buf, list) else [buf]) for name, buf in sections]
     snap.sections = [(name, sum(memoryview(b).nbytes for b in bufs)) for name, bufs in flat]
     head = msgspec.msgpack.encode(snap)
@@ -184,6 +188,7 @@ def _parts(index: SearchIndex) -> tuple[IndexSnapshot, list[tuple[str, Section]]
     vec = index.vectors
     index.meta.seal()
     index.graph.ents_of.seal()
+    index.graph.seal()
     meta_buf, meta_end, meta_live = index.meta.dump()
     ents_flat, ents_end = index.graph.ents_of.dump()
     logs: dict[str, Section] = {"meta_buf": meta_buf, "graph_ents_flat": ents_flat}
@@ -208,7 +213,13 @@ def _parts(index: SearchIndex) -> tuple[IndexSnapshot, list[tuple[str, Section]]
         doc_len=index.bm25.doc_len.tobytes(),
         sealed=SealedBuffers(terms=sealed.terms, first=b"", part=b"", end=b"", docs=b"", tfs=b""),
         graph_names=index.graph.names,
-        graph_docs=[{p: a.tobytes() for p, a in d.items()} for d in index.graph.docs_of],
+        graph_docs=[
+            {p: a.tobytes() for p, a in index.graph.docs_of.get(n, {}).items()}
+            for n in range(len(index.graph.names))
+        ],
+        graph_sealed=SealedBuffers(
+            terms=index.graph.sealed.terms, first=b"", part=b"", end=b"", docs=b"", tfs=b""
+        ),
         graph_ents_end=ents_end,
         ids_keys=ids_keys,
         ids_slots=ids_slots,
@@ -227,12 +238,14 @@ def _parts(index: SearchIndex) -> tuple[IndexSnapshot, list[tuple[str, Section]]
         sections.append((name, logs[name] if name in logs else getattr(snap, name)))
         setattr(snap, name, b"")
     sections += [(f"sealed.{name}", getattr(sealed, name).data) for name in _SEALED]
+    graph = index.graph.sealed
+    sections += [(f"graph_sealed.{name}", getattr(graph, name).data) for name in _SEALED]
     return snap, sections
 
 
 def _set(snap: IndexSnapshot, name: str, value: bytes | memoryview) -> None:
     owner, _, field = name.rpartition(".")
-    setattr(snap.sealed if owner else snap, field, value)
+    setattr(getattr(snap, owner) if owner else snap, field, value)
 
 
 def _read_streamed(blob: Buffer, own_sealed: bool = True) -> IndexSnapshot:
@@ -248,7 +261,7 @@ def _read_streamed(blob: Buffer, own_sealed: bool = True) -> IndexSnapshot:
         # The other fields are copied by their loaders; the sealed postings would stay
         # views and keep the whole buffer alive, so they get their own bytes (unless the
         # index copies them into its mapped files anyway).
-        sealed = name.startswith("sealed.")
+        sealed = name.startswith(("sealed.", "graph_sealed."))
         _set(snap, name, bytes(piece) if sealed and own_sealed else piece)
         at += length
     if at != len(raw):
@@ -265,7 +278,7 @@ def load(blob: Buffer, index: SearchIndex) -> SearchIndex:
         snap = _read_streamed(blob, own_sealed=not index.spill.mapped)
     else:
         snap = msgspec.msgpack.decode(blob, type=IndexSnapshot)
-    if snap.format not in (3, 4, FORMAT, 6):
+    if snap.format not in (3, 4, FORMAT, 6, 7):
         raise ValueError(f"snapshot format {snap.format} is not {FORMAT}")
     index.seq = snap.seq
     if snap.format == 3:
@@ -300,14 +313,17 @@ def load(blob: Buffer, index: SearchIndex) -> SearchIndex:
     g = index.graph
     g.names = list(snap.graph_names)
     g.nodes = {n: i for i, n in enumerate(g.names)}
-    g.docs_of = []
-    for by_part in snap.graph_docs:
+    g.docs_of = {}
+    for nid, by_part in enumerate(snap.graph_docs):
         node: dict[int, array[int]] = {}
         for p, b in by_part.items():
             a = array("i")
             a.frombytes(b)
             node[int(p)] = a
-        g.docs_of.append(node)
+        if node:
+            g.docs_of[nid] = node
+    g.spill = index.spill
+    g.sealed = Sealed.of(snap.graph_sealed, index.spill) if snap.graph_sealed else Sealed()
     if snap.format == 3:
         ents = {int(k): list(v) for k, v in snap.graph_ents.items()}
         g.ents_of = DocEntities.of(ents, index.spill)

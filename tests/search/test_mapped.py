@@ -54,6 +54,12 @@ def _is_mapped(a: Any) -> bool:
     return isinstance(base, memoryview) and isinstance(base.obj, mmap.mmap)
 
 
+def _records(graph: Any, nid: int, parts: tuple[int, ...] | None) -> list[int]:
+    """A node's records, as a query concatenates them."""
+    arrays = graph._parts(nid, parts)
+    return np.concatenate(arrays).tolist() if arrays else []
+
+
 def _build(spill: Spill, seal_every: int) -> SearchIndex:
     index = SearchIndex(spill=spill)
     for i, ev in enumerate(events(), 1):
@@ -72,6 +78,13 @@ def test_a_mapped_index_sealed_along_the_way_ranks_like_the_old_one(tmp_path: Pa
     assert spill.mapped_bytes() > 0
     assert list(tmp_path.iterdir()) == []  # unlinked at once: a crash leaves nothing behind
     assert _normal(rankings(index)) == EXPECTED
+    # the graph's records of each node, sealed or not, read in the same order
+    assert _is_mapped(index.graph.sealed.docs)
+    plain = _build(Spill(), seal_every=10**9)
+    assert plain.graph.names == index.graph.names and not plain.graph.sealed.terms
+    for nid in range(len(plain.graph.names)):
+        for parts in (None, (0,), (2, 1)):
+            assert _records(plain.graph, nid, parts) == _records(index.graph, nid, parts)
 
 
 def test_a_snapshot_file_mapped_back_ranks_the_same(tmp_path: Path) -> None:
@@ -90,6 +103,8 @@ def test_a_snapshot_file_mapped_back_ranks_the_same(tmp_path: Path) -> None:
     ents, ents2 = index.graph.ents_of, again.graph.ents_of
     assert [ents2.get(d) for d in range(len(again))] == [ents.get(d) for d in range(len(index))]
     assert len(ents2) == len(ents) > 100
+    g, g2 = index.graph, again.graph
+    assert all(_records(g2, n, None) == _records(g, n, None) for n in range(len(g.names)))
 
 
 def test_sealed_pages_are_the_files_and_trim_gives_them_back(tmp_path: Path) -> None:
