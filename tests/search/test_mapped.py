@@ -210,3 +210,23 @@ async def test_without_the_trim_loop_read_pages_stay(client: Client, tmp_path: P
         assert _mapped_rss_kb(tmp_path / "off")[1] > 0
     finally:
         await holder.stop(client)
+
+
+def test_a_snapshot_from_before_the_graph_was_sealed_loads_the_same(tmp_path: Path) -> None:
+    """Formats 5 and 6 (the last main's) held the graph's records in `graph_docs` alone:
+    such a snapshot loads them as the tail, and reads and ranks as the index it was."""
+    index = _build(Spill(tmp_path / "a"), seal_every=500)
+    old = msgspec.msgpack.decode(snapshot.dump(index))
+    g = index.graph
+    old["graph_docs"] = [
+        {0: np.array(_records(g, nid, None), np.int32).tobytes()} if _records(g, nid, None) else {}
+        for nid in range(len(g.names))
+    ]  # one partition each: enough to carry every record (the test's filters use parts)
+    old.pop("graph_sealed")
+    again = snapshot.load(msgspec.msgpack.encode(old), SearchIndex(spill=Spill(tmp_path / "b")))
+    assert not again.graph.sealed.terms and again.graph.docs_of
+    assert all(_records(again.graph, n, None) == _records(g, n, None) for n in range(len(g.names)))
+    assert _normal(rankings(again)) == EXPECTED
+    snapshot.take(again)  # its next seal moves them into the mapped arrays
+    assert again.graph.sealed.terms and not again.graph.docs_of
+    assert all(_records(again.graph, n, None) == _records(g, n, None) for n in range(len(g.names)))
