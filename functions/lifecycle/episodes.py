@@ -32,15 +32,20 @@ async def summarize_sessions(
     cap: int = 32,
     visit: Callable[[Observation], None] | None = None,
     model: ModelClient | None = None,
+    stop: Callable[[], bool] | None = None,
 ) -> list[SessionSummary]:
     """Write (or refresh) the summary of each session; unchanged summaries are not rewritten.
     Returns the summaries written. `visit` sees every observation of the scan, so a caller
     needing its own pass (consolidation) shares this one. With a `model`, the summary is the
-    model's (summary_model.py), the keyless one its fallback."""
+    model's (summary_model.py), the keyless one its fallback. When `stop()` turns true (the
+    worker drains) the scan ends and nothing is written: the next run does it all again (the
+    scan reads every observation, a minute at a million: a stop must not wait for it)."""
     if not session_ids and visit is None:
         return []
     digests = {sid: SessionDigest(sid, cap=cap) for sid in session_ids}
     async for _, obs in store.observations.scan(">", Observation):
+        if stop is not None and stop():
+            return []
         if visit is not None:
             visit(obs)
         d = digests.get(obs.session_id)
@@ -81,6 +86,7 @@ async def sweep(
     cap: int = 32,
     visit: Callable[[Observation], None] | None = None,
     model: ModelClient | None = None,
+    stop: Callable[[], bool] | None = None,
 ) -> SweepResult:
     """Abandon sessions idle past `stale_hours` (None: abandon none), then summarize every
     closed session that has no summary yet (abandoned now, or ended while summarizing
@@ -117,5 +123,7 @@ async def sweep(
         if after is not None and after.status == "abandoned" and after.ended_at == clock.iso(now):
             abandoned.append(sid)
     todo = closed_unsummarized | set(abandoned)
-    written = await summarize_sessions(store, todo, now, cap=cap, visit=visit, model=model)
+    written = await summarize_sessions(
+        store, todo, now, cap=cap, visit=visit, model=model, stop=stop
+    )
     return SweepResult(abandoned, [s.session_id for s in written])

@@ -95,7 +95,8 @@ class LifecycleService:
         await client.state(PROFILES_BUCKET)
 
     async def drain(self, client: Client) -> None:
-        """The worker is stopping: a digest run ends after the batch it is folding."""
+        """The worker is stopping: a digest run ends after the batch it is folding, a sweep
+        in its scan of the observations."""
         self._draining = True
 
     def draining(self) -> bool:
@@ -126,8 +127,11 @@ class LifecycleService:
             when(req),
             cap=self.config.provenance_cap,
             model=self.model(),
+            stop=self.draining,
         )
         summary = written[0] if written else None
+        if summary is None and self.draining():
+            raise FunctionError("UNAVAILABLE", "the lifecycle worker is stopping: call again")
         if summary is None:
             summary = await self.store.get(self.store.summaries, req.session_id, SessionSummary)
         if summary is None:
@@ -147,8 +151,9 @@ class LifecycleService:
         hours = req.stale_hours or self.config.stale_hours
         async with await self.exclusive("sweep"):
             out = await sweep(
-                self.store, when(req), hours, cap=self.config.provenance_cap, model=self.model()
-            )
+                self.store, when(req), hours, cap=self.config.provenance_cap,
+                model=self.model(), stop=self.draining,
+            )  # fmt: skip
         return SweepOut(abandoned=out.abandoned, summarized=out.summarized)
 
     @operation(
@@ -247,8 +252,9 @@ class LifecycleService:
 
         async def recover(ids: set[str]) -> list[SessionSummary]:
             return await summarize_sessions(
-                self.store, ids, now, cap=self.config.provenance_cap, model=self.model()
-            )
+                self.store, ids, now, cap=self.config.provenance_cap, model=self.model(),
+                stop=self.draining,
+            )  # fmt: skip
 
         async with await self.exclusive("auto-forget"):
             stale = await eviction.stale_sessions(self.store, cfg, now, recover, dry)

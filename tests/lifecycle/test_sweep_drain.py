@@ -1,0 +1,59 @@
+"""A sweep (and a session summary) reads every observation to find a session's: at a
+million that scan takes a minute, so a stopping lifecycle worker ends it instead of waiting
+out its drain timeout (a 1M soak's stop took 32 s on it). Nothing is written by a scan cut
+short; the next run does it all again."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine import Client, FunctionError
+from functions.kernel.records import SessionSummary
+from functions.kernel.store import MemoryStore
+from functions.lifecycle.episodes import summarize_sessions, sweep
+from functions.lifecycle.service import LifecycleService
+from functions.lifecycle.wire import SummarizeIn, SweepIn
+from tests.lifecycle._data import T0, at, obs, put_obs, put_session
+
+
+async def _closed_sessions(store: MemoryStore) -> None:
+    for s in ("a", "b"):
+        await put_session(store, s, at(hours=-1), status="ended")
+        await put_obs(store, *(obs(s, n) for n in range(60)))
+
+
+async def test_a_stop_ends_the_scan_and_writes_nothing(client: Client) -> None:
+    store = await MemoryStore(client).open()
+    await _closed_sessions(store)
+    seen: list[str] = []
+    got = await summarize_sessions(
+        store, {"a", "b"}, T0, visit=lambda o: seen.append(o.id), stop=lambda: len(seen) >= 10
+    )
+    assert got == [] and len(seen) == 10  # the scan ended where the stop came
+    assert await store.get(store.summaries, "a", SessionSummary) is None
+
+
+async def test_a_sweep_cut_short_is_done_whole_by_the_next_one(client: Client) -> None:
+    store = await MemoryStore(client).open()
+    await _closed_sessions(store)
+    cut = await sweep(store, T0, None, stop=lambda: True)
+    assert cut.summarized == []
+    whole = await sweep(store, T0, None)
+    assert sorted(whole.summarized) == ["a", "b"]
+    summary = await store.get(store.summaries, "a", SessionSummary)
+    assert summary is not None and summary.observation_count == 60
+
+
+async def test_the_lifecycle_service_sweeps_nothing_once_draining(client: Client) -> None:
+    store = await MemoryStore(client).open()
+    await _closed_sessions(store)
+    svc = LifecycleService()
+    await svc.start(client)
+    await svc.drain(client)
+    assert (await svc.sweep(SweepIn())).summarized == []
+    with pytest.raises(FunctionError) as stopping:
+        await svc.summarize(SummarizeIn(session_id="a"))
+    assert stopping.value.code == "UNAVAILABLE" and stopping.value.retryable
+    again = LifecycleService()
+    await again.start(client)
+    assert sorted((await again.sweep(SweepIn())).summarized) == ["a", "b"]
