@@ -61,16 +61,29 @@ def rss_split(pid: int) -> tuple[float, float]:
     return anon, file
 
 
+def pss(pid: int) -> float:
+    """Proportional set size (MB): each shared page counted once across the processes
+    mapping it (the libraries every Python worker maps), what RSS summed counts N times."""
+    try:
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
 def memory_by_label(engine: Engine) -> dict[str, dict[str, float]]:
-    """Per label (two memory replicas: one figure), anonymous and file-backed RSS."""
+    """Per label (two memory replicas: one figure), anonymous and file-backed RSS, and PSS."""
     out: dict[str, dict[str, float]] = {}
     assert engine.proc is not None
     for key in engine.usage():
         label, pid = key.split("#")
         anon, file = rss_split(int(pid))
-        got = out.setdefault(label, {"anon": 0.0, "file": 0.0})
+        got = out.setdefault(label, {"anon": 0.0, "file": 0.0, "pss": 0.0})
         got["anon"] = round(got["anon"] + anon, 1)
         got["file"] = round(got["file"] + file, 1)
+        got["pss"] = round(got["pss"] + pss(int(pid)), 1)
     return out
 
 
@@ -197,6 +210,7 @@ async def soak(args: argparse.Namespace) -> dict[str, Any]:
                     "rss_mb": round(sum(v["anon"] + v["file"] for v in mem.values()), 1),
                     "rss_anon_mb": round(sum(v["anon"] for v in mem.values()), 1),
                     "rss_file_mb": round(sum(v["file"] for v in mem.values()), 1),
+                    "pss_mb": round(sum(v["pss"] for v in mem.values()), 1),
                     "cpu_ms_per_obs_by_process": cpu_by_label(use, last_use, dn),
                     "rss_by_process": {k: round(v["anon"] + v["file"], 1) for k, v in mem.items()},
                     "rss_split_by_process": mem,
@@ -344,6 +358,8 @@ def summary(points: list[dict[str, Any]], clients: Clients, searches: Searches, 
         "rss_mb_end": end.get("rss_mb"),
         "rss_anon_mb_end": end.get("rss_anon_mb"),
         "rss_file_mb_end": end.get("rss_file_mb"),
+        "pss_mb_100k": at100k.get("pss_mb") if at100k else None,
+        "pss_mb_end": end.get("pss_mb"),
         "rss_mb_per_100k": per_100k,
         "rss_mb_per_100k_after_first_max": max(per_100k[1:]) if len(per_100k) > 1 else None,
         "write_path_rss_mb_start": round(write_path[0], 1) if write_path else None,
