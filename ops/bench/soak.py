@@ -237,15 +237,7 @@ async def soak(args: argparse.Namespace) -> dict[str, Any]:
         await asyncio.gather(*tasks)
         elapsed = time.monotonic() - t_start
         # Stop and start again on the same data dir: what a laptop's reboot costs.
-        restart["stop_s"] = round(await asyncio.to_thread(stop_timed, engine), 2)
-        # Timed from launch: the first search can be answered before every worker is up
-        # (the lifecycle process starts after search), so both are watched at once.
-        t0 = time.monotonic()
-        started = asyncio.create_task(asyncio.to_thread(engine.start))
-        await first_search(engine.rest_port)
-        restart["first_search_s"] = round(time.monotonic() - t0, 2)
-        await started
-        restart["ready_s"] = round(time.monotonic() - t0, 2)
+        restart.update(await stop_and_start(engine))
         restart["rss_mb_after"] = round(
             sum(v["anon"] + v["file"] for v in memory_by_label(engine).values()), 1
         )
@@ -261,6 +253,20 @@ async def soak(args: argparse.Namespace) -> dict[str, Any]:
         Path(args.svg).parent.mkdir(parents=True, exist_ok=True)
         Path(args.svg).write_text(plot(points))  # again from the file: ops/bench/soak_plot.py
     return summary(points, clients, searches, elapsed, startup, restart, args)
+
+
+async def stop_and_start(engine: Engine) -> dict[str, float]:
+    """Stop the engine (timed to the last process gone), start it on the same data dir,
+    timed from launch to the first search answered and to "engine ready" (the first can
+    come before every worker is up: the lifecycle process starts after search)."""
+    out = {"stop_s": round(await asyncio.to_thread(stop_timed, engine), 2)}
+    t0 = time.monotonic()
+    started = asyncio.create_task(asyncio.to_thread(engine.start))
+    await first_search(engine.rest_port)
+    out["first_search_s"] = round(time.monotonic() - t0, 2)
+    await started
+    out["ready_s"] = round(time.monotonic() - t0, 2)
+    return out
 
 
 async def restart_only(args: argparse.Namespace) -> dict[str, Any]:
@@ -279,13 +285,7 @@ async def restart_only(args: argparse.Namespace) -> dict[str, Any]:
         await first_search(engine.rest_port)
         rss = round(sum(v["anon"] + v["file"] for v in memory_by_label(engine).values()), 1)
         for _ in range(args.restarts):
-            run = {"stop_s": round(await asyncio.to_thread(stop_timed, engine), 2)}
-            t0 = time.monotonic()
-            started = asyncio.create_task(asyncio.to_thread(engine.start))
-            await first_search(engine.rest_port)
-            run["first_search_s"] = round(time.monotonic() - t0, 2)
-            await started
-            run["ready_s"] = round(time.monotonic() - t0, 2)
+            run = await stop_and_start(engine)
             runs.append(run)
             print(json.dumps(run), file=sys.stderr, flush=True)
         rss_after = round(sum(v["anon"] + v["file"] for v in memory_by_label(engine).values()), 1)
