@@ -174,6 +174,7 @@ class TrendsService:
         self._store: MemoryStore | None = None
         self._state: State | None = None
         self._lock = asyncio.Lock()
+        self._draining = False
 
     @property
     def store(self) -> MemoryStore:
@@ -186,6 +187,10 @@ class TrendsService:
     async def start(self, client: Client) -> None:
         self._store = await MemoryStore(client).open()
         self._state = await client.state(DAYS_BUCKET)
+
+    async def drain(self, client: Client) -> None:
+        """The worker is stopping: a fold saves what it has folded and ends."""
+        self._draining = True
 
     async def fold(self, limit: int = FOLD_LIMIT) -> int:
         """Fold what is new (at most `limit` events) and sample retrieval's counters; how
@@ -212,7 +217,7 @@ class TrendsService:
                 last = m.seq
                 with contextlib.suppress(msgspec.DecodeError, msgspec.ValidationError):
                     await folder.add(m.seq, m.at, _decoder.decode(m.data))
-                if last - after >= limit:
+                if last - after >= limit or self._draining:
                     break
         await folder.save()
         await state.put("cursor.events", last)

@@ -35,6 +35,8 @@ def build(settings: ViewerSettings | None = None) -> Worker:
         await trends.start(client)
         await server.start(client)
 
+    worker.on_drain(trends.drain)  # a fold of a long backlog must not hold the stop
+
     @worker.on_stop
     async def _stop(client: Client) -> None:
         await server.stop()
