@@ -104,12 +104,15 @@ def _alive(pid: int) -> bool:
 
 def test_foreground_start_shows_the_four_ports_and_stops_on_ctrl_c(stack: Stack) -> None:
     cmd = [*CLI, "start", "--data-dir", str(stack.data_dir), "--port", str(stack.port)]
+    # Started with SIGINT ignored, as a background job of a non-interactive shell is (CI's
+    # `make test &`): Ctrl-C must stop it all the same (it timed out here when inherited).
     proc = subprocess.Popen(
         [*cmd, "--config", str(stack.config)],
         env=stack.env,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
     )
     assert proc.stdout is not None
     panel = ""

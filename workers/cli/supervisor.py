@@ -85,6 +85,10 @@ def _tail(path: Path, offset: int) -> str:
 
 def run_foreground(target: Target, config: Path, on_ready: Any) -> int:
     """Run the supervisor attached to this terminal; `on_ready()` once it serves."""
+    # Ctrl-C stops it even when this process was started with SIGINT ignored, as a
+    # non-interactive shell starts its background jobs (`make test &`, nohup): Python then
+    # leaves SIGINT ignored and the supervisor would never hear it.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     # --quiet: worker logs stay in the data dir's logs/; the terminal gets the engine's
     # own lines (errors, restarts) and the readiness panel in place of its ready line.
     proc = subprocess.Popen(
