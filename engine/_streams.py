@@ -69,7 +69,11 @@ class Source(msgspec.Struct, frozen=True, omit_defaults=True):
     filter: str = ""
 
     def wire(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"name": self.stream}
+        # From the source's first message when nothing of it has been copied yet: left
+        # unset, nats-server starts a new source at the time of the copying stream's last
+        # message, and what the peer wrote before that (a record it announced while the
+        # link was coming up) is never copied. Once some are, it resumes after the last.
+        out: dict[str, Any] = {"name": self.stream, "opt_start_seq": 1}
         if self.filter:
             out["filter_subject"] = self.filter
         if self.domain:
