@@ -31,7 +31,7 @@ BUSY_CPU_SECONDS = 0.5
 service (most of a laptop's day) is not woken to trim a heap that has not changed."""
 
 
-def _glibc(name: str, *argtypes: type[ctypes._SimpleCData[int]]) -> Any:
+def _glibc(name: str, *argtypes: Any) -> Any:
     """glibc's function `name` (returning int), or None where the C library is another."""
     if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
         return None
