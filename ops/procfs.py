@@ -36,3 +36,17 @@ def cmdline(pid: int) -> list[str]:
         ]
     except OSError:
         return []
+
+
+def kb_fields(pid: int, file: str, *names: str) -> dict[str, float]:
+    """The `Name: N kB` lines `names` of /proc/<pid>/<file> (status, smaps_rollup) in MB;
+    those missing (or the process gone) absent."""
+    out: dict[str, float] = {}
+    try:
+        for line in Path(f"/proc/{pid}/{file}").read_text().splitlines():
+            name, _, rest = line.partition(":")
+            if name in names:
+                out[name] = int(rest.split()[0]) / 1024
+    except OSError:
+        pass
+    return out

@@ -16,6 +16,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from ops.procfs import kb_fields
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -61,13 +63,7 @@ def spawn_python(
 def peak_rss_mb(pid: int | None = None) -> float:
     if pid is None:
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return float("nan")
+    return kb_fields(pid, "status", "VmHWM").get("VmHWM", float("nan"))
 
 
 def emit(figures: dict[str, Any]) -> None:

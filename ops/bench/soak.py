@@ -44,33 +44,19 @@ from ops.bench._common import emit, pct
 from ops.bench._rest import Connection, HttpFailure
 from ops.bench.load import PROJECT, SECRET, Clients, Engine, cpu_by_label, disk_mb, words
 from ops.bench.soak_plot import plot
-from ops.procfs import process_tree
+from ops.procfs import kb_fields, process_tree
 
 
 def rss_split(pid: int) -> tuple[float, float]:
     """(anonymous, file-backed) resident MB of a process; (0, 0) once it is gone."""
-    anon = file = 0.0
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("RssAnon:"):
-                anon = int(line.split()[1]) / 1024
-            elif line.startswith("RssFile:"):
-                file = int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return anon, file
+    got = kb_fields(pid, "status", "RssAnon", "RssFile")
+    return got.get("RssAnon", 0.0), got.get("RssFile", 0.0)
 
 
 def pss(pid: int) -> float:
     """Proportional set size (MB): each shared page counted once across the processes
     mapping it (the libraries every Python worker maps), what RSS summed counts N times."""
-    try:
-        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
-            if line.startswith("Pss:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return 0.0
+    return kb_fields(pid, "smaps_rollup", "Pss").get("Pss", 0.0)
 
 
 def memory_by_label(engine: Engine) -> dict[str, dict[str, float]]:
