@@ -76,9 +76,6 @@ class Spill:
                 total += len(m)
         return total
 
-    def mapped_bytes(self) -> int:
-        return sum(len(m) for m in list(self._maps) if not m.closed)
-
 
 class ByteLog:
     """Append-only bytes (rows one after another): the rows before the last `seal()` in

@@ -213,10 +213,7 @@ def _parts(index: SearchIndex) -> tuple[IndexSnapshot, list[tuple[str, Section]]
         doc_len=index.bm25.doc_len.tobytes(),
         sealed=SealedBuffers(terms=sealed.terms, first=b"", part=b"", end=b"", docs=b"", tfs=b""),
         graph_names=index.graph.names,
-        graph_docs=[
-            {p: a.tobytes() for p, a in index.graph.docs_of.get(n, {}).items()}
-            for n in range(len(index.graph.names))
-        ],
+        graph_docs=[],  # the graph's tail was folded into graph_sealed just above
         graph_sealed=SealedBuffers(
             terms=index.graph.sealed.terms, first=b"", part=b"", end=b"", docs=b"", tfs=b""
         ),
