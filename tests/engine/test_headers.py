@@ -226,8 +226,22 @@ def test_the_installed_nats_py_is_one_the_replacements_were_checked_against() ->
 async def test_engine_connections_use_it_and_agree_with_plain_nats_py(
     nats_server: NatsServer,
 ) -> None:
-    engine_nc = await connect(nats_server.url)
-    plain_nc = await nats.connect(nats_server.url)
+    # What each connection saw besides messages: a CI run once got neither message within
+    # 10 s (not reproduced in 15 runs under full CPU load); if it recurs, the failure says
+    # whether a connection dropped (core NATS loses what is published across a reconnect).
+    seen: list[str] = []
+
+    def recorder(name: str) -> dict[str, Any]:
+        async def on_error(e: Exception) -> None:
+            seen.append(f"{name} error {e!r}")
+
+        async def on_disconnect() -> None:
+            seen.append(f"{name} disconnected")
+
+        return {"error_cb": on_error, "disconnected_cb": on_disconnect}
+
+    engine_nc = await connect(nats_server.url, **recorder("engine"))
+    plain_nc = await nats.connect(nats_server.url, **recorder("plain"))
     try:
         assert engine_nc._parse_header_lines is _headers.parse_header_lines
         assert "_send_publish" in vars(engine_nc) and "_process_headers" in vars(engine_nc)
@@ -253,7 +267,11 @@ async def test_engine_connections_use_it_and_agree_with_plain_nats_py(
         async def both_received() -> bool:
             return len(got["engine"]) == 2 and len(got["plain"]) == 2
 
-        await eventually(both_received, timeout=10, what="both messages on both connections")
+        try:
+            await eventually(both_received, timeout=10, what="both messages on both connections")
+        except AssertionError as exc:
+            stats = {n: dict(c.stats) for n, c in (("engine", engine_nc), ("plain", plain_nc))}
+            raise AssertionError(f"{exc}; received {got}; stats {stats}; events {seen}") from None
         assert len(got["engine"]) == len(got["plain"]) == 2
         assert got["engine"] == got["plain"]
         assert got["engine"][0] == got["engine"][1]
