@@ -14,6 +14,7 @@ import math
 from array import array
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -77,7 +78,7 @@ class Scope:
     norms: F64 | None = None
     """BM25 length normalisation per position (`BM25Index._norms`)."""
     norms_positive: bool = False
-    by_position: dict[str, I32] = field(default_factory=dict)
+    by_position: dict[str, npt.NDArray[Any]] = field(default_factory=dict)
     """Per-document arrays gathered to the scope's positions (filled by their users)."""
     _numbering: tuple[I32, I32] | None = None
     _held: int = 0
@@ -202,6 +203,9 @@ class BM25Index:
         tail_pos = np.full(len(tail), -1, np.int32)
         tail_pos[fresh - lo] = np.arange(len(ids0), len(ids), dtype=np.int32)
         new._numbering = (ids, np.concatenate([pos0, tail_pos]))
+        dl = old.by_position.get("length")
+        if dl is not None:  # a slot's length is set once, when it is added
+            new.by_position["length"] = np.concatenate([dl, self.lengths64()[fresh]])
         carried = dict(old.carried)
         carried.update((t, (local, tf, lo)) for t, (local, tf) in old.cache.items())
         if len(carried) > 2 * CACHE_TERMS:
@@ -386,18 +390,16 @@ class BM25Index:
         # The length normalisation of every position in the scope, once per scope: the
         # same expression, element by element, as computing it per term.
         if scope.norms is None:
-            dl = self.lengths64()[scope.numbering()[0]]
+            dl = scope.by_position.get("length")
+            if dl is None:
+                dl = scope.by_position["length"] = self.lengths64()[scope.numbering()[0]]
             scope.norms = self.k1 * (1.0 - self.b + self.b * dl / scope.avgdl)
         return scope.norms
 
-    def score(
-        self, clauses: Iterable[Clause], scope: Scope, touched: bool = True
-    ) -> tuple[F64, I32 | None]:
+    def score(self, clauses: Iterable[Clause], scope: Scope) -> F64:
         """Scores over the scope's positions (`Scope.numbering`: a project's few thousand
-        records, not every slot of the index), and the positions touched, ascending (None
-        when not asked for: on a small scope a scan of the scores is as cheap)."""
+        records, not every slot of the index); 0 where no clause matched."""
         scores = np.zeros(len(scope.numbering()[0]), np.float64)
-        hits: list[I32] = []
         plan: list[tuple[Clause, list[tuple[str, float]]]] = []
         for c in clauses:
             alts: list[tuple[str, float]] = [(s, self.synonym_weight) for s in c.synonyms]
@@ -408,20 +410,13 @@ class BM25Index:
         for c, alts in plan:
             dd, contrib = self.local_scores(c.term, scope)
             if alts:
-                hits.append(self._add_alternatives(scores, dd, contrib, alts, c.weight, scope))
+                self._add_alternatives(scores, dd, contrib, alts, c.weight, scope)
             if len(dd):
-                # 1.0 * x is x: skip the multiplication for the common weight
-                scores[dd] += contrib if c.weight == 1.0 else c.weight * contrib
-                hits.append(dd)
-        if not touched:
-            return scores, None
-        if not hits:
-            return scores, np.zeros(0, np.int32)
-        # a boolean mark and one scan beat sorting or hashing tens of thousands of ids
-        hit = np.zeros(len(scores), np.bool_)
-        for dd in hits:
-            hit[dd] = True
-        return scores, np.flatnonzero(hit).astype(np.int32)
+                # 1.0 * x is x: skip the multiplication for the common weight. A term's
+                # positions are unique, so add.at adds what `scores[dd] += x` does, element
+                # by element, without gathering the old values first (half the time).
+                np.add.at(scores, dd, contrib if c.weight == 1.0 else c.weight * contrib)
+        return scores
 
     def _add_alternatives(
         self,
@@ -431,7 +426,7 @@ class BM25Index:
         alts: list[tuple[str, float]],
         weight: float,
         scope: Scope,
-    ) -> I32:
+    ) -> None:
         # Each document takes its best alternative; documents with the exact term take none,
         # and no alternative may reach the weakest exact match of the same term.
         # Work is sparse, over the matched documents only: a dense pass over every slot
@@ -444,8 +439,8 @@ class BM25Index:
                 parts_d.append(d)
                 parts_c.append(c * w)
         if not parts_d:
-            return np.zeros(0, np.int32)
-        touched = docs = parts_d[0] if len(parts_d) == 1 else np.concatenate(parts_d)
+            return
+        docs = parts_d[0] if len(parts_d) == 1 else np.concatenate(parts_d)
         best = parts_c[0] if len(parts_c) == 1 else np.concatenate(parts_c)
         if len(parts_d) > 1:  # a document matched by several alternatives takes the best
             order = np.lexsort((-best, docs))
@@ -458,8 +453,7 @@ class BM25Index:
             exact_mark[exact_docs] = True
             keep = ~exact_mark[docs]
             docs, best = docs[keep], np.minimum(best[keep], ALT_CAP * float(exact.min()))
-        scores[docs] += weight * best
-        return touched
+        np.add.at(scores, docs, weight * best)  # unique docs: as `scores[docs] +=`
 
     # ---- persistence -------------------------------------------------------------
     def load(self, sealed: SealedBuffers, doc_len: bytes) -> None:

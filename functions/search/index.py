@@ -49,8 +49,6 @@ from functions.search.temporal import day_number
 from functions.search.vectors import VectorIndex
 
 _encode = msgspec.json.Encoder().encode
-SCAN_MAX = 65536
-"""Scopes up to this many records find their touched documents by a scan of the scores."""
 
 
 @dataclass(frozen=True)
@@ -382,15 +380,9 @@ class SearchIndex:
         depth = max(min(self.config.depth, 3 * limit), 30, limit)
         streams: dict[str, list[int]] = {}
         ids, pos = scope.numbering()  # bm25 scores are over the scope's positions
-        touched: np.ndarray | None = None
         with stream_span("bm25", **{"search.clauses": len(clauses)}) as sp:
-            if clauses:
-                # all contributions are > 0, so on a small scope the positive scores, found by
-                # one scan, are the touched positions; a large one collects them as it scores
-                scores, touched = self.bm25.score(clauses, scope, len(ids) > SCAN_MAX)
-            else:
-                scores = np.zeros(0)
-            streams["bm25"] = found(sp, ids[top(scores, depth, touched)].tolist())
+            scores = self.bm25.score(clauses, scope) if clauses else np.zeros(0)
+            streams["bm25"] = found(sp, ids[top(scores, depth)].tolist())
         if clauses and self.config.fusion.session > 0:
             with stream_span("session") as sp:
                 streams["session"] = found(sp, session_stream(

@@ -92,7 +92,7 @@ NOT_EXERCISED: dict[str, str] = {
     "fusion.bm25": "the unit the other stream weights are relative to",
     "fields.facts, fields.files, fields.tool": "LoCoMo turns are prompts: no facts, files or tool",
     "vectors.CHUNK_WORDS, vectors.CHUNK_OVERLAP": "every LoCoMo turn fits in one chunk",
-    "SCAN_MAX, DENSE_*": "speed switches: rankings are equal either way (tests/search/test_caches.py)",
+    "FLOOR_SAMPLE, DENSE_*": "speed switches: rankings are equal either way (tests/search/test_caches.py)",
 }
 
 
