@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
 import nats.js.errors
@@ -315,6 +316,69 @@ async def last_seq(client: Client, name: str, subject: str, timeout: float = API
             return 0
         raise _refused(f"stream {name}", got.error)
     return got.message.seq if got.message is not None else 0
+
+
+class LastMessage(msgspec.Struct, frozen=True):
+    """The last message stored on one subject, as a batched direct get returns it."""
+
+    seq: int
+    data: bytes
+    headers: dict[str, str]
+
+
+class _MultiLast(msgspec.Struct, frozen=True):
+    multi_last: list[str]
+
+
+DIRECT_BATCH = 256
+"""Subjects asked for in one batched direct get (the server caps a batch's answers)."""
+
+
+async def last_messages(
+    client: Client, stream: str, subjects: list[str], timeout: float = API_TIMEOUT
+) -> dict[str, LastMessage]:
+    """The last message of each subject that has one (at most DIRECT_BATCH subjects), in one
+    request: JetStream's batched direct get (`multi_last`), which the stream answers with
+    one message per subject and an end-of-batch status. Only on a stream that allows
+    direct gets; BusError when the server refuses or does not finish in `timeout`."""
+    if not subjects:
+        return {}
+    nc = client.nc
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[str] = loop.create_future()
+    got: dict[str, LastMessage] = {}
+
+    async def on_msg(msg: Any) -> None:
+        headers = msg.headers or {}
+        status = headers.get("Status")
+        if status:
+            if not done.done():  # 204: end of batch; 404: none of the subjects has one
+                done.set_result("" if status in ("204", "404") else f"{status} {headers}")
+            return
+        subject = headers.get("Nats-Subject", "")
+        got[subject] = LastMessage(int(headers.get("Nats-Sequence", 0)), msg.data, headers)
+
+    inbox = nc.new_inbox()
+    try:
+        sub = await nc.subscribe(inbox, cb=on_msg)
+    except Exception as exc:
+        raise translate(exc, f"direct get from {stream}") from None
+    try:
+        body = _encode(_MultiLast(subjects))
+        await nc.publish(f"{API}.DIRECT.GET.{stream}", body, reply=inbox)
+        try:
+            refused = await asyncio.wait_for(done, timeout)
+        except TimeoutError:
+            raise BusError(
+                f"direct get from {stream}: no end of batch in {timeout:g}s",
+                code="DEADLINE_EXCEEDED",
+            ) from None
+        if refused:
+            raise BusError(f"direct get from {stream}: refused ({refused})")
+        return got
+    finally:
+        with contextlib.suppress(Exception):
+            await sub.unsubscribe()
 
 
 def epoch_of(rfc3339: str) -> float:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
 import random
 import re
@@ -22,7 +23,7 @@ from nats.js.client import JetStreamContext
 from nats.js.kv import KeyValue
 
 from engine import _codec, _jetstream, _reconcile, _scan, _tracing
-from engine._bus import WrongLastSequence
+from engine._bus import BusError, WrongLastSequence
 from engine._connect import default_replicas
 from engine._errors import FunctionError
 from engine._jetstream import StreamInfo
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
     from engine._client import Client
 
 T = TypeVar("T")
+log = logging.getLogger("engine.state")
 
 Presence = Literal["present", "deleted", "absent"]
 CREATE_TIMEOUT = 5.0
@@ -167,12 +169,16 @@ class State:
     need the Client it came from: a State built by hand without one has only the per-key
     operations."""
 
-    def __init__(self, kv: KeyValue, bucket: str, client: Client | None = None) -> None:
+    def __init__(
+        self, kv: KeyValue, bucket: str, client: Client | None = None, direct: bool = False
+    ) -> None:
         self.kv = kv
         self.bucket = bucket
         self._client = client
         self._prefix = f"$KV.{bucket}."
         self._stream = f"KV_{bucket}"
+        self._direct = direct and client is not None
+        """Its stream answers batched direct gets (`entries`): one server holds it."""
 
     def _bus(self) -> Client:
         if self._client is None:
@@ -199,7 +205,8 @@ class State:
         """The bucket, created with this config if missing (history 1, no age limit, file
         storage, the client's replicas unless given), or brought to the settings given here
         when it exists with others (engine/_reconcile.py): only what is passed is declared,
-        so opening a bucket without config changes nothing. `history`: values kept per
+        so opening a bucket without config changes nothing but direct gets (allowed with
+        one replica, not with more). `history`: values kept per
         key. `ttl`: the bucket's maximum age in seconds (0: none). `max_bytes` (-1: none).
         `marker_ttl`: when a key's own TTL (`ttl=` on create, put, compare_and_set) runs
         out, the server leaves a deletion marker that watchers and state triggers see, kept
@@ -210,6 +217,11 @@ class State:
         declared = _declared(history, ttl, replicas, max_bytes, storage, marker_ttl, compression)
         if replicas is None:
             replicas = client.replicas if client is not None else default_replicas()
+        # Direct gets are answered by any replica, a follower perhaps behind the last write:
+        # allowed only where one server holds the bucket (then they cost the server a third
+        # of a stream message get, and `entries` batches them).
+        direct = replicas == 1
+        declared["allow_direct"] = direct
         config = KeyValueConfig(
             bucket=bucket,
             history=history or 1,
@@ -218,11 +230,12 @@ class State:
             max_bytes=max_bytes if max_bytes is not None else -1,
             storage=StorageType.MEMORY if storage == "memory" else StorageType.FILE,
             limit_marker_ttl=marker_ttl,
+            direct=direct,
         )
         kv = await _jetstream.patiently(
             lambda: cls._open(js, bucket, config, client, declared), f"opening KV bucket {bucket}"
         )
-        return cls(kv, bucket, client)
+        return cls(kv, bucket, client, direct)
 
     @staticmethod
     async def _open(
@@ -264,6 +277,38 @@ class State:
         if not e.value and await self._is_marker(key):
             return None
         return Entry(key, _codec.decode(e.value, type), e.revision or 0)
+
+    async def entries(self, keys: list[str], type: type[T] | Any = Any) -> list[Entry[T] | None]:
+        """`entry` of each key, in order. On a bucket one server holds (direct gets
+        allowed), one request per DIRECT_BATCH keys brings their last values, where `entry`
+        takes a round trip each: a fold that reads thousands of records costs a few
+        requests. Elsewhere, or if the server refuses the batch, key by key."""
+        out: list[Entry[T] | None] = []
+        for i in range(0, len(keys), _jetstream.DIRECT_BATCH):
+            out.extend(await self._entries(keys[i : i + _jetstream.DIRECT_BATCH], type))
+        return out
+
+    async def _entries(self, keys: list[str], type: type[T] | Any) -> list[Entry[T] | None]:
+        valid = [k for k in keys if valid_key(k)]
+        if self._direct and valid:
+            try:
+                got = await _jetstream.last_messages(
+                    self._bus(), self._stream, [self._prefix + k for k in dict.fromkeys(valid)]
+                )
+            except BusError as err:
+                log.warning("%s: batched read refused, reading key by key (%s)", self.bucket, err)
+            else:
+                return [self._entry_of(k, got.get(self._prefix + k), type) for k in keys]
+        return list(await asyncio.gather(*(self.entry(k, type) for k in keys)))
+
+    def _entry_of(
+        self, key: str, msg: _jetstream.LastMessage | None, type: type[T] | Any
+    ) -> Entry[T] | None:
+        if msg is None or not valid_key(key):
+            return None
+        if msg.headers.get("KV-Operation") in _DELETED or _MARKER in msg.headers:
+            return None  # a tombstone, or the marker a key's own TTL left
+        return Entry(key, _codec.decode(msg.data, type), msg.seq)
 
     async def _is_marker(self, key: str) -> bool:
         # A key whose own TTL ran out in a bucket with `marker_ttl` holds the server's

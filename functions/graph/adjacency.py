@@ -20,7 +20,6 @@ birth into a record that already counted it, and skips it.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterable
 
 import msgspec
@@ -33,8 +32,6 @@ ADJ_CAP = 64
 """Edges kept per node."""
 ADJ_VERSION = 1
 """`GraphStats.adjacency` once every node's record is built (new graphs: from the start)."""
-READS = 256
-"""Keys read in flight: a walk is bound by round trips, not CPU."""
 
 
 class AdjEdge(msgspec.Struct, array_like=True, frozen=True):
@@ -103,9 +100,4 @@ def merge(
 
 
 async def read_many(state: State, ids: list[str]) -> list[Entry[Adjacency] | None]:
-    out: list[Entry[Adjacency] | None] = []
-    for i in range(0, len(ids), READS):
-        out.extend(
-            await asyncio.gather(*(state.entry(adj_key(n), Adjacency) for n in ids[i : i + READS]))
-        )
-    return out
+    return await state.entries([adj_key(n) for n in ids], Adjacency)

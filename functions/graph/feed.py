@@ -208,9 +208,7 @@ class GraphFeed:
         d = await self.delta(batch)
         st = self.state
         edge_keys = list(d.edges)
-        edge_cur: list[Entry[GraphEdge] | None] = await _gather_chunked(
-            st.entry(k, GraphEdge) for k in edge_keys
-        )
+        edge_cur: list[Entry[GraphEdge] | None] = await st.entries(edge_keys, GraphEdge)
         stats_entry: Entry[GraphStats] | None = await st.entry(STATS, GraphStats)
         # A new graph has its adjacency index from the first event; an older one gets it
         # from its next compaction (see `adjacency` in GraphStats).
@@ -222,8 +220,8 @@ class GraphFeed:
             if out is not None:
                 edge_writes.append((key, out, cur.revision if cur else 0))
         node_ids = list(d.nodes)
-        node_cur: list[Entry[GraphNode] | None] = await _gather_chunked(
-            st.entry(node_key(n), GraphNode) for n in node_ids
+        node_cur: list[Entry[GraphNode] | None] = await st.entries(
+            [node_key(n) for n in node_ids], GraphNode
         )
         node_writes: list[tuple[str, GraphNode, int]] = []
         for nid, ncur, nd in zip(node_ids, node_cur, d.nodes.values(), strict=True):

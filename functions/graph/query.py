@@ -14,15 +14,14 @@ applied every write made before the query; else, the same reads to KV.
 
 from __future__ import annotations
 
-import asyncio
 import heapq
 from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
 import msgspec
 
-from engine import FunctionError, State
-from functions.graph.adjacency import READS, Adjacency, read_many
+from engine import Entry, FunctionError, State
+from functions.graph.adjacency import Adjacency, read_many
 from functions.graph.keys import STATS, node_key, parse_edge_key
 from functions.graph.mirror import GraphMirror, mirror
 from functions.graph.wire import (
@@ -45,11 +44,9 @@ _edge = msgspec.json.Decoder(GraphEdge)
 
 
 async def _read(state: State, keys: list[str], kind: type[Any]) -> list[Any]:
-    """Values of these keys (None where absent), `READS` in flight."""
-    out: list[Any] = []
-    for i in range(0, len(keys), READS):
-        out.extend(await asyncio.gather(*(state.get(k, kind) for k in keys[i : i + READS])))
-    return out
+    """Values of these keys (None where absent)."""
+    got: list[Entry[Any] | None] = await state.entries(keys, kind)
+    return [e.value if e is not None else None for e in got]
 
 
 def _ends(key: str) -> tuple[str, str]:
