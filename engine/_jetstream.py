@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
+import nats.errors
 import nats.js.errors
 
 from engine._bus import WRONG_LAST_SEQUENCE, BusError, WrongLastSequence, translate
@@ -40,6 +41,8 @@ OPEN_PATIENCE = 60.0
 """How long opening a stream or bucket waits for a JetStream that does not answer."""
 log = logging.getLogger("engine.jetstream")
 NO_MESSAGE_FOUND = 10037
+PUBLISH_RETRIES = 2
+PUBLISH_RETRY_WAIT = 0.25
 _NO_BODY = b""
 
 
@@ -172,11 +175,26 @@ async def publish(
     client: Client, subject: str, data: bytes, headers: dict[str, str], timeout: float
 ) -> PubAck:
     """Store `data` on `subject` and wait for JetStream's ack. Raises WrongLastSequence when
-    an expected-last-sequence header did not hold, BusError otherwise."""
-    try:
-        msg = await client._requester.request(subject, data, timeout, headers)
-    except Exception as exc:
-        raise translate(exc, f"publish to {subject}") from None
+    an expected-last-sequence header did not hold, BusError otherwise.
+
+    "No responders" is asked again PUBLISH_RETRIES times, PUBLISH_RETRY_WAIT apart (as
+    nats.go's publish does): nothing stored the message, and on a cluster a stream just
+    created or whose leader just moved is not yet known to every server."""
+    deadline = time.monotonic() + timeout
+    retries = PUBLISH_RETRIES
+    while True:
+        try:
+            msg = await client._requester.request(subject, data, timeout, headers)
+            break
+        except nats.errors.NoRespondersError:
+            left = deadline - time.monotonic() - PUBLISH_RETRY_WAIT
+            if retries <= 0 or left <= 0:
+                raise translate(nats.errors.NoRespondersError(), f"publish to {subject}") from None
+            retries -= 1
+            timeout = left
+            await asyncio.sleep(PUBLISH_RETRY_WAIT)
+        except Exception as exc:
+            raise translate(exc, f"publish to {subject}") from None
     try:
         ack = _ack.decode(msg.data)
     except msgspec.DecodeError:

@@ -50,6 +50,25 @@ async def test_a_msg_id_makes_a_retry_a_duplicate(client: Client) -> None:
     assert (await ev.info()).messages == 1
 
 
+async def test_a_publish_no_stream_answers_yet_is_asked_again(client: Client) -> None:
+    # On a cluster a stream just made (or whose leader moved) is not yet known to every
+    # server: its first publish finds no responders. Nothing stored it, so it is asked
+    # again, as nats.go does; a stream that stays missing is an error within a second.
+    async def make_later() -> None:
+        await asyncio.sleep(0.15)
+        await client.stream("LATE", subjects=["late.>"]).ensure()
+
+    maker = asyncio.create_task(make_later())
+    s = client.stream("LATE", subjects=["late.>"])
+    ack = await s.publish("late.x", b"x")
+    await maker
+    assert ack.seq == 1 and (await s.info()).messages == 1
+    t0 = time.monotonic()
+    with pytest.raises(BusError, match="did not answer"):
+        await client.stream("NEVER", subjects=["never.>"]).publish("never.x", b"x")
+    assert 0.4 < time.monotonic() - t0 < 2.0
+
+
 async def test_peers_creating_a_stream_at_once_is_fine_and_a_new_declaration_applies(
     client: Client,
 ) -> None:
