@@ -9,6 +9,7 @@ a job never takes a scan cut short by an outage for the whole bucket.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -43,6 +44,19 @@ class StreamMessage(msgspec.Struct, frozen=True):
     message, whatever times the payloads carry."""
 
 
+class _Next(msgspec.Struct, frozen=True, omit_defaults=True):
+    """A pull request: up to `batch` messages. `no_wait`: what is there now, then 404 (the
+    scan's last page must not wait out `expires`); else the server answers 408 at `expires`
+    (ns) if fewer came."""
+
+    batch: int
+    expires: int
+    no_wait: bool = False
+
+
+_encode_next = msgspec.json.Encoder().encode
+
+
 async def _pages(
     client: Client,
     stream: str,
@@ -52,34 +66,75 @@ async def _pages(
     page: int,
     timeout: float,
 ) -> AsyncIterator[list[Msg]]:
+    """The consumer's messages a page at a time. Each page is one pull request (JetStream's
+    CONSUMER.MSG.NEXT) whose messages a subscription callback collects: nats-py's `fetch`
+    makes a task, a uuid and a timer for every message, three times the CPU of the whole
+    scan otherwise (ops/bench: a million-record bucket read in ~45 s of it)."""
     what = f"reading {stream}"
+    if not config.filter_subjects:
+        config.filter_subject = subject
+    nc = client.nc
     try:
-        sub = await client._js.pull_subscribe(subject, stream=stream, config=config)
+        info = await client._js.add_consumer(stream, config)
     except Exception as exc:
         raise translate(exc, what) from None
+    inbox = nc.new_inbox()
+    got: list[Msg] = []
+    status: list[str] = []
+    arrived = asyncio.Event()
+
+    async def on_msg(msg: Msg) -> None:
+        code = msg.headers.get("Status") if msg.headers else None
+        if code == "100":  # a heartbeat
+            return
+        if code:  # 404/408: the request ended short; 409: the consumer went away
+            status.append(f"{code} {msg.headers.get('Description', '') if msg.headers else ''}")
+            arrived.set()
+            return
+        got.append(msg)
+        if len(got) >= page:
+            arrived.set()
+
+    sub = None
     try:
-        # A filtered scan may match nothing: ask rather than wait out a fetch timeout.
+        # A filtered scan may match nothing: ask rather than wait out a pull's expiry.
+        if info.num_pending == 0:
+            return
         try:
-            if (await sub.consumer_info()).num_pending == 0:
-                return
+            sub = await nc.subscribe(inbox, cb=on_msg)
         except Exception as exc:
             raise translate(exc, what) from None
+        request = f"$JS.API.CONSUMER.MSG.NEXT.{stream}.{info.name}"
+        now = _encode_next(_Next(page, int(timeout * 1e9), no_wait=True))
+        waiting = _encode_next(_Next(page, int(timeout * 1e9)))
         done = False
         while not done:
-            try:
-                msgs = await sub.fetch(page, timeout=timeout)
-            except Exception as exc:
-                raise translate(exc, what) from None
+            for body in (now, waiting):  # the second only when the first brought nothing
+                got, status[:] = [], []
+                arrived.clear()
+                try:
+                    await nc.publish(request, body, reply=inbox)
+                    await asyncio.wait_for(arrived.wait(), timeout + 1.0)
+                except TimeoutError:
+                    pass  # (an outage): nothing came; told below
+                except Exception as exc:
+                    raise translate(exc, what) from None
+                if got:
+                    break
+            msgs = got
             if not msgs:
-                raise BusError(f"{what}: a fetch returned nothing before the end")
-            for m in msgs:
-                md = m.metadata
-                if md.num_pending == 0 or md.sequence.stream >= last:
-                    done = True
+                why = f" ({status[0].strip()})" if status else ""
+                raise BusError(f"{what}: a fetch returned nothing before the end{why}")
+            # Delivered in stream order: the page's last message says where the scan is.
+            md = msgs[-1].metadata
+            done = md.num_pending == 0 or md.sequence.stream >= last
             yield msgs
     finally:
+        if sub is not None:
+            with contextlib.suppress(Exception):
+                await sub.unsubscribe()
         with contextlib.suppress(Exception):
-            await sub.unsubscribe()
+            await client._js.delete_consumer(stream, info.name)
 
 
 async def scan_bucket(
