@@ -133,8 +133,8 @@ async def _pages(
         if sub is not None:
             with contextlib.suppress(Exception):
                 await sub.unsubscribe()
-        with contextlib.suppress(Exception):
-            await client._js.delete_consumer(stream, info.name)
+        with contextlib.suppress(Exception):  # else it expires after inactive_threshold
+            await asyncio.wait_for(client._js.delete_consumer(stream, info.name), 1.0)
 
 
 async def scan_bucket(

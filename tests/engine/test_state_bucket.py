@@ -55,6 +55,8 @@ async def test_scan_reads_every_live_key_over_several_pages(client: Client) -> N
     assert sorted(both) == ["d.01", "other.1"]
     assert [kv async for kv in st.scan("none.>", Doc)] == []
     assert [kv async for kv in st.scan([], Doc)] == []
+    # each scan's consumer is gone with it, not left to expire
+    assert (await client._js.stream_info("KV_scan1")).state.consumer_count == 0
 
 
 async def test_scan_of_a_bucket_with_history_gives_each_keys_last_value(client: Client) -> None:
