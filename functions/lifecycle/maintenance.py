@@ -7,6 +7,7 @@ never holds a whole scope and never overwrites a concurrent change.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from datetime import datetime
 
 import msgspec
@@ -87,8 +88,18 @@ async def reinforce(
 
 
 async def auto_forget(
-    store: MemoryStore, cfg: LifecycleConfig, now: datetime, *, dry_run: bool = False
+    store: MemoryStore,
+    cfg: LifecycleConfig,
+    now: datetime,
+    *,
+    dry_run: bool = False,
+    stop: Callable[[], bool] | None = None,
 ) -> AutoForgetOut:
+    """The forgetting rules over memories, then over every observation (low value, the
+    per-session cap). When `stop()` turns true (the worker drains) the observations' scan
+    ends: what it found is removed (each record judged on its own), the session cap, which
+    needs every record counted, waits for the next run (at a million records the scan
+    held a stop for its whole drain timeout)."""
     plan = ForgetPlan()
     rules = MemoryRules(cfg.forget, cfg.decay, now, plan)
     async for _, m in store.memories.scan(">", Memory):
@@ -118,7 +129,11 @@ async def auto_forget(
         inflight.add(asyncio.create_task(remove(store, ForgetIn(observation_ids=ids), "low-value")))
 
     cap = await _session_cap(store, cfg.forget.max_obs_per_session)
+    stopped = False
     async for _, o in store.observations.scan(">", Observation):
+        if stop is not None and stop():
+            stopped = True
+            break
         if not low_value(o, cfg.forget, now):
             if cap is not None:
                 cap.count(o)
@@ -139,7 +154,7 @@ async def auto_forget(
     if count:
         removed["low-value"] = count
         ids["low-value"] = preview
-    if cap is not None:
+    if cap is not None and not stopped:
         await _apply_cap(store, cfg, cap, now, dry_run, removed, ids)
     return AutoForgetOut(dry_run=dry_run, removed=removed, ids=ids)
 

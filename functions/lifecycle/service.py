@@ -258,7 +258,9 @@ class LifecycleService:
 
         async with await self.exclusive("auto-forget"):
             stale = await eviction.stale_sessions(self.store, cfg, now, recover, dry)
-            forgot = await auto_forget(self.store, self.config, now, dry_run=dry)
+            forgot = await auto_forget(
+                self.store, self.config, now, dry_run=dry, stop=self.draining
+            )
             capped = await eviction.project_cap(self.store, cfg, dry)
         return eviction.reply(forgot, stale, capped, dry)
 

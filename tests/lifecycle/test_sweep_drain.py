@@ -57,3 +57,31 @@ async def test_the_lifecycle_service_sweeps_nothing_once_draining(client: Client
     again = LifecycleService()
     await again.start(client)
     assert sorted((await again.sweep(SweepIn())).summarized) == ["a", "b"]
+
+
+async def test_an_auto_forget_pass_ends_its_scan_when_the_worker_drains(client: Client) -> None:
+    # Low-value records (old, unimportant) are judged one by one: those the scan reached
+    # before the stop are removed, the rest wait for the next pass.
+    from functions.kernel.config import LifecycleConfig
+    from functions.kernel.records import Observation
+    from functions.lifecycle.maintenance import auto_forget
+
+    store = await MemoryStore(client).open()
+    await put_obs(
+        store, *(obs("s", n, type="file_read", importance=1, when=at(days=-90)) for n in range(40))
+    )
+    cfg = LifecycleConfig()
+    now = at(days=1)
+    calls = 0
+
+    def stop() -> bool:
+        nonlocal calls
+        calls += 1
+        return calls > 10
+
+    cut = await auto_forget(store, cfg, now, stop=stop)
+    assert cut.removed == {"low-value": 10}
+    assert len(await store.load_all(store.observations, Observation)) == 30
+    whole = await auto_forget(store, cfg, now)
+    assert whole.removed == {"low-value": 30}
+    assert await store.load_all(store.observations, Observation) == []
