@@ -219,9 +219,9 @@ class State:
             replicas = client.replicas if client is not None else default_replicas()
         # Direct gets are answered by any replica, a follower perhaps behind the last write:
         # allowed only where one server holds the bucket (then they cost the server a third
-        # of a stream message get, and `entries` batches them).
+        # of a stream message get, and `entries` batches them). A bucket that exists keeps
+        # its replicas: its own count decides (`_open`).
         direct = replicas == 1
-        declared["allow_direct"] = direct
         config = KeyValueConfig(
             bucket=bucket,
             history=history or 1,
@@ -232,7 +232,7 @@ class State:
             limit_marker_ttl=marker_ttl,
             direct=direct,
         )
-        kv = await _jetstream.patiently(
+        kv, direct = await _jetstream.patiently(
             lambda: cls._open(js, bucket, config, client, declared), f"opening KV bucket {bucket}"
         )
         return cls(kv, bucket, client, direct)
@@ -244,13 +244,20 @@ class State:
         cfg: KeyValueConfig,
         client: Client | None,
         declared: dict[str, Any],
-    ) -> KeyValue:
+    ) -> tuple[KeyValue, bool]:
+        """The bucket, and whether it answers direct gets (one replica: they are allowed,
+        in place for a bucket made before)."""
         try:
             kv = await js.key_value(bucket)
+            stored = (await js.stream_info(f"KV_{bucket}")).config
+            replicas = declared.get("num_replicas", stored.num_replicas or 1)
+            if (replicas == 1) != bool(stored.allow_direct):
+                declared = {**declared, "allow_direct": replicas == 1}
             if client is not None and declared:
                 await _reconcile.stream(
                     client, f"KV_{bucket}", declared, what=f"KV bucket {bucket}"
                 )
+            return kv, replicas == 1 and (client is not None or bool(stored.allow_direct))
         except nats.js.errors.BucketNotFoundError:
             compression = declared.get("compression", "none")
             try:
@@ -263,7 +270,7 @@ class State:
                 kv = await js.key_value(bucket)  # a racing replica created it first
             if (cfg.replicas or 1) > 1 and client is not None:
                 await _jetstream.wait_for_leader(client, f"KV_{bucket}", CREATE_TIMEOUT)
-        return kv
+        return kv, bool(cfg.direct)
 
     async def entry(self, key: str, type: type[T] | Any = Any) -> Entry[T] | None:
         if not valid_key(key):
