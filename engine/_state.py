@@ -257,7 +257,7 @@ class State:
                 await _reconcile.stream(
                     client, f"KV_{bucket}", declared, what=f"KV bucket {bucket}"
                 )
-            return kv, replicas == 1 and (client is not None or bool(stored.allow_direct))
+            return kv, replicas == 1  # (a State without its Client reads key by key anyway)
         except nats.js.errors.BucketNotFoundError:
             compression = declared.get("compression", "none")
             try:
