@@ -22,19 +22,19 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from engine import tracing
-    from engine._bus import BUS_ERRORS, BusError, WrongLastSequence
+    from engine._bus_errors import BUS_ERRORS, BusError, WrongLastSequence
     from engine._client import Client
     from engine._connect import connect, reconnected_event
     from engine._context import Context
     from engine._discovery import FunctionInfo, discover, service_infos
     from engine._errors import FunctionError, invalid_request
     from engine._jetstream import PubAck, StreamInfo
+    from engine._kv import Bucket, CasConflict, Change, Entry, Presence
     from engine._objects import Objects
     from engine._operations import Http, NoArgs, Tool, operation
     from engine._reconcile import ConfigDrift
     from engine._scan import StreamMessage
-    from engine._state import CasConflict, Change, Entry, Presence, State
-    from engine._streams import Follower, Source, SourceState, Stream
+    from engine._streams import Follower, Source, SourceStatus, Stream
     from engine._triggers import TRIGGERS_BUCKET, HttpRequest, HttpResponse, TriggerSpec
     from engine._watch import SnapshotEnd, Watch
     from engine._worker import FunctionSpec, Worker
@@ -55,10 +55,10 @@ _WHERE = {
     "Tool": "engine._operations",
     "operation": "engine._operations",
     "subject_for": "engine.protocol",
-    "CasConflict": "engine._state",
-    "Change": "engine._state",
-    "Entry": "engine._state",
-    "State": "engine._state",
+    "CasConflict": "engine._kv",
+    "Change": "engine._kv",
+    "Entry": "engine._kv",
+    "Bucket": "engine._kv",
     "TRIGGERS_BUCKET": "engine._triggers",
     "HttpRequest": "engine._triggers",
     "HttpResponse": "engine._triggers",
@@ -66,19 +66,19 @@ _WHERE = {
     "FunctionSpec": "engine._worker",
     "Worker": "engine._worker",
     # bus: streams, object stores, KV scans and watches
-    "BUS_ERRORS": "engine._bus",
-    "BusError": "engine._bus",
-    "WrongLastSequence": "engine._bus",
+    "BUS_ERRORS": "engine._bus_errors",
+    "BusError": "engine._bus_errors",
+    "WrongLastSequence": "engine._bus_errors",
     "PubAck": "engine._jetstream",
     "StreamInfo": "engine._jetstream",
     "Objects": "engine._objects",
     "ConfigDrift": "engine._reconcile",
     "StreamMessage": "engine._scan",
-    "Presence": "engine._state",
+    "Presence": "engine._kv",
     "Follower": "engine._streams",
     "Stream": "engine._streams",
     "Source": "engine._streams",
-    "SourceState": "engine._streams",
+    "SourceStatus": "engine._streams",
     "SnapshotEnd": "engine._watch",
     "Watch": "engine._watch",
 }
@@ -98,6 +98,7 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "BUS_ERRORS",
     "TRIGGERS_BUCKET",
+    "Bucket",
     "BusError",
     "CasConflict",
     "Change",
@@ -118,8 +119,7 @@ __all__ = [
     "PubAck",
     "SnapshotEnd",
     "Source",
-    "SourceState",
-    "State",
+    "SourceStatus",
     "Stream",
     "StreamInfo",
     "StreamMessage",

@@ -18,9 +18,9 @@ from engine._clock import SUBJECT as CLOCK_SUBJECT
 from engine._clock import BusClock
 from engine._connect import default_replicas
 from engine._errors import FunctionError
+from engine._kv import Bucket
 from engine._objects import Objects
 from engine._requests import Requester
-from engine._state import State
 from engine._streams import Stream
 from engine._tracing import SpanKind
 from engine.protocol import (
@@ -61,7 +61,7 @@ class Client:
         self._clock = BusClock(
             nc, lambda: self.stream(CLOCK_STREAM, [f"{CLOCK_SUBJECT}.>"], **CLOCK_CONFIG).ensure()
         )
-        self._states: dict[str, State] = {}
+        self._buckets: dict[str, Bucket] = {}
         self._objects: dict[str, Objects] = {}
         self._declared: set[tuple[str, str]] = set()
         """(bucket, config) already made or reconciled by this client: a declaration is
@@ -236,15 +236,15 @@ class Client:
         self._declared.add(key)
         return True
 
-    async def state(self, bucket: str, **config: Any) -> State:
+    async def bucket(self, bucket: str, **config: Any) -> Bucket:
         """A KV bucket, created on first use with `config` (history, ttl, replicas...;
         `replicas` defaults to the client's), or brought to `config` where it exists with
-        other settings (only what is passed is declared: see State.open)."""
-        st = self._states.get(bucket)
+        other settings (only what is passed is declared: see Bucket.open)."""
+        st = self._buckets.get(bucket)
         if st is None or (config and self._first(bucket, config)):
-            opened = await State.open(self._js, bucket, client=self, **config)
+            opened = await Bucket.open(self._js, bucket, client=self, **config)
             self._first(bucket, config)
-            st = self._states.setdefault(bucket, opened)
+            st = self._buckets.setdefault(bucket, opened)
         return st
 
     async def bus_time(self) -> float:

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any, TypeVar, overload
 
 from engine._client import Client
-from engine._state import State
+from engine._kv import Bucket
 from engine.protocol import HDR_TRACEPARENT
 
 T = TypeVar("T")
@@ -78,5 +78,5 @@ class Context:
     async def fire(self, function_id: str, payload: Any = None) -> None:
         await self.client.fire(function_id, payload, headers=self._propagated())
 
-    async def state(self, bucket: str, **config: Any) -> State:
-        return await self.client.state(bucket, **config)
+    async def bucket(self, bucket: str, **config: Any) -> Bucket:
+        return await self.client.bucket(bucket, **config)

@@ -25,7 +25,7 @@ import msgspec
 import nats.errors
 import nats.js.errors
 
-from engine._bus import WRONG_LAST_SEQUENCE, BusError, WrongLastSequence, translate
+from engine._bus_errors import WRONG_LAST_SEQUENCE, BusError, WrongLastSequence, translate
 from engine._errors import FunctionError
 
 if TYPE_CHECKING:

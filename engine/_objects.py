@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import nats.js.errors
 
 from engine import _jetstream, _reconcile
-from engine._bus import translate
+from engine._bus_errors import translate
 
 if TYPE_CHECKING:
     from engine._client import Client

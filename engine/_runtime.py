@@ -132,7 +132,7 @@ def run_workers(workers: list[Worker]) -> None:
     first worker, then every worker serves until SIGTERM/SIGINT."""
     setup_logging()
     install_uvloop()
-    from engine._hosting import ENV_TRIGGERS, host, hosted_kinds
+    from engine._plugins import ENV_TRIGGERS, host, hosted_kinds
 
     host(workers[0], hosted_kinds(os.environ.get(ENV_TRIGGERS)))
     asyncio.run(serve_all(workers))

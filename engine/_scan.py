@@ -19,7 +19,7 @@ from nats.aio.msg import Msg
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
 from engine import _codec, _jetstream
-from engine._bus import BusError, translate
+from engine._bus_errors import BusError, translate
 
 if TYPE_CHECKING:
     from engine._client import Client

@@ -22,7 +22,7 @@ from nats.aio.msg import Msg
 from nats.js.api import ConsumerConfig, DeliverPolicy, ExternalStream, StreamConfig, StreamSource
 
 from engine import _codec, _jetstream, _reconcile, _scan, _tracing
-from engine._bus import BusError, translate
+from engine._bus_errors import BusError, translate
 from engine._errors import FunctionError
 from engine._jetstream import PubAck, StreamInfo
 from engine._scan import StreamMessage
@@ -91,7 +91,7 @@ class Source(msgspec.Struct, frozen=True, omit_defaults=True):
         return cls(info.name, domain or None, info.filter_subject)
 
 
-class SourceState(msgspec.Struct, frozen=True):
+class SourceStatus(msgspec.Struct, frozen=True):
     """How a source is doing: messages it has that were not copied yet (`lag`), seconds
     since it was last heard from (`active`, None: not yet), the server's last error."""
 
@@ -328,11 +328,11 @@ class Stream:
         config["sources"] = [s.wire() for s in sources]
         await _jetstream.update_stream(self.client, config)
 
-    async def sources(self) -> list[SourceState]:
+    async def sources(self) -> list[SourceStatus]:
         """The stream's sources and how far each has been copied."""
         _, states = await _jetstream.raw_stream_info(self.client, self.name)
         return [
-            SourceState(
+            SourceStatus(
                 Source.from_info(st),
                 st.lag,
                 None if st.active is None or st.active < 0 else st.active / 1e9,

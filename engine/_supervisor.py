@@ -443,7 +443,7 @@ class Supervisor:
         # config changed between runs changes the stored stream or bucket, or the start
         # fails saying what JetStream cannot change in place.
         for b in self.cfg.buckets:
-            await client.state(
+            await client.bucket(
                 b.name,
                 history=b.history,
                 ttl=b.ttl or 0,
@@ -475,7 +475,7 @@ class Supervisor:
                 discard=DiscardPolicy.OLD,
             ).ensure()
         if self.cfg.triggers:
-            store = await client.state(TRIGGERS_BUCKET, history=5, replicas=reps)
+            store = await client.bucket(TRIGGERS_BUCKET, history=5, replicas=reps)
             for t in self.cfg.triggers:
                 spec = TriggerSpec(
                     kind=t.kind,

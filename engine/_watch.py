@@ -23,7 +23,7 @@ import msgspec
 from nats.aio.msg import Msg
 from nats.js.api import DeliverPolicy
 
-from engine._bus import translate
+from engine._bus_errors import translate
 from engine._connect import closed_event
 
 if TYPE_CHECKING:

@@ -273,7 +273,7 @@ class Worker:
         # Declarations are the truth: what this worker declared earlier and no longer does
         # (a route whose path or function changed in an upgrade) is removed, so no route is
         # left pointing at a function nobody serves.
-        store = await self.client.state(TRIGGERS_BUCKET, history=5)
+        store = await self.client.bucket(TRIGGERS_BUCKET, history=5)
         mine = {t.key for t in self.triggers}
         for t in self.triggers:
             await store.put(t.key, t)

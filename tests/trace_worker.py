@@ -32,7 +32,7 @@ else:
 
     @worker.function("chain::store")
     async def store(req: StoreIn, ctx: Context) -> int:
-        return await (await ctx.state("chain")).put(req.key, req.value)
+        return await (await ctx.bucket("chain")).put(req.key, req.value)
 
 
 if __name__ == "__main__":

@@ -223,7 +223,7 @@ class CronTrigger:
 
 async def fire_now(client: Client, tid: str, function_id: str) -> Fired:
     """Publish a tick for a cron trigger, which the shared consumer turns into one call."""
-    store = await client.state(TRIGGERS_BUCKET, history=5)
+    store = await client.bucket(TRIGGERS_BUCKET, history=5)
     spec: TriggerSpec | None = None
     if tid:
         raw: Any = await store.get(f"cron.{tid}", Any)

@@ -8,7 +8,7 @@ from typing import Any, Protocol
 
 import msgspec
 
-from engine import TRIGGERS_BUCKET, Client, State, TriggerSpec, Worker
+from engine import TRIGGERS_BUCKET, Bucket, Client, TriggerSpec, Worker
 
 log = logging.getLogger("triggers")
 
@@ -46,7 +46,7 @@ class SpecWatcher:
         self._applied: dict[str, bytes] = {}
 
     async def start(self) -> None:
-        store = await self.client.state(TRIGGERS_BUCKET, history=5)
+        store = await self.client.bucket(TRIGGERS_BUCKET, history=5)
         # Snapshot first, synchronously, so the worker only reports ready with its table built.
         for key in await store.keys(f"{self.plugin.kind}."):
             raw: Any = await store.get(key, Any)
@@ -55,7 +55,7 @@ class SpecWatcher:
         self.ready.set()
         self._task = asyncio.create_task(self._follow(store))
 
-    async def _follow(self, store: State) -> None:
+    async def _follow(self, store: Bucket) -> None:
         async for change in store.watch(f"{self.plugin.kind}.>", include_existing=True):
             if change.op == "delete" or change.value is None:
                 self._applied.pop(change.key, None)

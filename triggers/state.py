@@ -26,7 +26,7 @@ from typing import Any, Literal
 import msgspec
 from nats.aio.msg import Msg
 
-from engine import Client, ConfigDrift, Entry, FunctionError, State, TriggerSpec, Worker
+from engine import Bucket, Client, ConfigDrift, Entry, FunctionError, TriggerSpec, Worker
 from triggers.consume import ConsumerBindings, ConsumerLoop, backoff_delay, ensure_consumer
 from triggers.plugin import SpecWatcher
 
@@ -69,7 +69,7 @@ class StateTrigger(ConsumerBindings):
 
     def __init__(self) -> None:
         self._client: Client | None = None
-        self._shadow: State | None = None
+        self._shadow: Bucket | None = None
         super().__init__()
 
     def install(self, worker: Worker) -> None:
@@ -77,7 +77,7 @@ class StateTrigger(ConsumerBindings):
 
     async def start(self, client: Client) -> None:
         self._client = client
-        self._shadow = await client.state(SHADOW_BUCKET)
+        self._shadow = await client.bucket(SHADOW_BUCKET)
         self._watcher = SpecWatcher(client, self)
         await self._watcher.start()
 

@@ -75,7 +75,7 @@ async def whoami(req: None, ctx: Context) -> Who:
 @worker.function("example::count")
 async def count(req: Counter, ctx: Context) -> Count:
     """Add to a KV counter with compare-and-set (safe across replicas)."""
-    st = await ctx.state("example")
+    st = await ctx.bucket("example")
     new = await st.update(req.key, lambda cur: (cur or 0) + req.by)
     return Count(value=int(new or 0))
 

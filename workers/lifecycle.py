@@ -5,14 +5,14 @@ store: lessons, insights, diagnostics, graph maintenance and flows; on cron and 
 from __future__ import annotations
 
 from engine import Worker
-from functions.diagnostics.service import DiagnosticsService
-from functions.flows.service import FlowService
+from functions.diagnostics.diagnostics_service import DiagnosticsService
+from functions.flows.flow_service import FlowService
 from functions.graph import mirror
 from functions.graph.ops import GraphOps
-from functions.insights.service import InsightService
+from functions.insights.insight_service import InsightService
 from functions.kernel.config import LifecycleConfig
-from functions.lessons.service import LessonService
-from functions.lifecycle.service import LONG, LifecycleService
+from functions.lessons.lesson_service import LessonService
+from functions.lifecycle.lifecycle_service import LONG, LifecycleService
 
 
 def schedules(cfg: LifecycleConfig) -> dict[str, str]:

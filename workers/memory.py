@@ -9,30 +9,30 @@ from __future__ import annotations
 import os
 
 from engine import Client, Worker
-from functions.coordination.actions.service import ActionService
-from functions.coordination.checkpoints.service import CheckpointService
-from functions.coordination.crystals.service import CrystalService
+from functions.coordination.actions.action_service import ActionService
+from functions.coordination.checkpoints.checkpoint_service import CheckpointService
+from functions.coordination.coordination_service import CoordinationService
+from functions.coordination.crystals.crystal_service import CrystalService
 from functions.coordination.diagnose import CoordinationDiagnostics
-from functions.coordination.leases.service import LeaseService
+from functions.coordination.leases.lease_service import LeaseService
 from functions.coordination.records import CHECKPOINTS_BUCKET, LEASES_BUCKET, TIMERS_BUCKET
-from functions.coordination.routines.service import RoutineService
-from functions.coordination.sentinels.service import SentinelService
-from functions.coordination.service import CoordinationService
-from functions.coordination.signals.service import SignalService
-from functions.coordination.sketches.service import SketchService
-from functions.facets.service import FacetService
-from functions.files.service import FileService
-from functions.governance.service import GovernanceService
-from functions.listings.service import ListingService
-from functions.mcp_content.service import McpContentService
+from functions.coordination.routines.routine_service import RoutineService
+from functions.coordination.sentinels.sentinel_service import SentinelService
+from functions.coordination.signals.signal_service import SignalService
+from functions.coordination.sketches.sketch_service import SketchService
+from functions.facets.facet_service import FacetService
+from functions.files.file_service import FileService
+from functions.governance.governance_service import GovernanceService
+from functions.listings.listing_service import ListingService
+from functions.mcp_content.mcp_content_service import McpContentService
 from functions.memory.compress_model import QUEUE as COMPRESS_QUEUE
 from functions.memory.compress_model import requested as auto_compress_requested
-from functions.memory.service import MemoryService
-from functions.provenance.service import ProvenanceService
-from functions.relations.service import RelationService
-from functions.replay.service import ReplayService
-from functions.slots.service import SlotService
-from functions.surface.service import SurfaceService
+from functions.memory.memory_service import MemoryService
+from functions.provenance.provenance_service import ProvenanceService
+from functions.relations.relation_service import RelationService
+from functions.replay.replay_service import ReplayService
+from functions.slots.slot_service import SlotService
+from functions.surface.surface_service import SurfaceService
 
 SWEEP_SCHEDULE = "@every 2m"
 """The fallback for leases whose expiry marker nobody acted on (the state trigger on the

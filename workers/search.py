@@ -13,7 +13,7 @@ from engine import Worker
 from engine.heap import map_large_allocations
 from functions.search.embed_queue import QUEUE, EmbedService
 from functions.search.feeder import IndexHolder
-from functions.search.service import SearchService
+from functions.search.search_service import SearchService
 
 
 def serve_search(worker: Worker, holder: IndexHolder | None = None) -> SearchService:

@@ -5,12 +5,12 @@ the MEMORY.md bridge."""
 from __future__ import annotations
 
 from engine import Worker
-from functions.bridge.service import BridgeService
+from functions.bridge.bridge_service import BridgeService
 from functions.kernel.records import EVENTS_STREAM, EVENTS_SUBJECT
-from functions.snapshots.service import SnapshotService, schedule
+from functions.snapshots.snapshot_service import SnapshotService, schedule
 from functions.team.mesh import MeshService
 from functions.team.records import TEAM_STREAM
-from functions.team.service import TeamService
+from functions.team.team_service import TeamService
 
 
 def serve_team(worker: Worker, service: TeamService | None = None) -> TeamService:

@@ -1,5 +1,5 @@
 """Coordination's state: its buckets, opened once per process (by the `CoordinationService`,
-`functions.coordination.service`), the audit log it shares with the memory service; and what
+`functions.coordination.coordination_service`), the audit log it shares with the memory service; and what
 each concept's service stands on: that one store (`ConceptService`) and the routes it
 declares under /agentmemory/ (`rest`)."""
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Generic, Protocol, TypeVar
 
-from engine import Client, Entry, FunctionError, State
+from engine import Bucket, Client, Entry, FunctionError
 from functions.coordination import records as r
 from functions.kernel.clock import iso_ms, now_ms
 from functions.kernel.ids import kv_key
@@ -23,35 +23,35 @@ AUDIT_RETRY = 30.0
 class CoordStore:
     def __init__(self, client: Client) -> None:
         self.client = client
-        self.actions: State
-        self.leases: State
-        self.signals: State
-        self.receipts: State
-        self.checkpoints: State
-        self.sentinels: State
-        self.routines: State
-        self.runs: State
-        self.sketches: State
-        self.crystals: State
-        self.timers: State
-        self.cursors: State
-        self.audit_log: State
+        self.actions: Bucket
+        self.leases: Bucket
+        self.signals: Bucket
+        self.receipts: Bucket
+        self.checkpoints: Bucket
+        self.sentinels: Bucket
+        self.routines: Bucket
+        self.runs: Bucket
+        self.sketches: Bucket
+        self.crystals: Bucket
+        self.timers: Bucket
+        self.cursors: Bucket
+        self.audit_log: Bucket
 
     async def open(self) -> CoordStore:
         c = self.client
-        self.actions = await c.state(r.ACTIONS_BUCKET)
-        self.leases = await c.state(r.LEASES_BUCKET, marker_ttl=r.MARKER_TTL)
-        self.signals = await c.state(r.SIGNALS_BUCKET)
-        self.receipts = await c.state(r.RECEIPTS_BUCKET)
-        self.checkpoints = await c.state(r.CHECKPOINTS_BUCKET)
-        self.sentinels = await c.state(r.SENTINELS_BUCKET)
-        self.routines = await c.state(r.ROUTINES_BUCKET)
-        self.runs = await c.state(r.RUNS_BUCKET)
-        self.sketches = await c.state(r.SKETCHES_BUCKET)
-        self.crystals = await c.state(r.CRYSTALS_BUCKET)
-        self.timers = await c.state(r.TIMERS_BUCKET, marker_ttl=r.MARKER_TTL)
-        self.cursors = await c.state(r.CURSORS_BUCKET)
-        self.audit_log = await c.state(AUDIT_BUCKET)
+        self.actions = await c.bucket(r.ACTIONS_BUCKET)
+        self.leases = await c.bucket(r.LEASES_BUCKET, marker_ttl=r.MARKER_TTL)
+        self.signals = await c.bucket(r.SIGNALS_BUCKET)
+        self.receipts = await c.bucket(r.RECEIPTS_BUCKET)
+        self.checkpoints = await c.bucket(r.CHECKPOINTS_BUCKET)
+        self.sentinels = await c.bucket(r.SENTINELS_BUCKET)
+        self.routines = await c.bucket(r.ROUTINES_BUCKET)
+        self.runs = await c.bucket(r.RUNS_BUCKET)
+        self.sketches = await c.bucket(r.SKETCHES_BUCKET)
+        self.crystals = await c.bucket(r.CRYSTALS_BUCKET)
+        self.timers = await c.bucket(r.TIMERS_BUCKET, marker_ttl=r.MARKER_TTL)
+        self.cursors = await c.bucket(r.CURSORS_BUCKET)
+        self.audit_log = await c.bucket(AUDIT_BUCKET)
         return self
 
     async def audit(
@@ -77,25 +77,25 @@ class CoordStore:
             retry_for=AUDIT_RETRY,
         )
 
-    # Typed per-key reads and writes (State's own take `type=` beside an Any default).
-    async def get(self, state: State, key: str, type_: type[T]) -> T | None:
+    # Typed per-key reads and writes (Bucket's own take `type=` beside an Any default).
+    async def get(self, state: Bucket, key: str, type_: type[T]) -> T | None:
         got: T | None = await state.get(key, type_)
         return got
 
-    async def entry(self, state: State, key: str, type_: type[T]) -> Entry[T] | None:
+    async def entry(self, state: Bucket, key: str, type_: type[T]) -> Entry[T] | None:
         got: Entry[T] | None = await state.entry(key, type_)
         return got
 
     async def update(
-        self, state: State, key: str, fn: Callable[[T | None], T | None], type_: type[T]
+        self, state: Bucket, key: str, fn: Callable[[T | None], T | None], type_: type[T]
     ) -> T | None:
         got: T | None = await state.update(key, fn, type=type_)
         return got
 
-    async def all(self, state: State, type_: type[T]) -> list[T]:
+    async def all(self, state: Bucket, type_: type[T]) -> list[T]:
         return [v async for _k, v in state.scan(">", type_)]
 
-    async def need(self, state: State, id_: str, type_: type[T], field: str, what: str) -> T:
+    async def need(self, state: Bucket, id_: str, type_: type[T], field: str, what: str) -> T:
         got = await self.get(state, kv_key(id_), type_) if id_ else None
         if got is None:
             raise FunctionError("NOT_FOUND", f"no {what} {id_!r}", field=field)

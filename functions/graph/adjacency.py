@@ -24,7 +24,7 @@ from collections.abc import Iterable
 
 import msgspec
 
-from engine import Entry, State
+from engine import Bucket, Entry
 from functions.graph.keys import parse_edge_key
 from functions.kernel.records import GraphEdge
 
@@ -99,5 +99,5 @@ def merge(
     return Adjacency(edges=ordered, total=max(total, len(ordered)), seq=max(done, hi))
 
 
-async def read_many(state: State, ids: list[str]) -> list[Entry[Adjacency] | None]:
+async def read_many(state: Bucket, ids: list[str]) -> list[Entry[Adjacency] | None]:
     return await state.entries([adj_key(n) for n in ids], Adjacency)

@@ -23,7 +23,7 @@ from datetime import datetime
 
 import msgspec
 
-from engine import State
+from engine import Bucket
 from functions.graph import reindex
 from functions.graph.adjacency import ADJ_VERSION
 from functions.graph.keys import STATS, MemoryIndex, Removed
@@ -34,7 +34,7 @@ from functions.kernel.records import GraphEdge, GraphNode, GraphStats
 REMOVED_ROUND = 200_000
 
 
-async def _drop(state: State, key: str) -> None:
+async def _drop(state: Bucket, key: str) -> None:
     """Remove a key with its history and no tombstone: a compacted graph takes no space for
     what it dropped. The query mirror learns of purges from the `PURGED` note instead."""
     await state.purge(key)
@@ -49,7 +49,7 @@ class CompactOut(msgspec.Struct, rename="camel", kw_only=True):
     adjacency_written: int = 0
 
 
-async def compact(state: State, now: datetime, *, retention_days: float, cap: int) -> CompactOut:
+async def compact(state: Bucket, now: datetime, *, retention_days: float, cap: int) -> CompactOut:
     out = CompactOut()
     removed: set[str] = set()
     notes: list[str] = []

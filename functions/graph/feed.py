@@ -28,7 +28,7 @@ from typing import TypeVar
 
 import msgspec
 
-from engine import Entry, State
+from engine import Bucket, Entry
 from functions.graph.adjacency import (
     ADJ_VERSION,
     Adjacency,
@@ -120,7 +120,7 @@ def _add_source(sources: list[str], source: str, cap: int) -> bool:
 class GraphFeed:
     name = "graph"
 
-    def __init__(self, state: State, cap: int = 32) -> None:
+    def __init__(self, state: Bucket, cap: int = 32) -> None:
         self.state = state
         self.cap = cap
 

@@ -32,7 +32,7 @@ from typing import Any
 
 import msgspec
 
-from engine import Client, SnapshotEnd, State, Watch
+from engine import Bucket, Client, SnapshotEnd, Watch
 from functions.graph.adjacency import Adjacency
 from functions.graph.keys import STATS
 from functions.kernel.records import GRAPH_BUCKET, GraphNode, GraphStats
@@ -57,7 +57,7 @@ class PurgeNote(msgspec.Struct, kw_only=True):
 
 
 class GraphMirror:
-    def __init__(self, state: State) -> None:
+    def __init__(self, state: Bucket) -> None:
         self.state = state
         self.nodes: dict[str, GraphNode] = {}
         self.adj: dict[str, Adjacency] = {}
@@ -174,7 +174,7 @@ _mirrors: dict[int, GraphMirror] = {}
 """One mirror per bucket handle (per connection) in this process."""
 
 
-async def mirror(state: State) -> GraphMirror:
+async def mirror(state: Bucket) -> GraphMirror:
     """The running mirror of this bucket handle, started on first use (the lifecycle worker
     starts it when it starts, so the first query does not pay the load)."""
     got = _mirrors.get(id(state))
@@ -199,7 +199,7 @@ async def stop_all() -> None:
 async def start_for(client: Client) -> None:
     """Worker start hook: the mirror loads in the background from the start, so the first
     query finds it (nearly) current instead of starting it."""
-    await mirror(await client.state(GRAPH_BUCKET))
+    await mirror(await client.bucket(GRAPH_BUCKET))
 
 
 async def stop_for(client: Client) -> None:

@@ -151,7 +151,7 @@ class GraphOps:
         self.owner = owner
 
     async def _graph(self) -> Any:
-        return await self.owner.store.client.state(GRAPH_BUCKET)
+        return await self.owner.store.client.bucket(GRAPH_BUCKET)
 
     async def _counts(self) -> tuple[int, int]:
         stats = await (await self.owner.graph_reader()).stats()
@@ -221,7 +221,7 @@ class GraphOps:
         async with await self.owner.exclusive("graph"):
             removed = await state.purge(">")
             await state.put(PURGED, PurgeNote(at=clock.iso(clock.now()), keys=removed))
-            life = await self.owner.store.client.state(LIFECYCLE_BUCKET)
+            life = await self.owner.store.client.bucket(LIFECYCLE_BUCKET)
             await life.put(cursor_key("graph"), 0)
         return ResetOut(
             success=True,

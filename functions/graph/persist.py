@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import msgspec
 
-from engine import State
+from engine import Bucket
 from functions.graph.adjacency import Adjacency, AdjEdge, adj_key, merge, seen_from_an_end
 from functions.graph.extract import Entity
 from functions.graph.keys import (
@@ -99,7 +99,7 @@ def _merge_sources(have: list[str], new: list[str], cap: int) -> tuple[list[str]
     return (fresh[::-1] + have)[:cap], len(fresh)
 
 
-async def persist(state: State, batch: Extracted, cap: int = 32) -> None:
+async def persist(state: Bucket, batch: Extracted, cap: int = 32) -> None:
     """Merge `batch` into the graph bucket. Edges are read first (which are new, which
     reopen), then nodes are written with their degrees, then the adjacency of both ends,
     then the edges, then the counts: the order the feed keeps (a live edge's ends exist)."""

@@ -20,7 +20,7 @@ from typing import Any
 
 import msgspec
 
-from engine import Entry, FunctionError, State
+from engine import Bucket, Entry, FunctionError
 from functions.graph.adjacency import Adjacency, read_many
 from functions.graph.keys import STATS, node_key, parse_edge_key
 from functions.graph.mirror import GraphMirror, mirror
@@ -43,7 +43,7 @@ EDGE_CAP = 20_000
 _edge = msgspec.json.Decoder(GraphEdge)
 
 
-async def _read(state: State, keys: list[str], kind: type[Any]) -> list[Any]:
+async def _read(state: Bucket, keys: list[str], kind: type[Any]) -> list[Any]:
     """Values of these keys (None where absent)."""
     got: list[Entry[Any] | None] = await state.entries(keys, kind)
     return [e.value if e is not None else None for e in got]
@@ -59,7 +59,7 @@ def _rank(n: GraphNode) -> tuple[int, int, str]:
 
 
 class GraphQuery:
-    def __init__(self, state: State) -> None:
+    def __init__(self, state: Bucket) -> None:
         self.state = state
         self.mirror: GraphMirror | None = None
         """Set for a query when the mirror caught up with every write before it."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 import heapq
 from collections import defaultdict
 
-from engine import State
+from engine import Bucket
 from functions.graph.adjacency import (
     ADJ_CAP,
     Adjacency,
@@ -52,12 +52,12 @@ class Changes:
         self.removed.pop(nid, None)
 
 
-async def drop(state: State, nid: str) -> None:
+async def drop(state: Bucket, nid: str) -> None:
     """A deleted node's list goes with it (purged: no tombstone, as compaction does)."""
     await state.purge(adj_key(nid))
 
 
-async def apply(state: State, ch: Changes) -> int:
+async def apply(state: Bucket, ch: Changes) -> int:
     """Write the changed lists; refill those left short. Returns lists written."""
     ids = sorted(set(ch.upserts) | set(ch.removed))
     short: list[str] = []
@@ -83,7 +83,7 @@ async def apply(state: State, ch: Changes) -> int:
     return written
 
 
-async def rebuild(state: State, ids: set[str]) -> None:
+async def rebuild(state: Bucket, ids: set[str]) -> None:
     """The lists of these nodes, exactly, from one pass over the edges: the strongest
     `ADJ_CAP` of each, and the count of all. The record's `seq` is kept (the feed's guard)."""
     best: dict[str, list[tuple[tuple[bool, int, int, str], AdjEdge]]] = defaultdict(list)

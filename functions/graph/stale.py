@@ -14,7 +14,7 @@ from typing import TypeVar
 
 import msgspec
 
-from engine import State
+from engine import Bucket
 from functions.graph.adjacency import Adjacency, AdjEdge, adj_key, merge, seen_from_an_end
 from functions.graph.keys import STATS, MemoryIndex, node_key
 from functions.kernel.records import GraphEdge, GraphNode, GraphStats
@@ -29,7 +29,7 @@ class Marked(msgspec.Struct, kw_only=True):
 
 
 async def _overlapping(
-    state: State, prefix: str, kind: type[R], made: set[str], sources: set[str]
+    state: Bucket, prefix: str, kind: type[R], made: set[str], sources: set[str]
 ) -> list[tuple[str, R]]:
     """The records under `prefix` the memory made, or whose provenance overlaps `sources`
     (read whole first: the marking writes to the bucket being scanned)."""
@@ -40,7 +40,7 @@ async def _overlapping(
     ]
 
 
-async def _set_stale(state: State, key: str, kind: type[R]) -> bool:
+async def _set_stale(state: Bucket, key: str, kind: type[R]) -> bool:
     """Mark the record at `key`; True when this call changed it."""
     changed = False
 
@@ -53,7 +53,7 @@ async def _set_stale(state: State, key: str, kind: type[R]) -> bool:
     return changed
 
 
-async def mark_stale(state: State, sources: set[str], made: MemoryIndex | None) -> Marked:
+async def mark_stale(state: Bucket, sources: set[str], made: MemoryIndex | None) -> Marked:
     out = Marked()
     made_nodes = {node_key(n) for n in made.nodes} if made else set()
     made_edges = set(made.edges) if made else set()

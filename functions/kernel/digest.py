@@ -17,7 +17,7 @@ from typing import Protocol
 
 import msgspec
 
-from engine import State
+from engine import Bucket
 from functions.kernel.records import EVENTS_SUBJECT, MemEvent
 from functions.kernel.store import MemoryStore
 
@@ -36,7 +36,7 @@ def cursor_key(name: str) -> str:
 
 async def digest(
     store: MemoryStore,
-    life: State,
+    life: Bucket,
     sinks: list[Sink],
     *,
     batch: int = 1000,

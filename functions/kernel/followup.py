@@ -48,7 +48,7 @@ def is_followup(prior: LastSearch | None, query: str, ids: list[str], now: float
 
 
 async def note(client: Client, session_id: str, query: str, ids: list[str]) -> None:
-    state = await client.state(FOLLOWUP_BUCKET)
+    state = await client.bucket(FOLLOWUP_BUCKET)
     now = time.time()
     key = "last." + kv_key(session_id)
     prior: LastSearch | None = await state.get(key, LastSearch)
@@ -63,5 +63,5 @@ async def note(client: Client, session_id: str, query: str, ids: list[str]) -> N
 
 
 async def read(client: Client) -> Counts:
-    got: Counts | None = await (await client.state(FOLLOWUP_BUCKET)).get(COUNTS, Counts)
+    got: Counts | None = await (await client.bucket(FOLLOWUP_BUCKET)).get(COUNTS, Counts)
     return got or Counts()

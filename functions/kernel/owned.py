@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, ClassVar, Generic, TypeVar
 
-from engine import FunctionError, Http, State
+from engine import Bucket, FunctionError, Http
 from functions.kernel.store import MemoryStore, StoreOwner
 
 PREFIX = "/agentmemory/"
@@ -50,8 +50,8 @@ class OwnedService(Generic[Owner]):
     def store(self) -> MemoryStore:
         return self.owner.store
 
-    async def state(self) -> State:
+    async def bucket(self) -> Bucket:
         if not self.BUCKET:
             raise RuntimeError(f"{type(self).__name__} keeps no bucket of its own")
-        state: State = await self.store.client.state(self.BUCKET)
+        state: Bucket = await self.store.client.bucket(self.BUCKET)
         return state

@@ -13,7 +13,7 @@ from typing import Any, Literal, Protocol, TypeVar, cast
 
 import msgspec
 
-from engine import BUS_ERRORS, Client, Entry, Presence, State, Stream
+from engine import BUS_ERRORS, Bucket, Client, Entry, Presence, Stream
 from functions.kernel.clock import now_iso
 from functions.kernel.ids import kv_key, new_id
 from functions.kernel.records import (
@@ -74,24 +74,24 @@ class MemoryStore:
         # upstream's AGENT_ID first (trimmed, 128 characters), ours as the older name
         agent = os.environ.get("AGENT_ID") or os.environ.get("AGENTMEMORY_AGENT_ID") or ""
         self._default_agent = agent.strip()[:128]
-        self.observations: State
-        self.memories: State
-        self.sessions: State
-        self.dedup: State
-        self.audit_log: State
-        self.summaries: State
+        self.observations: Bucket
+        self.memories: Bucket
+        self.sessions: Bucket
+        self.dedup: Bucket
+        self.audit_log: Bucket
+        self.summaries: Bucket
 
     async def open(self) -> MemoryStore:
         c = self.client
         # Records are read by key, at random (a search's hits, a timeline): nats-server
         # loads a whole block to read one, so they stay plain unless asked (see
         # store_compression); the event log, read in order, is compressed.
-        self.observations = await c.state(OBSERVATIONS_BUCKET, compression=records_compression())
-        self.memories = await c.state(MEMORIES_BUCKET, compression=records_compression())
-        self.sessions = await c.state(SESSIONS_BUCKET)
-        self.dedup = await c.state(DEDUP_BUCKET)
-        self.audit_log = await c.state(AUDIT_BUCKET)
-        self.summaries = await c.state(SUMMARIES_BUCKET)
+        self.observations = await c.bucket(OBSERVATIONS_BUCKET, compression=records_compression())
+        self.memories = await c.bucket(MEMORIES_BUCKET, compression=records_compression())
+        self.sessions = await c.bucket(SESSIONS_BUCKET)
+        self.dedup = await c.bucket(DEDUP_BUCKET)
+        self.audit_log = await c.bucket(AUDIT_BUCKET)
+        self.summaries = await c.bucket(SUMMARIES_BUCKET)
         await self.ensure_stream()
         return self
 
@@ -203,25 +203,25 @@ class MemoryStore:
         await self.memories.update(kv_key(supersedes), mark, type=Memory)
         await self.publish(RecordsRemoved(ids=[supersedes], reason=reason))
 
-    async def kv_create_fast(self, state: State, key: str, value: Any) -> int | None:
+    async def kv_create_fast(self, state: Bucket, key: str, value: Any) -> int | None:
         """KV create: None when the key holds a value or a tombstone (a deleted key is never
         re-created this way, so a forgotten observation stays forgotten)."""
         return await state.create(kv_key(key), value, over_tombstone=False)
 
-    async def presence(self, state: State, key: str) -> Presence:
+    async def presence(self, state: Bucket, key: str) -> Presence:
         """Whether a key holds a value, was deleted (tombstone kept), or never existed."""
         return await state.presence(kv_key(key))
 
-    async def get(self, state: State, key: str, type_: type[T]) -> T | None:
+    async def get(self, state: Bucket, key: str, type_: type[T]) -> T | None:
         return await state.get(kv_key(key), type_)
 
-    async def keys(self, state: State, prefix: str = "") -> list[str]:
+    async def keys(self, state: Bucket, prefix: str = "") -> list[str]:
         """Keys of a bucket (tombstoned ones included: reading them gives None), read from
         the stream's own subject listing: a list that came back short would make a
         replace-import or a forget skip records."""
         return sorted(k for k in await state.stored_keys() if k.startswith(prefix))
 
-    async def load_all(self, state: State, type_: type[T], prefix: str = "") -> list[T]:
+    async def load_all(self, state: Bucket, type_: type[T], prefix: str = "") -> list[T]:
         keys = await self.keys(state, prefix)
         out: list[T] = []
         for chunk in range(0, len(keys), 256):
@@ -254,7 +254,7 @@ class MemoryStore:
 
 
 async def write_audit(
-    audit_log: State,
+    audit_log: Bucket,
     action: str,
     target_ids: list[str],
     *,

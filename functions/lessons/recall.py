@@ -67,7 +67,7 @@ async def save(
             source_ids=[scrub(s) for s in req.source_ids][:32],
         )
 
-    state = await store.client.state(LESSONS_BUCKET)
+    state = await store.client.bucket(LESSONS_BUCKET)
     out: Lesson | None = await state.update(lid, upsert, type=Lesson)
     if out is None:  # update() returns None only when upsert does; it never does
         raise FunctionError("INTERNAL", f"lesson {lid} was not written")
@@ -76,7 +76,7 @@ async def save(
 
 async def delete(store: MemoryStore, lid: str, now: datetime) -> Lesson:
     """Soft delete: out of recall and listings; saving the same content revives it."""
-    state = await store.client.state(LESSONS_BUCKET)
+    state = await store.client.bucket(LESSONS_BUCKET)
 
     def gone(cur: Lesson | None) -> Lesson | None:
         if cur is None or cur.deleted:
@@ -94,7 +94,7 @@ async def delete(store: MemoryStore, lid: str, now: datetime) -> Lesson:
 async def listing(
     store: MemoryStore, req: LessonListIn, cfg: DecayConfig, now: datetime
 ) -> list[tuple[float, Lesson]]:
-    state = await store.client.state(LESSONS_BUCKET)
+    state = await store.client.bucket(LESSONS_BUCKET)
     agent = store.default_agent(req.agent_id)
     out: list[tuple[float, Lesson]] = []
     async for _, lesson in state.scan(">", Lesson):
@@ -112,7 +112,7 @@ async def listing(
 
 
 async def reinforce(store: MemoryStore, lid: str, cfg: DecayConfig, now: datetime) -> Lesson:
-    state = await store.client.state(LESSONS_BUCKET)
+    state = await store.client.bucket(LESSONS_BUCKET)
     out: Lesson | None = await state.update(
         lid,
         lambda cur: reinforce_lesson(cur, now, cfg) if cur and not cur.deleted else None,
@@ -128,7 +128,7 @@ async def recall(
 ) -> list[tuple[float, Lesson]]:
     """Best `limit` lessons: token overlap with the query (all lessons when the query is
     empty) times current strength. Streams the bucket; holds only the top `limit`."""
-    state = await store.client.state(LESSONS_BUCKET)
+    state = await store.client.bucket(LESSONS_BUCKET)
     q = tokens(req.query)
     agent = store.default_agent(req.agent_id)
     best: list[tuple[float, str, Lesson]] = []

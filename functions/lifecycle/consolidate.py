@@ -20,7 +20,7 @@ from typing import Literal, TypeVar
 
 import msgspec
 
-from engine import State
+from engine import Bucket
 from functions.kernel import clock
 from functions.kernel.models.client import ModelClient
 from functions.kernel.records import (
@@ -128,7 +128,7 @@ class Consolidator:
 
     async def run(self, now: datetime) -> ConsolidateOut:
         st = self.store
-        life = await st.client.state(LIFECYCLE_BUCKET)
+        life = await st.client.bucket(LIFECYCLE_BUCKET)
         recovered = await self._recover(life)
         at = clock.iso(now)
         semantic = SemanticPlanner(self.min_sessions, self.cap)
@@ -210,7 +210,7 @@ class Consolidator:
         if self.fault is not None:
             self.fault(phase, i)
 
-    async def _apply(self, stage: State, run: str, count: int) -> None:
+    async def _apply(self, stage: Bucket, run: str, count: int) -> None:
         for start in range(0, count, CONCURRENCY):
             idx = range(start, min(count, start + CONCURRENCY))
             staged = await asyncio.gather(
@@ -230,7 +230,7 @@ class Consolidator:
         await self.store.publish(MemoryAdded(memory=m), msg_id=f"consolidate:{run}:{m.id}")
         await self.store.memories.put(m.id, m)
 
-    async def _recover(self, stage: State) -> str:
+    async def _recover(self, stage: Bucket) -> str:
         marker = await self.store.get(stage, MARKER, RunMarker)
         recovered = ""
         if marker is not None and marker.state == "committed":
@@ -241,7 +241,7 @@ class Consolidator:
         return recovered
 
     async def _purge_stage(self) -> None:
-        await (await self.store.client.state(LIFECYCLE_BUCKET)).purge("stage.>")
+        await (await self.store.client.bucket(LIFECYCLE_BUCKET)).purge("stage.>")
 
 
 async def _titled(st: MemoryStore, modeled: list[Memory]) -> list[Memory]:

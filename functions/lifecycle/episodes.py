@@ -58,7 +58,7 @@ async def summarize_sessions(
             continue
         summary = digest.summary(session, clock.iso(now))
         if model is not None and model.enabled:
-            life = await store.client.state(LIFECYCLE_BUCKET)
+            life = await store.client.bucket(LIFECYCLE_BUCKET)
             summary = await summary_model.word(model, life, summary)
         old = await store.get(store.summaries, sid, SessionSummary)
         if old is not None and same_summary(old, summary):

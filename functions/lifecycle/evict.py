@@ -67,7 +67,7 @@ Summarizer = Callable[[set[str]], Awaitable[list[SessionSummary]]]
 
 
 async def load_config(store: MemoryStore) -> EvictionConfig:
-    life = await store.client.state(LIFECYCLE_BUCKET)
+    life = await store.client.bucket(LIFECYCLE_BUCKET)
     try:
         got: EvictionConfig | None = await life.get(CONFIG_KEY, EvictionConfig)
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:

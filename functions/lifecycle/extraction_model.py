@@ -31,7 +31,7 @@ from typing import Annotated, TypeVar
 
 import msgspec
 
-from engine import State
+from engine import Bucket
 from functions.kernel.models.client import ModelClient
 from functions.kernel.records import Memory, Observation, SessionSummary
 from functions.lifecycle.semantic import cluster_id
@@ -182,7 +182,7 @@ class Extractor:
     """One consolidation run's model passes: feed it every observation (`add`) and every
     summary (`summary`), then `memories()`."""
 
-    def __init__(self, model: ModelClient, life: State, max_calls: int, cap: int = 32) -> None:
+    def __init__(self, model: ModelClient, life: Bucket, max_calls: int, cap: int = 32) -> None:
         self.model = model
         self.life = life
         self.max_calls = max_calls

@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator
 
 import msgspec
 
-from engine import CasConflict, Entry, FunctionError, State
+from engine import Bucket, CasConflict, Entry, FunctionError
 
 
 class Lease(msgspec.Struct, kw_only=True):
@@ -20,7 +20,7 @@ class Lease(msgspec.Struct, kw_only=True):
 
 
 @contextlib.asynccontextmanager
-async def held(state: State, name: str, ttl: float = 600.0) -> AsyncIterator[None]:
+async def held(state: Bucket, name: str, ttl: float = 600.0) -> AsyncIterator[None]:
     key = f"lease.{name}"
     me = secrets.token_hex(8)
     cur: Entry[Lease] | None = await state.entry(key, Lease)

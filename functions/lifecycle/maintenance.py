@@ -61,7 +61,7 @@ async def run_decay(store: MemoryStore, cfg: LifecycleConfig, now: datetime) -> 
             changed += 1
             m = new if new is not None else m
         tiers[tier(m.strength)] += 1
-    lessons = await store.client.state(LESSONS_BUCKET)
+    lessons = await store.client.bucket(LESSONS_BUCKET)
     n_lessons = 0
     if cfg.decay.lesson_decay:
         async for key, lesson in lessons.scan(">", Lesson):

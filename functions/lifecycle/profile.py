@@ -24,7 +24,7 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from engine import Entry, State
+from engine import Bucket, Entry
 from functions.kernel import clock
 from functions.kernel.config import ProfileConfig
 from functions.kernel.records import (
@@ -182,7 +182,7 @@ def conventions(p: ProjectProfile, weight: Callable[[ProfileTerm], float]) -> li
 class ProfileFeed:
     name = "profile"
 
-    def __init__(self, state: State, cfg: ProfileConfig) -> None:
+    def __init__(self, state: Bucket, cfg: ProfileConfig) -> None:
         self.state = state
         self.cfg = cfg
 

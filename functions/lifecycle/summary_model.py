@@ -15,7 +15,7 @@ import hashlib
 
 import msgspec
 
-from engine import State
+from engine import Bucket
 from functions.kernel.ids import kv_key
 from functions.kernel.models.client import ModelClient
 from functions.kernel.records import SessionSummary
@@ -85,7 +85,7 @@ def _apply(s: SessionSummary, r: SummaryReply) -> SessionSummary:
     )
 
 
-async def word(model: ModelClient, life: State, s: SessionSummary) -> SessionSummary:
+async def word(model: ModelClient, life: Bucket, s: SessionSummary) -> SessionSummary:
     """`s` as the model writes it (cached), or `s` itself."""
     if not model.enabled:
         return s

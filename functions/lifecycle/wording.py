@@ -20,7 +20,7 @@ from typing import Any
 
 import msgspec
 
-from engine import State
+from engine import Bucket
 from functions.kernel.models.client import ModelClient
 from functions.kernel.records import Memory
 
@@ -65,7 +65,7 @@ def _prompt(m: Memory) -> str:
 
 
 class Rewriter:
-    def __init__(self, model: ModelClient, life: State, max_calls: int) -> None:
+    def __init__(self, model: ModelClient, life: Bucket, max_calls: int) -> None:
         self.model = model
         self.life = life
         self.max_calls = max_calls

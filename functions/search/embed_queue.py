@@ -82,7 +82,7 @@ async def embed_call(embedder: Embedder, req: EmbedIn, ctx: Context) -> EmbedOut
         raise FunctionError(
             "UNAVAILABLE", f"embedding failed: {type(exc).__name__}: {exc}", retryable=True
         ) from None
-    st = await ctx.state(EMBEDDINGS_BUCKET)
+    st = await ctx.bucket(EMBEDDINGS_BUCKET)
     stored = 0
     for i, rid in enumerate(req.ids):
         rows = vecs[[j for j, o in enumerate(owners) if o == i]]
@@ -133,7 +133,7 @@ class QueueEmbedding:
             await asyncio.sleep(0.2)
 
     async def run_watcher(self, client: Client) -> None:
-        st = await client.state(EMBEDDINGS_BUCKET)
+        st = await client.bucket(EMBEDDINGS_BUCKET)
         async for change in st.watch():  # stored vectors first, then each new batch
             if change.value is None:
                 continue

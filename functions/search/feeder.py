@@ -28,7 +28,7 @@ from engine import Client, Follower, Objects, Stream, StreamMessage
 from functions.kernel.config import data_dir
 from functions.kernel.records import EVENTS_SUBJECT, MemEvent, observation_events_subject
 from functions.kernel.store import events_stream
-from functions.search import snapshot
+from functions.search import index_snapshot
 from functions.search.embed_queue import QueueEmbedding
 from functions.search.embedding import ensure_model, store_batch, take_batch
 from functions.search.index import SearchIndex
@@ -352,7 +352,7 @@ class IndexHolder:
         if not final and self.shown is not None and self.shown.wasteful():
             alive = self.index.alive
             await self.shown.compact(lambda n: n < len(alive) and bool(alive[n]))
-        taken = snapshot.take(self.index)
+        taken = index_snapshot.take(self.index)
         prepared = time.monotonic() - began
         last = await self.events.get(seq) if seq else None
         digest = _digest(last) if last is not None else None
@@ -390,7 +390,9 @@ class IndexHolder:
         assert self.local_dir is not None
         return self.local_dir / f"{self.snapshot_name}{suffix}"
 
-    def _write_local(self, taken: snapshot.Taken, digest: bytes | None, compressed: bool) -> int:
+    def _write_local(
+        self, taken: index_snapshot.Taken, digest: bytes | None, compressed: bool
+    ) -> int:
         assert self.local_dir is not None
         self.local_dir.mkdir(parents=True, exist_ok=True)
         last = self._local(".last")
@@ -400,18 +402,18 @@ class IndexHolder:
             last.write_bytes(digest)
         return size
 
-    async def _read_local(self) -> tuple[snapshot.Buffer, bytes | None] | None:
+    async def _read_local(self) -> tuple[index_snapshot.Buffer, bytes | None] | None:
         if self.local_dir is None:
             return None
         path, last = self._local(".snap"), self._local(".last")
 
-        def read() -> tuple[snapshot.Buffer, bytes | None] | None:
+        def read() -> tuple[index_snapshot.Buffer, bytes | None] | None:
             # Mapped, not read: a restore copies each section where it goes, so the file
             # never sits on the heap whole (a later snapshot replaces it, never rewrites it).
             try:
                 with path.open("rb") as f:
                     size = os.fstat(f.fileno()).st_size
-                    blob: snapshot.Buffer = (
+                    blob: index_snapshot.Buffer = (
                         mmap.mmap(f.fileno(), size, access=mmap.ACCESS_READ) if size else b""
                     )
             except FileNotFoundError:
@@ -440,7 +442,7 @@ class IndexHolder:
                 blob = await asyncio.to_thread(zlib.decompress, memoryview(blob)[len(PACKED) :])
             fresh = self._fresh_index()
             try:
-                self.index = await asyncio.to_thread(snapshot.load, blob, fresh)
+                self.index = await asyncio.to_thread(index_snapshot.load, blob, fresh)
             except Exception as exc:
                 log.warning("index snapshot from %s unreadable (%s): passed over", source, exc)
                 continue

@@ -38,12 +38,12 @@ from functions.search.documents import (
     Record,
     document,
 )
+from functions.search.entity_expansion import EntityGraph
 from functions.search.fusion import RRF_K, FusionWeights, diversify, rrf
-from functions.search.graph import EntityGraph
 from functions.search.mapped import Spill
+from functions.search.ranking import session_stream, time_stream, top
 from functions.search.shown import ShownRecords
 from functions.search.spans import found, stream_span
-from functions.search.streams import session_stream, time_stream, top
 from functions.search.tables import DocEntities, IdSlots, MetaTable
 from functions.search.temporal import day_number
 from functions.search.vectors import VectorIndex

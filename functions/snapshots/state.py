@@ -12,7 +12,7 @@ from typing import Any
 
 import msgspec
 
-from engine import Client, State
+from engine import Bucket, Client
 from functions.kernel.records import (
     COMMITS_BUCKET,
     FACETS_BUCKET,
@@ -70,7 +70,7 @@ def file_of(bucket: str) -> str:
 
 
 async def read(client: Client, bucket: str) -> Records:
-    state = await client.state(bucket)
+    state = await client.bucket(bucket)
     return {k: bytes(v) async for k, v in state.scan(">", msgspec.Raw)}
 
 
@@ -117,7 +117,7 @@ def compare(old: Records, new: Records) -> Change:
 
 async def restore(store: MemoryStore, bucket: str, wanted: Records) -> Change:
     """Make `bucket` hold exactly `wanted`; what changed (keys)."""
-    state: State = await store.client.state(bucket)
+    state: Bucket = await store.client.bucket(bucket)
     current = await read(store.client, bucket)
     change = compare(current, wanted)
     for k in (*change.added, *change.changed):

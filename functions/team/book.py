@@ -17,7 +17,7 @@ from typing import Any
 
 import msgspec
 
-from engine import State
+from engine import Bucket
 from functions.kernel.clock import now_iso
 from functions.kernel.ids import kv_key
 from functions.kernel.records import (
@@ -62,7 +62,7 @@ def link_key(peer: str) -> str:
 
 
 class TeamBook:
-    def __init__(self, store: MemoryStore, kv: State, team_log: TeamLog, cfg: TeamConfig) -> None:
+    def __init__(self, store: MemoryStore, kv: Bucket, team_log: TeamLog, cfg: TeamConfig) -> None:
         self.store = store
         self.kv = kv
         self.log = team_log

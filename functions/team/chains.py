@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import NamedTuple
 
-from engine import State
+from engine import Bucket
 from functions.kernel.clock import now_iso
 from functions.kernel.ids import kv_key
 from functions.kernel.records import Memory, MemoryAdded, RecordsRemoved
@@ -31,7 +31,7 @@ class Moved(NamedTuple):
 
 
 class Chains:
-    def __init__(self, store: MemoryStore, kv: State) -> None:
+    def __init__(self, store: MemoryStore, kv: Bucket) -> None:
         self.store = store
         self.kv = kv
 

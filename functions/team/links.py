@@ -16,7 +16,7 @@ import asyncio
 import logging
 import time
 
-from engine import SourceState, State
+from engine import Bucket, SourceStatus
 from functions.kernel import clock
 from functions.kernel.clock import now_iso
 from functions.kernel.ids import new_id
@@ -52,7 +52,7 @@ class Links:
         """Why the latest probe could not be sent ("" when it was)."""
 
     @property
-    def kv(self) -> State:
+    def kv(self) -> Bucket:
         return self.book.kv
 
     async def peers(self) -> dict[str, Peer]:
@@ -151,7 +151,7 @@ class Links:
             return None  # an old round trip proves nothing about now
         return round(max(link.echoed_at - sent, 0.0) * 1000, 1)
 
-    def reason(self, peer: str, st: SourceState | None, link: Link, now: float) -> str:
+    def reason(self, peer: str, st: SourceStatus | None, link: Link, now: float) -> str:
         """Why there is no round trip with `peer`, in words a person can act on."""
         if self.probe_error:
             return self.probe_error
@@ -199,5 +199,5 @@ def http_view(peer: Peer, now: float) -> PeerView:
     )
 
 
-def _stale(st: SourceState | None) -> bool:
+def _stale(st: SourceStatus | None) -> bool:
     return st is None or st.active is None or st.active > STALE

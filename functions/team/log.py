@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import msgspec
 
-from engine import Client, FunctionError, Source, SourceState, Stream
+from engine import Client, FunctionError, Source, SourceStatus, Stream
 from functions.kernel.records import Memory, Observation
 from functions.team.records import (
     LOG_SUBJECT,
@@ -90,7 +90,7 @@ class TeamLog:
         await self.source_peers([p for p in peers if p not in stale])
         await self.source_peers(peers)
 
-    async def peer_states(self) -> dict[str, SourceState]:
+    async def peer_states(self) -> dict[str, SourceStatus]:
         return {s.source.domain or "": s for s in await self.stream.sources()}
 
     async def last_seq(self) -> int:

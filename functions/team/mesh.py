@@ -38,7 +38,7 @@ from functions.team.wire import (
 )
 
 if TYPE_CHECKING:
-    from functions.team.service import TeamService
+    from functions.team.team_service import TeamService
 
 rest = routes("team")
 

@@ -169,7 +169,7 @@ class ViewerService:
         return ActivityOut(activity=items, more=after >= info.first_seq)
 
     async def _lesson_count(self) -> int:
-        state = await self.store.client.state(LESSONS_BUCKET)
+        state = await self.store.client.bucket(LESSONS_BUCKET)
         return len(await state.keys())
 
     @operation(

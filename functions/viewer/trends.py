@@ -22,7 +22,7 @@ from typing import Annotated
 
 import msgspec
 
-from engine import Client, FunctionError, Http, State, operation, service_infos
+from engine import Bucket, Client, FunctionError, Http, operation, service_infos
 from functions.kernel.clock import parse
 from functions.kernel.ids import kv_key
 from functions.kernel.owned import started
@@ -114,7 +114,7 @@ def day_key(day: str, project: str) -> str:
 class Folder:
     """Day records in memory while one fold runs, written at its end."""
 
-    def __init__(self, state: State) -> None:
+    def __init__(self, state: Bucket) -> None:
         self.state = state
         self.days: dict[str, Day] = {}
 
@@ -172,7 +172,7 @@ class Folder:
 class TrendsService:
     def __init__(self) -> None:
         self._store: MemoryStore | None = None
-        self._state: State | None = None
+        self._bucket: Bucket | None = None
         self._lock = asyncio.Lock()
         self._draining = False
 
@@ -181,12 +181,12 @@ class TrendsService:
         return started(self._store, "the viewer")
 
     @property
-    def state(self) -> State:
-        return started(self._state, "the viewer")
+    def bucket(self) -> Bucket:
+        return started(self._bucket, "the viewer")
 
     async def start(self, client: Client) -> None:
         self._store = await MemoryStore(client).open()
-        self._state = await client.state(DAYS_BUCKET)
+        self._bucket = await client.bucket(DAYS_BUCKET)
 
     async def drain(self, client: Client) -> None:
         """The worker is stopping: a fold saves what it has folded and ends."""
@@ -202,7 +202,7 @@ class TrendsService:
             return behind
 
     async def _fold_events(self, limit: int) -> int:
-        st, state = self.store, self.state
+        st, state = self.store, self.bucket
         got: int | None = await state.get("cursor.events", int)
         cursor = got or 0
         info = await st.events.info()
@@ -226,7 +226,7 @@ class TrendsService:
     async def _sample_recall(self) -> None:
         """Add what retrieval answered since the last reading to today's record."""
         replies = await service_infos(self.store.client, quiet=0.1, limit=0.5, verb="STATS")
-        today = Folder(self.state)
+        today = Folder(self.bucket)
         d = await today.day(day_of(datetime.now(UTC).timestamp()), "")
         changed = False
         for reply in replies:
@@ -241,7 +241,7 @@ class TrendsService:
             if not counts:
                 continue
             key = "sample." + kv_key(str(reply["id"]))
-            before: Sample | None = await self.state.get(key, Sample)
+            before: Sample | None = await self.bucket.get(key, Sample)
             for fid, (calls, size) in counts.items():
                 was = before.counts.get(fid, (0, 0)) if before else (0, 0)
                 # A process restarted since the last reading counts from zero again.
@@ -253,7 +253,7 @@ class TrendsService:
                     d.searches, d.search_bytes = d.searches + dc, d.search_bytes + db
                 else:
                     d.contexts, d.context_bytes = d.contexts + dc, d.context_bytes + db
-            await self.state.put(key, Sample(counts=counts))
+            await self.bucket.put(key, Sample(counts=counts))
         if changed:
             await today.save()
 
@@ -284,7 +284,7 @@ class TrendsService:
         removed: dict[str, list[int]] = {}
         raw_before = 0
         want = kv_key(req.project) if req.project else None
-        async for key, d in self.state.scan("d.>", Day):
+        async for key, d in self.bucket.scan("d.>", Day):
             mine = want is None or key.endswith("." + want)
             recall = not d.project  # retrieval and removals are kept project-wide
             i = index.get(d.day)

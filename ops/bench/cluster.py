@@ -392,7 +392,7 @@ async def verify(cluster: Cluster, client: Client, load: Load) -> dict[str, Any]
     deadline = time.monotonic() + 90
     while pending() and time.monotonic() < deadline:
         await asyncio.sleep(0.2)
-    st = await client.state(OBSERVATIONS_BUCKET)
+    st = await client.bucket(OBSERVATIONS_BUCKET)
     ids = list(load.acked.values())
     present: set[str] = set()
     for chunk in range(0, len(ids), 400):

@@ -182,7 +182,7 @@ async def verify(url: str, inbox: Path, acked: dict[int, str]) -> dict[str, Any]
         await asyncio.sleep(0.2)
     pre = f"$KV.{OBSERVATIONS_BUCKET}."
     info = await js.stream_info(f"KV_{OBSERVATIONS_BUCKET}", subjects_filter=f"{pre}>")
-    st = await c.state(OBSERVATIONS_BUCKET)
+    st = await c.bucket(OBSERVATIONS_BUCKET)
     stored: list[Observation] = []
     keys = [s[len(pre) :] for s in (info.state.subjects or {})]
     for chunk in range(0, len(keys), 500):

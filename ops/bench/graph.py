@@ -92,7 +92,7 @@ async def publish(store: MemoryStore, n: int) -> None:
 async def feed(client: Client, n: int) -> float:
     """Seconds until the worker folded all n events (a cron run may hold the lease: then
     wait for the cursor rather than count its work twice)."""
-    life = await client.state("mem_lifecycle")
+    life = await client.bucket("mem_lifecycle")
     t = time.perf_counter()
     while True:
         try:
@@ -184,7 +184,7 @@ async def measure(n: int, reps: int) -> dict[str, Any]:
 
             # The peer: every live edge read once into a dict, then walked in memory.
             adj: dict[str, list[tuple[str, str]]] = defaultdict(list)
-            graph = await client.state(GRAPH_BUCKET)
+            graph = await client.bucket(GRAPH_BUCKET)
             async for key, e in graph.scan("e.>", GraphEdge):
                 if e.valid_to is None:
                     adj[e.src].append((e.dst, key))

@@ -36,7 +36,7 @@ CLI = [str(_CLI)] if _CLI.exists() else [sys.executable, "-m", "workers.cli"]
 CONFIG = """
 workers:
   - name: http
-    command: [{python}, -m, workers.triggers, http]
+    command: [{python}, -m, workers.trigger_plugins, http]
   - name: memory
     module: workers.memory
     depends_on: [http]

@@ -232,7 +232,7 @@ def main() -> None:
         if args.separate_http:
             procs.append(
                 spawn(
-                    [sys.executable, "-m", "workers.triggers", "http"],
+                    [sys.executable, "-m", "workers.trigger_plugins", "http"],
                     rest_env,
                     b"ENGINE_WORKER_READY",
                 )

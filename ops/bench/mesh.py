@@ -1,6 +1,6 @@
 """Team memory across machines: two product stacks (config/engine.yaml, each its own
 nats-server, JetStream domain and data dir) joined by one leaf link that runs through a
-loopback relay (ops/partition.Relay) the benchmark cuts and restores.
+loopback relay (ops/tcp_relay.Relay) the benchmark cuts and restores.
 
 Propagation: a memory shared on A (`team/share`, from sending the request) until B has
 applied it (the record in B's storage and its `memory.added` on B's MEM_EVENTS), one at a
@@ -50,7 +50,7 @@ from nats.js.api import StreamConfig
 
 from engine import Client, Source, connect
 from ops.bench._common import ROOT, emit, machine, median, pct, run_async
-from ops.partition import Relay
+from ops.tcp_relay import Relay
 
 SECRET = "mesh-bench-secret"
 TEAM = "bench-team"

@@ -161,7 +161,7 @@ async def create_actions(host_url: str, n: int) -> None:
 
 async def audit_two_holders(client: Client) -> dict[str, int]:
     """Walk each action's lease entries in the order of the action record's revisions."""
-    st = await client.state(AUDIT_BUCKET)
+    st = await client.bucket(AUDIT_BUCKET)
     entries = [e for e in await asyncio.gather(*(st.get(k, dict) for k in await st.keys()))
                if e and str(e.get("action", "")).startswith("lease-")]  # fmt: skip
     by_action: dict[str, list[dict[str, Any]]] = {}

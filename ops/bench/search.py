@@ -34,7 +34,7 @@ import tantivy  # noqa: E402
 from engine import Client, connect  # noqa: E402
 from engine.server import NatsServer  # noqa: E402
 from functions.kernel.records import Observation  # noqa: E402
-from functions.search import snapshot  # noqa: E402
+from functions.search import index_snapshot  # noqa: E402
 from functions.search.index import SearchIndex  # noqa: E402
 from ops.bench._common import spawn_python  # noqa: E402
 
@@ -205,7 +205,7 @@ def main() -> None:
     for o in docs:
         index.add(o)
     build = time.perf_counter() - t
-    blob = snapshot.dump(index)
+    blob = index_snapshot.dump(index)
 
     # Warm-up uses other queries (another seed), so the measured ones are unseen. Ours and
     # tantivy run query by query in alternation: on a shared machine a burst of load then

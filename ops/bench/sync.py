@@ -149,7 +149,7 @@ async def power_cut(policy: str, tmp: Path, seconds: float) -> dict[str, Any]:
         try:
             c = Client(await connect(srv2.url))
             try:
-                st = await c.state(OBSERVATIONS_BUCKET)
+                st = await c.bucket(OBSERVATIONS_BUCKET)
                 got = await asyncio.gather(*(st.get(oid, dict) for oid, _ in acked))
             except Exception:  # the bucket itself had not reached the disk
                 got = [None] * len(acked)

@@ -122,7 +122,9 @@ def main() -> None:
             )
             procs.append(
                 spawn(
-                    [sys.executable, "-m", "workers.triggers", "http"], env, "ENGINE_WORKER_READY"
+                    [sys.executable, "-m", "workers.trigger_plugins", "http"],
+                    env,
+                    "ENGINE_WORKER_READY",
                 )
             )
             procs.append(spawn([sys.executable, __file__, "--serve-bare", str(bare_port)], env))

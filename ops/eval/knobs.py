@@ -19,12 +19,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from functions.search import bm25 as bm25_module
-from functions.search import streams as streams_module
+from functions.search import ranking as streams_module
 from functions.search import temporal as temporal_module
 from functions.search.bm25 import BM25Index
 from functions.search.documents import FieldWeights
+from functions.search.entity_expansion import EntityGraph
 from functions.search.fusion import FusionWeights
-from functions.search.graph import EntityGraph
 from functions.search.index import SearchConfig, SearchIndex
 
 Values = Mapping[str, Any]

@@ -33,7 +33,7 @@ instance: 0
 stop_timeout: 20
 workers:
   - name: http
-    command: [{python}, -m, workers.triggers, http]
+    command: [{python}, -m, workers.trigger_plugins, http]
   - name: memory
     module: workers.memory
     depends_on: [http]

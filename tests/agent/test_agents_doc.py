@@ -9,7 +9,7 @@ import re
 from tests.conftest import ROOT
 from workers.cli import memory_cmds, setup_cmds  # noqa: F401  (they register their commands on `app`)
 from workers.cli.agents import NAMES
-from workers.cli.main import app
+from workers.cli.service_cmds import app
 
 DOC = (ROOT / "docs" / "AGENTS.md").read_text()
 

@@ -294,7 +294,7 @@ def test_event_sent_before_the_routes_exist_is_spooled_then_stored_once(
 
     port, secret = free_block(), "route-race-secret"
     common = {"HOME": str(tmp_path), "AGENTMEMORY_SECRET": secret}
-    spawn("workers.triggers", "http", env={**common, "AGENTMEMORY_REST_PORT": str(port)})
+    spawn("workers.trigger_plugins", "http", env={**common, "AGENTMEMORY_REST_PORT": str(port)})
     env = {
         **common,
         "PATH": os.environ.get("PATH", ""),

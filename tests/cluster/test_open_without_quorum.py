@@ -28,7 +28,7 @@ async def test_a_bucket_opened_during_a_lost_quorum_opens_once_the_quorum_is_bac
 ) -> None:
     first = Client(await connect(nats_cluster.url))
     try:
-        await first.state("quorum_bucket", replicas=3)
+        await first.bucket("quorum_bucket", replicas=3)
         info = await first.nc.jetstream().stream_info("KV_quorum_bucket")
     finally:
         await first.nc.close()
@@ -43,7 +43,7 @@ async def test_a_bucket_opened_during_a_lost_quorum_opens_once_the_quorum_is_bac
     client = Client(await connect(nats_cluster.urls[keep]))
     try:
         await eventually(lambda: unanswered(client), timeout=60, what="JetStream unanswered")
-        opening = asyncio.create_task(client.state("quorum_bucket"))
+        opening = asyncio.create_task(client.bucket("quorum_bucket"))
         await asyncio.sleep(7)  # past one API timeout (5 s) without an answer
         assert not opening.done(), opening.exception() if opening.done() else None
         await asyncio.gather(*(asyncio.to_thread(nats_cluster.start_node, k) for k in others))

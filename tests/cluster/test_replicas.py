@@ -12,7 +12,7 @@ from engine import Client, connect
 from ops.cluster.nodes import NatsCluster
 from triggers.cron import STREAM as CRON_STREAM
 from triggers.cron import ensure_cron_stream
-from triggers.queue import ensure_queue_stream
+from triggers.queue.streams import ensure_queue_stream
 
 ENV_REPLICAS = "ENGINE_REPLICAS"
 """What the supervisor sets for its workers from the config's `nats.replicas`."""
@@ -33,7 +33,7 @@ async def test_buckets_streams_and_object_stores_take_the_instance_replicas(
     try:
         client = Client(nc)  # as every worker makes it: no replica count named
         assert client.replicas == 3
-        await client.state("plain_bucket")
+        await client.bucket("plain_bucket")
         await client.stream("PLAIN", subjects=["plain.>"]).ensure()
         await client.objects("plain_objects")
         await ensure_cron_stream(client)
@@ -42,7 +42,7 @@ async def test_buckets_streams_and_object_stores_take_the_instance_replicas(
                        "QUEUE_PLAIN_QUEUE"):  # fmt: skip
             assert await _replicas(client, stream) == (3, 3), stream
         # A caller that names its own count keeps it.
-        await client.state("single_bucket", replicas=1)
+        await client.bucket("single_bucket", replicas=1)
         assert await _replicas(client, "KV_single_bucket") == (1, 1)
     finally:
         await nc.close()
@@ -59,7 +59,7 @@ async def test_a_replicated_bucket_stream_or_object_store_takes_writes_once_open
         client = Client(nc)
 
         async def bucket(i: int) -> None:
-            await (await client.state(f"fresh_{i}")).put("k", i)
+            await (await client.bucket(f"fresh_{i}")).put("k", i)
 
         async def stream(i: int) -> None:
             s = await client.stream(f"FRESH_{i}", subjects=[f"fresh{i}.>"]).ensure()

@@ -22,7 +22,7 @@ workers:
   - name: example
     module: workers.example
   - name: triggers
-    command: ["{{python}}", "-m", "workers.triggers", "http", "cron", "queue"]
+    command: ["{{python}}", "-m", "workers.trigger_plugins", "http", "cron", "queue"]
     depends_on: [example]
   - name: memory
     module: workers.memory

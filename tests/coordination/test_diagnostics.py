@@ -30,28 +30,28 @@ async def break_things(rest: httpx.AsyncClient, client: Client) -> dict[str, str
     past, now = iso_ms(now_ms() - 3_600_000), iso_ms(now_ms())
     stuck = await make(rest, "blocked by nothing")
     held = await make(rest, "held by a dead lease")
-    actions = await client.state(r.ACTIONS_BUCKET)
+    actions = await client.bucket(r.ACTIONS_BUCKET)
     for aid, changes in ((stuck["id"], {"status": "blocked"}),
                          (held["id"], {"status": "active", "lease_id": "lse_1",
                                        "assigned_to": "agent-a"})):  # fmt: skip
         cur = await actions.get(kv_key(str(aid)), r.Action)
         assert cur is not None
         await actions.put(kv_key(str(aid)), msgspec.structs.replace(cur, **changes))
-    leases = await client.state(r.LEASES_BUCKET, marker_ttl=r.MARKER_TTL)
+    leases = await client.bucket(r.LEASES_BUCKET, marker_ttl=r.MARKER_TTL)
     await leases.put(kv_key(str(held["id"])), r.Lease(
         id="lse_1", action_id=str(held["id"]), agent_id="agent-a", acquired_at=past,
         expires_at=past))  # fmt: skip
     await leases.put("gone", r.Lease(id="lse_2", action_id="act_gone", agent_id="b",
                                      acquired_at=past, expires_at=now))  # fmt: skip
-    await (await client.state(r.SENTINELS_BUCKET)).put("snl_old", r.Sentinel(
+    await (await client.bucket(r.SENTINELS_BUCKET)).put("snl_old", r.Sentinel(
         id="snl_old", name="late", type="custom", created_at=past, expires_at=past,
         linked_action_ids=["act_missing"]))  # fmt: skip
-    await (await client.state(r.SKETCHES_BUCKET)).put("skt_old", r.Sketch(
+    await (await client.bucket(r.SKETCHES_BUCKET)).put("skt_old", r.Sketch(
         id="skt_old", title="old idea", created_at=past, expires_at=past))  # fmt: skip
-    await (await client.state(r.SIGNALS_BUCKET)).put("sig_old", r.Signal(
+    await (await client.bucket(r.SIGNALS_BUCKET)).put("sig_old", r.Signal(
         id="sig_old", from_="a", content="ping", thread_id="t", created_at=past,
         expires_at=past))  # fmt: skip
-    await (await client.state(r.CRYSTALS_BUCKET)).put("cry_empty", r.Crystal(
+    await (await client.bucket(r.CRYSTALS_BUCKET)).put("cry_empty", r.Crystal(
         id="cry_empty", narrative=" ", created_at=past))  # fmt: skip
     return {"stuck": str(stuck["id"]), "held": str(held["id"])}
 
@@ -100,9 +100,9 @@ async def test_diagnose_and_heal_the_coordination_layer(
     assert await status_of(rest, ids["held"]) == "pending"  # the dead lease handed it back
     sentinels = (await rest.get(A + "sentinels")).json()["sentinels"]
     assert {s["id"]: s["status"] for s in sentinels}["snl_old"] == "expired"
-    signals = await client.state(r.SIGNALS_BUCKET)
+    signals = await client.bucket(r.SIGNALS_BUCKET)
     assert await signals.get("sig_old", r.Signal) is None
-    sketches = await client.state(r.SKETCHES_BUCKET)
+    sketches = await client.bucket(r.SKETCHES_BUCKET)
     sketch = await sketches.get("skt_old", r.Sketch)
     assert sketch is not None and sketch.status == "discarded"
 

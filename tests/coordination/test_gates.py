@@ -92,7 +92,7 @@ async def test_sentinel_configs_are_checked(rest: httpx.AsyncClient) -> None:
 async def test_a_timer_sentinel_fires_by_a_ttl_key_expiring(
     rest: httpx.AsyncClient, spawn: Any
 ) -> None:
-    spawn("workers.triggers", "state")
+    spawn("workers.trigger_plugins", "state")
     a = await make(rest, "after the cool-down")
     r = await rest.post(
         A + "sentinels",
@@ -115,14 +115,14 @@ async def test_a_timer_sentinel_fires_by_a_ttl_key_expiring(
 
 
 async def _scan_armed(client: Client) -> bool:
-    store = await client.state("engine_triggers", history=5)
+    store = await client.bucket("engine_triggers", history=5)
     return await store.get("cron.sentinel-scan") is not None
 
 
 async def test_a_pattern_sentinel_fires_on_a_stored_observation(
     rest: httpx.AsyncClient, spawn: Any, client: Client
 ) -> None:
-    spawn("workers.triggers", "cron")
+    spawn("workers.trigger_plugins", "cron")
     # no pattern sentinel: no scan firing every two seconds (an idle install stays idle)
     assert not await _scan_armed(client)
     a = await make(rest, "fix the webhook")
@@ -196,7 +196,7 @@ async def test_a_pattern_sentinel_matches_only_what_is_stored_after_it(
 async def test_a_checkpoint_sentinel_fires_when_the_checkpoint_resolves(
     rest: httpx.AsyncClient, spawn: Any
 ) -> None:
-    spawn("workers.triggers", "state")
+    spawn("workers.trigger_plugins", "state")
     cp = (await rest.post(A + "checkpoints", json={"name": "deploy ok", "type": "deploy"})).json()[
         "checkpoint"
     ]
@@ -224,7 +224,7 @@ async def test_a_checkpoint_sentinel_fires_when_the_checkpoint_resolves(
 
 
 async def test_sketches_add_promote_discard_and_expire(rest: httpx.AsyncClient, spawn: Any) -> None:
-    spawn("workers.triggers", "state")
+    spawn("workers.trigger_plugins", "state")
     sk = (await rest.post(A + "sketches", json={"title": "try a cache", "project": "p"})).json()[
         "sketch"
     ]

@@ -113,7 +113,7 @@ async def test_a_dead_holders_lease_expires_by_its_ttl(
     )
     assert r.status_code == 200
     # Nobody releases it, and no trigger or sweep runs here: JetStream drops the key.
-    leases = await client.state(LEASES_BUCKET)
+    leases = await client.bucket(LEASES_BUCKET)
 
     async def dropped() -> bool:
         return await leases.get(a["id"]) is None
@@ -130,7 +130,7 @@ async def test_a_dead_holders_lease_expires_by_its_ttl(
 async def test_the_state_trigger_hands_an_expired_action_back(
     rest: httpx.AsyncClient, spawn: Any
 ) -> None:
-    spawn("workers.triggers", "state")
+    spawn("workers.trigger_plugins", "state")
     a = await make(rest, "abandoned")
     r = await rest.post(
         A + "leases/acquire", json={"actionId": a["id"], "agentId": "dead", "ttlMs": 1000}
@@ -153,7 +153,7 @@ async def test_the_sweep_hands_back_what_the_trigger_missed(
     await rest.post(
         A + "leases/acquire", json={"actionId": a["id"], "agentId": "dead", "ttlMs": 1000}
     )
-    leases = await client.state(LEASES_BUCKET)
+    leases = await client.bucket(LEASES_BUCKET)
 
     async def dropped() -> bool:
         return await leases.get(a["id"]) is None

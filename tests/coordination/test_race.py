@@ -35,7 +35,7 @@ env:
   ENGINE_LOG_LEVEL: WARNING
 workers:
   - name: triggers
-    command: ["{{python}}", "-m", "workers.triggers", "state", "cron"]
+    command: ["{{python}}", "-m", "workers.trigger_plugins", "state", "cron"]
   - name: memory
     module: workers.memory
     replicas: 2

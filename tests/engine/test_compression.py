@@ -13,14 +13,14 @@ from typing import Any
 
 import pytest
 
-from engine import Client, State, connect
+from engine import Bucket, Client, connect
 from engine._jetstream import raw_stream_info
 from engine.server import NatsServer
 from functions.kernel.records import EVENTS_STREAM, MEMORIES_BUCKET, OBSERVATIONS_BUCKET
 from functions.kernel.store import MemoryStore
 
 
-async def read(st: State, key: str) -> Any:
+async def read(st: Bucket, key: str) -> Any:
     return await st.get(key)
 
 
@@ -31,16 +31,16 @@ async def compression(client: Client, stream: str) -> str:
 async def test_a_new_bucket_is_made_compressed_and_an_old_one_is_brought_to_it(
     nats_server: NatsServer, client: Client
 ) -> None:
-    fresh = await client.state("mem_new", compression="s2")
+    fresh = await client.bucket("mem_new", compression="s2")
     await fresh.put("k", {"v": 1})
     assert await compression(client, "KV_mem_new") == "s2"
 
-    old = await client.state("mem_old")
+    old = await client.bucket("mem_old")
     await old.put("a", {"text": "written before the upgrade"})
     assert await compression(client, "KV_mem_old") == "none"
     later = Client(await connect(nats_server.url))
     try:
-        upgraded = await later.state("mem_old", compression="s2")
+        upgraded = await later.bucket("mem_old", compression="s2")
         assert await compression(later, "KV_mem_old") == "s2"
         assert await read(upgraded, "a") == {"text": "written before the upgrade"}
         await upgraded.put("b", {"text": "after"})
@@ -92,7 +92,7 @@ def _blocks(store_dir: Path, stream: str) -> dict[str, int]:
     return {p.name: p.stat().st_size for p in found[0].rglob("*.blk")}
 
 
-async def _fill(st: State, prefix: str) -> None:
+async def _fill(st: Bucket, prefix: str) -> None:
     for start in range(0, N_RECORDS, 250):
         await asyncio.gather(
             *(st.put(f"{prefix}{i:06d}", {"id": i, **RECORD}) for i in range(start, start + 250))
@@ -102,8 +102,8 @@ async def _fill(st: State, prefix: str) -> None:
 async def test_a_new_compressed_bucket_takes_fewer_bytes_on_disk(
     nats_server: NatsServer, client: Client
 ) -> None:
-    plain = await client.state("mem_plain")
-    packed = await client.state("mem_packed", compression="s2")
+    plain = await client.bucket("mem_plain")
+    packed = await client.bucket("mem_packed", compression="s2")
     await _fill(plain, "obs_")
     await _fill(packed, "obs_")
     assert (await read(packed, "obs_000007"))["id"] == 7
@@ -117,15 +117,15 @@ async def test_an_upgraded_bucket_compresses_what_it_writes_after_a_restart(
     nats_server: NatsServer, tmp_path: Path
 ) -> None:
     first = Client(await connect(nats_server.url))
-    await _fill(await first.state("mem_up"), "a")
-    await first.state("mem_up", compression="s2")  # the upgrade: an update in place
+    await _fill(await first.bucket("mem_up"), "a")
+    await first.bucket("mem_up", compression="s2")  # the upgrade: an update in place
     await first.nc.close()
     before = _blocks(Path(nats_server.store_dir), "KV_mem_up")
     nats_server.kill()
     nats_server.start()
     again = Client(await connect(nats_server.url))
     try:
-        st = await again.state("mem_up", compression="s2")
+        st = await again.bucket("mem_up", compression="s2")
         await _fill(st, "b")
         assert (await read(st, "a000003"))["id"] == 3  # written before, read after
         after = _blocks(Path(nats_server.store_dir), "KV_mem_up")

@@ -112,8 +112,8 @@ async def test_private_streams_and_their_api_stay_on_their_server(
 ) -> None:
     ca, cb = pair
     await _linked(ca, cb)
-    kva = await ca.state("private_bucket")
-    kvb = await cb.state("private_bucket")
+    kva = await ca.bucket("private_bucket")
+    kvb = await cb.bucket("private_bucket")
     pa = await ca.stream("PRIV", ["priv.>"]).ensure()
     pb = await cb.stream("PRIV", ["priv.>"]).ensure()
     await kva.put("k", {"secret": "hub"})

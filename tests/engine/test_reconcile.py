@@ -110,10 +110,10 @@ async def test_what_jetstream_cannot_change_is_refused_with_the_fix(
 async def test_a_bucket_is_brought_to_its_declaration_and_a_reader_leaves_it(
     nats_server: NatsServer, client: Client
 ) -> None:
-    await client.state("mem_x", history=1)
+    await client.bucket("mem_x", history=1)
     later = await fresh(nats_server)
     try:
-        st = await later.state("mem_x", history=5, ttl=3600, max_bytes=1 << 20, marker_ttl=5)
+        st = await later.bucket("mem_x", history=5, ttl=3600, max_bytes=1 << 20, marker_ttl=5)
         got = await config(later, "KV_mem_x")
         assert got["max_msgs_per_subject"] == 5 and got["max_age"] == 3600 * NS
         assert got["max_bytes"] == 1 << 20 and got["subject_delete_marker_ttl"] == 5 * NS
@@ -125,10 +125,10 @@ async def test_a_bucket_is_brought_to_its_declaration_and_a_reader_leaves_it(
     reader = await fresh(nats_server)
     try:
         before = await config(reader, "KV_mem_x")
-        await reader.state("mem_x")  # opened without config: declares nothing
+        await reader.bucket("mem_x")  # opened without config: declares nothing
         assert await config(reader, "KV_mem_x") == before
         with pytest.raises(ConfigDrift) as err:
-            await reader.state("mem_x", storage="memory")
+            await reader.bucket("mem_x", storage="memory")
         assert err.value.field == "storage" and "KV bucket mem_x" in err.value.message
     finally:
         await reader.nc.close()
@@ -137,9 +137,9 @@ async def test_a_bucket_is_brought_to_its_declaration_and_a_reader_leaves_it(
 async def test_one_process_checks_a_declaration_it_opened_without_config_first(
     nats_server: NatsServer, client: Client
 ) -> None:
-    await client.state("mem_y")
+    await client.bucket("mem_y")
     assert (await config(client, "KV_mem_y"))["max_msgs_per_subject"] == 1
-    await client.state("mem_y", history=4)  # cached, but declared now: reconciled
+    await client.bucket("mem_y", history=4)  # cached, but declared now: reconciled
     assert (await config(client, "KV_mem_y"))["max_msgs_per_subject"] == 4
 
 
@@ -225,7 +225,7 @@ async def test_the_engines_config_streams_and_buckets_follow_their_declaration(
 
 
 CREATION = re.compile(r"\.(add_stream|create_key_value|create_object_store|add_consumer)\(")
-ALLOWED = {"engine/_streams.py", "engine/_state.py", "engine/_objects.py", "engine/_scan.py"}
+ALLOWED = {"engine/_streams.py", "engine/_kv.py", "engine/_objects.py", "engine/_scan.py"}
 """engine/_scan.py makes the ephemeral consumer of one scan (deleted at its end): a read,
 not a declaration there is anything to reconcile with."""
 

@@ -15,7 +15,7 @@ workers:
   - name: example
     module: workers.example
   - name: http
-    command: ["{python}", "-m", "workers.triggers", "http"]
+    command: ["{python}", "-m", "workers.trigger_plugins", "http"]
     depends_on: [example]
 """
 

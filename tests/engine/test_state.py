@@ -16,7 +16,7 @@ class Doc(msgspec.Struct):
 
 
 async def test_put_get_delete_roundtrip_typed(client: Client) -> None:
-    st = await client.state("t1")
+    st = await client.bucket("t1")
     await st.put("a.b", Doc(1))
     assert await st.get("a.b", Doc) == Doc(1)
     await st.delete("a.b")
@@ -24,7 +24,7 @@ async def test_put_get_delete_roundtrip_typed(client: Client) -> None:
 
 
 async def test_compare_and_set_rejects_a_stale_revision(client: Client) -> None:
-    st = await client.state("t2")
+    st = await client.bucket("t2")
     rev = await st.put("k", Doc(1))
     await st.compare_and_set("k", Doc(2), rev)
     with pytest.raises(CasConflict) as ei:
@@ -34,7 +34,7 @@ async def test_compare_and_set_rejects_a_stale_revision(client: Client) -> None:
 
 
 async def test_create_is_atomic_once(client: Client) -> None:
-    st = await client.state("t3")
+    st = await client.bucket("t3")
     results = await asyncio.gather(*(st.create("once", Doc(i)) for i in range(10)))
     assert sum(r is not None for r in results) == 1
 
@@ -43,7 +43,7 @@ async def test_concurrent_updates_retry_and_lose_nothing(client: Client, nats_se
     # Three connections hammer one counter: CAS conflicts happen and are retried.
     ncs = [await connect(nats_server.url) for _ in range(3)]
     clients = [Client(nc) for nc in ncs]
-    states = [await c.state("t4") for c in clients]
+    states = [await c.bucket("t4") for c in clients]
 
     async def bump(i: int) -> None:
         await states[i % 3].update("ctr", lambda cur: (cur or 0) + 1)
@@ -55,7 +55,7 @@ async def test_concurrent_updates_retry_and_lose_nothing(client: Client, nats_se
 
 
 async def test_keys_by_prefix(client: Client) -> None:
-    st = await client.state("t5")
+    st = await client.bucket("t5")
     for k in ("obs.1", "obs.2", "mem.1", "obsx"):
         await st.put(k, 1)
     await st.delete("obs.2")
@@ -65,7 +65,7 @@ async def test_keys_by_prefix(client: Client) -> None:
 
 
 async def test_watch_sees_put_update_delete_in_order(client: Client) -> None:
-    st = await client.state("t6")
+    st = await client.bucket("t6")
     await st.put("old", 0)
     seen: list[tuple[str, str, object]] = []
     watching = asyncio.Event()
@@ -102,14 +102,14 @@ async def test_acknowledged_put_survives_sigkill_of_nats_server(tmp_path) -> Non
     srv = NatsServer(store_dir=store).start()
     port = srv.client_port
     nc = await connect(srv.url)
-    st = await Client(nc).state("durable")
+    st = await Client(nc).bucket("durable")
     await st.put("k", Doc(42))  # acknowledged by JetStream
     await nc.close()
     srv.kill()  # SIGKILL
     srv2 = NatsServer(store_dir=store, port=port or -1).start()
     try:
         nc2 = await connect(srv2.url)
-        assert await (await Client(nc2).state("durable")).get("k", Doc) == Doc(42)
+        assert await (await Client(nc2).bucket("durable")).get("k", Doc) == Doc(42)
         await nc2.close()
     finally:
         srv2.kill()
@@ -118,7 +118,7 @@ async def test_acknowledged_put_survives_sigkill_of_nats_server(tmp_path) -> Non
 async def test_keys_lists_every_key_every_time(client: Client) -> None:
     # Regression: the KV watcher's end-of-snapshot marker could overtake the snapshot's
     # first entries, and a listing came back short (sometimes empty).
-    st = await client.state("t7")
+    st = await client.bucket("t7")
     await asyncio.gather(*(st.put(f"k.{i}", i) for i in range(300)))
     await st.delete("k.7")
     for _ in range(15):

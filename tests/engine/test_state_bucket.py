@@ -1,4 +1,4 @@
-"""State's bucket-wide operations against a real JetStream: paged scans, purges without
+"""Bucket's bucket-wide operations against a real JetStream: paged scans, purges without
 tombstones, stored keys and info, create that never rewrites a deleted key, presence, and
 the watch with its end-of-snapshot marker and its end when the connection closes."""
 
@@ -27,7 +27,7 @@ async def test_a_scan_cut_short_by_an_outage_raises_instead_of_ending(
 
     nc = await connect(nats_server.url)
     try:
-        st = await Client(nc).state("scan_cut")
+        st = await Client(nc).bucket("scan_cut")
         await asyncio.gather(*(st.put(f"d.{i:02d}", Doc(i)) for i in range(40)))
         seen = []
         with pytest.raises(BusError):
@@ -43,7 +43,7 @@ async def test_a_scan_cut_short_by_an_outage_raises_instead_of_ending(
 
 
 async def test_scan_reads_every_live_key_over_several_pages(client: Client) -> None:
-    st = await client.state("scan1")
+    st = await client.bucket("scan1")
     await asyncio.gather(*(st.put(f"d.{i:02d}", Doc(i)) for i in range(30)))
     await st.put("other.1", Doc(99))
     await st.delete("d.07")
@@ -60,7 +60,7 @@ async def test_scan_reads_every_live_key_over_several_pages(client: Client) -> N
 
 
 async def test_scan_of_a_bucket_with_history_gives_each_keys_last_value(client: Client) -> None:
-    st = await client.state("scan2", history=5)
+    st = await client.bucket("scan2", history=5)
     for n in range(4):
         await st.put("k.a", Doc(n))
     await st.put("k.b", Doc(10))
@@ -73,7 +73,7 @@ async def test_scan_of_a_bucket_with_history_gives_each_keys_last_value(client: 
 
 
 async def test_scan_patterns_list_is_one_pass_with_several_filters(client: Client) -> None:
-    st = await client.state("scan3")
+    st = await client.bucket("scan3")
     for k in ("n.1", "n.2", "e.1.2", "m.1"):
         await st.put(k, Doc(1))
     keys = sorted([k async for k, _ in st.scan(["n.>", "e.>"], Doc, page=1)])
@@ -81,7 +81,7 @@ async def test_scan_patterns_list_is_one_pass_with_several_filters(client: Clien
 
 
 async def test_purge_removes_keys_with_no_tombstone(client: Client) -> None:
-    st = await client.state("purge1")
+    st = await client.bucket("purge1")
     for k in ("stage.1.a", "stage.1.b", "stage.2.a", "keep"):
         await st.put(k, Doc(1))
     await st.delete("gone")  # a tombstone on a key never written
@@ -97,7 +97,7 @@ async def test_purge_removes_keys_with_no_tombstone(client: Client) -> None:
 
 
 async def test_create_over_tombstone_false_never_rewrites_a_deleted_key(client: Client) -> None:
-    st = await client.state("create1")
+    st = await client.bucket("create1")
     rev = await st.create("a", Doc(1), over_tombstone=False)
     assert rev is not None and await st.get("a", Doc) == Doc(1)
     assert await st.create("a", Doc(2), over_tombstone=False) is None
@@ -109,7 +109,7 @@ async def test_create_over_tombstone_false_never_rewrites_a_deleted_key(client: 
 
 
 async def test_changes_give_the_snapshot_then_its_end_then_each_change(client: Client) -> None:
-    st = await client.state("watch1")
+    st = await client.bucket("watch1")
     for i in range(300):  # more than the watch's queue holds
         await st.put(f"k.{i}", Doc(i))
     await st.delete("k.5")
@@ -134,7 +134,7 @@ async def test_changes_give_the_snapshot_then_its_end_then_each_change(client: C
 
 
 async def test_the_snapshot_end_comes_at_once_for_an_empty_bucket(client: Client) -> None:
-    st = await client.state("watch2")
+    st = await client.bucket("watch2")
     async with await st.changes() as watch:
         first = await asyncio.wait_for(anext(watch), 5)
         assert isinstance(first, SnapshotEnd)
@@ -145,7 +145,7 @@ async def test_the_snapshot_end_comes_at_once_for_an_empty_bucket(client: Client
 
 async def test_a_watch_ends_when_its_connection_closes(nats_server: NatsServer) -> None:
     nc = await connect(nats_server.url)
-    st = await Client(nc).state("watch3")
+    st = await Client(nc).bucket("watch3")
     await st.put("a", 1)
     watch = await st.changes()
     seen: list[object] = []
@@ -162,7 +162,7 @@ async def test_a_watch_ends_when_its_connection_closes(nats_server: NatsServer) 
 
 
 async def test_keys_and_watch_keep_working_on_the_new_watch(client: Client) -> None:
-    st = await client.state("watch4")
+    st = await client.bucket("watch4")
     await asyncio.gather(*(st.put(f"p.{i}", i) for i in range(50)))
     await st.delete("p.3")
     for _ in range(5):
@@ -174,10 +174,10 @@ async def test_keys_and_watch_keep_working_on_the_new_watch(client: Client) -> N
 
 
 async def test_bucket_operations_need_the_client(client: Client) -> None:
-    st = await client.state("bare")
-    from engine import State
+    st = await client.bucket("bare")
+    from engine import Bucket
 
-    bare = State(st.kv, st.bucket)  # made by hand: per-key operations only
+    bare = Bucket(st.kv, st.bucket)  # made by hand: per-key operations only
     await bare.put("k", 1)
     assert await bare.get("k") == 1
     with pytest.raises(RuntimeError, match=r"Client\.state"):

@@ -1,4 +1,4 @@
-"""`State.entries`: many keys read in a few batched direct gets, each answer what `entry`
+"""`Bucket.entries`: many keys read in a few batched direct gets, each answer what `entry`
 gives for that key (values, revisions, tombstones, expiry markers, missing and invalid
 keys), on a bucket one server holds; an old bucket is brought to direct gets when opened,
 and a refused batch falls back to key-by-key reads."""
@@ -20,7 +20,7 @@ class Doc(msgspec.Struct):
 
 
 async def test_entries_answer_like_entry_for_every_kind_of_key(client: Client) -> None:
-    st = await client.state("ent1", marker_ttl=30)
+    st = await client.bucket("ent1", marker_ttl=30)
     assert st._direct
     keys = [f"k.{i}" for i in range(600)]  # three batches of DIRECT_BATCH
     for i, k in enumerate(keys):
@@ -49,7 +49,7 @@ async def test_an_old_bucket_is_opened_for_direct_gets(client: Client) -> None:
     await client._js.create_key_value(KeyValueConfig(bucket="ent2"))
     info = await client._js.stream_info("KV_ent2")
     assert not info.config.allow_direct
-    st = await client.state("ent2")
+    st = await client.bucket("ent2")
     await st.put("a", Doc(1))
     assert (await client._js.stream_info("KV_ent2")).config.allow_direct
     got = await st.entries(["a", "b"], Doc)
@@ -59,7 +59,7 @@ async def test_an_old_bucket_is_opened_for_direct_gets(client: Client) -> None:
 async def test_a_refused_batch_is_read_key_by_key(
     client: Client, caplog: pytest.LogCaptureFixture
 ) -> None:
-    st = await client.state("ent3")
+    st = await client.bucket("ent3")
     await st.put("a", Doc(1))
     st._stream = "KV_no_such_stream"  # a batch no stream answers (no responders)
     with caplog.at_level(logging.WARNING, logger="engine.state"):

@@ -1,6 +1,6 @@
 """Per-key TTL on KV (nats-server 2.11+ `Nats-TTL`): a key written with `ttl=` is removed by
 JetStream itself, a CAS write renews it, and in a bucket with `marker_ttl` the expiry is a
-deletion that watchers see and that State reads as one."""
+deletion that watchers see and that Bucket reads as one."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import time
 import msgspec
 import pytest
 
-from engine import CasConflict, Client, SnapshotEnd, _state
+from engine import CasConflict, Client, SnapshotEnd, _kv
 from tests.helpers import eventually
 
 
@@ -19,13 +19,13 @@ class Doc(msgspec.Struct):
 
 
 def test_ttl_header_rounds_up_to_whole_seconds() -> None:
-    assert [_state.ttl_header(t) for t in (0.2, 1.0, 1.5, 600)] == ["1", "1", "2", "600"]
+    assert [_kv.ttl_header(t) for t in (0.2, 1.0, 1.5, 600)] == ["1", "1", "2", "600"]
     with pytest.raises(ValueError):
-        _state.ttl_header(0)
+        _kv.ttl_header(0)
 
 
 async def test_a_key_created_with_a_ttl_is_removed_by_jetstream(client: Client) -> None:
-    st = await client.state("ttl1")
+    st = await client.bucket("ttl1")
     t0 = time.monotonic()
     assert await st.create("lease", Doc(1), ttl=1) is not None
     assert await st.create("lease", Doc(2), ttl=1) is None  # held
@@ -40,7 +40,7 @@ async def test_a_key_created_with_a_ttl_is_removed_by_jetstream(client: Client) 
 
 
 async def test_expiry_in_a_marker_bucket_reads_as_a_deletion(client: Client) -> None:
-    st = await client.state("ttl2", marker_ttl=30)
+    st = await client.bucket("ttl2", marker_ttl=30)
     rev = await st.create("lease", Doc(1), ttl=1)
     assert rev is not None
     changes = await st.changes(">")
@@ -75,7 +75,7 @@ async def test_expiry_in_a_marker_bucket_reads_as_a_deletion(client: Client) -> 
 
 
 async def test_a_cas_write_with_a_ttl_renews_the_key(client: Client) -> None:
-    st = await client.state("ttl3", marker_ttl=30)
+    st = await client.bucket("ttl3", marker_ttl=30)
     rev = await st.create("lease", Doc(1), ttl=1)
     assert rev is not None
     rev2 = await st.compare_and_set("lease", Doc(2), rev, ttl=3)
@@ -93,7 +93,7 @@ async def test_a_cas_write_with_a_ttl_renews_the_key(client: Client) -> None:
 
 
 async def test_a_put_with_a_ttl_expires(client: Client) -> None:
-    st = await client.state("ttl4")
+    st = await client.bucket("ttl4")
     await st.put("signal", Doc(1), ttl=1)
     await st.put("kept", Doc(2))
 
@@ -105,7 +105,7 @@ async def test_a_put_with_a_ttl_expires(client: Client) -> None:
 
 
 async def test_delete_at_a_revision_refuses_a_stale_one(client: Client) -> None:
-    st = await client.state("ttl5")
+    st = await client.bucket("ttl5")
     rev = await st.put("k", Doc(1))
     rev2 = await st.put("k", Doc(2))
     with pytest.raises(CasConflict):

@@ -17,7 +17,7 @@ env:
   ENGINE_TRACE_SAMPLING: "1.0"
 workers:
   - name: triggers
-    command: ["{python}", "-m", "workers.triggers", "http"]
+    command: ["{python}", "-m", "workers.trigger_plugins", "http"]
   - name: front
     module: tests.trace_worker
     env: {CHAIN_ROLE: front}

@@ -17,22 +17,22 @@ pytestmark = pytest.mark.skipif(bool(MISSING), reason=MISSING or "ok")
 
 
 async def _get(client: Client, key: str) -> Any:
-    return await (await client.state("fixtures")).get(key)
+    return await (await client.bucket("fixtures")).get(key)
 
 
 async def test_skip_ticks_fire_on_a_cron_worker_whose_clock_runs_ahead(client, spawn) -> None:
     spawn("tests.triggers.fixture_worker", "cron-skip")  # every 3 s, grace 0.5 s
-    spawn("workers.triggers", "cron", env=skewed(+6))
+    spawn("workers.trigger_plugins", "cron", env=skewed(+6))
 
     async def fired() -> bool:
-        return bool(await (await client.state("fixtures")).keys("tick."))
+        return bool(await (await client.bucket("fixtures")).keys("tick."))
 
     await eventually(fired, timeout=12, what="a tick fired by the fast host")
 
 
 async def test_cron_workers_with_clocks_apart_fire_each_tick_once(client, spawn) -> None:
-    spawn("workers.triggers", "cron", env=skewed(-5))
-    spawn("workers.triggers", "cron", env=skewed(+5))
+    spawn("workers.trigger_plugins", "cron", env=skewed(-5))
+    spawn("workers.trigger_plugins", "cron", env=skewed(+5))
     spawn("tests.triggers.fixture_worker", "cron")  # every second
     await eventually(lambda: _get(client, "ticks"), what="a first tick")
     start_count, started = int(await _get(client, "ticks")), time.monotonic()

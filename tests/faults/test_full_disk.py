@@ -155,7 +155,7 @@ async def _run(engine: EngineProcess, client: Client, disk: Path) -> None:
     assert next(c for c in status["checks"] if c["name"] == "disk")["ok"] is True
 
     # Nothing acknowledged was lost.
-    kv = await client.state(OBSERVATIONS_BUCKET)
+    kv = await client.bucket(OBSERVATIONS_BUCKET)
     got = await asyncio.gather(*(kv.get(oid, dict) for oid in acked))
     assert all(g is not None for g in got), [o for o, g in zip(acked, got, strict=True) if not g]
     info = await js.stream_info("OTHER")

@@ -80,7 +80,7 @@ async def _acked_observations(url: str, creds: str, seconds: float) -> list[str]
 async def _present(url: str, creds: str, ids: list[str]) -> set[str]:
     client = Client(await connect(url, creds))
     try:
-        st = await client.state(OBSERVATIONS_BUCKET)
+        st = await client.bucket(OBSERVATIONS_BUCKET)
         got = await asyncio.gather(*(st.get(i, dict) for i in ids))
         return {i for i, v in zip(ids, got, strict=True) if v is not None}
     finally:

@@ -112,7 +112,7 @@ async def test_a_torn_store_starts_says_what_it_repaired_and_serves_before_and_a
 
         client = await engine.client()
         try:
-            kv = await client.state(OBSERVATIONS_BUCKET)
+            kv = await client.bucket(OBSERVATIONS_BUCKET)
             got = await asyncio.gather(*(kv.get(oid, dict) for oid in ids))
             kept = [i for i, g in enumerate(got) if g is not None]
             assert 0 < len(kept) < N, len(kept)

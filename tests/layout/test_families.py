@@ -103,9 +103,9 @@ def test_the_check_sees_an_upward_import(tmp_path: Path) -> None:
         "from typing import TYPE_CHECKING\n"
         "def f():\n"
         "    if TYPE_CHECKING:\n"
-        "        from functions.memory import service\n"
+        "        from functions.memory import memory_service\n"
     )
-    assert "functions.memory.service" in imported_modules(probe)
+    assert "functions.memory.memory_service" in imported_modules(probe)
     graph = import_graph()
     graph["kernel"] = {"memory"}
     try:

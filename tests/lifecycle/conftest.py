@@ -13,7 +13,7 @@ import pytest
 from engine import Client
 from functions.kernel.config import LifecycleConfig
 from functions.kernel.store import MemoryStore
-from functions.lifecycle.service import LifecycleService
+from functions.lifecycle.lifecycle_service import LifecycleService
 
 
 @pytest.fixture

@@ -20,7 +20,7 @@ async def test_a_scheduled_run_deletes_nothing_while_auto_forget_is_off(
 ) -> None:
     env = {"HOME": str(tmp_path / "home"), "AUTO_FORGET_ENABLED": "false"}
     spawn("workers.lifecycle", env=env)
-    spawn("workers.triggers", "cron", env=env)
+    spawn("workers.trigger_plugins", "cron", env=env)
     expired = Memory(id="mem_expired", content="old", project="p", created_at=iso(T0), ttl_days=1.0)
     await put_memory(store, expired)
 
@@ -31,7 +31,7 @@ async def test_a_scheduled_run_deletes_nothing_while_auto_forget_is_off(
         return out
 
     await eventually(fired, timeout=30, what="the cron trigger of the schedule")
-    life = await client.state(LIFECYCLE_BUCKET)
+    life = await client.bucket(LIFECYCLE_BUCKET)
 
     async def ran() -> Any:
         return await life.get("auto-forget.scheduled")
@@ -50,7 +50,7 @@ async def test_with_auto_forget_on_the_scheduled_run_deletes(
 ) -> None:
     env = {"HOME": str(tmp_path / "home")}
     spawn("workers.lifecycle", env=env)
-    spawn("workers.triggers", "cron", env=env)
+    spawn("workers.trigger_plugins", "cron", env=env)
     await put_memory(
         store,
         Memory(id="mem_expired", content="old", project="p", created_at=iso(T0), ttl_days=1.0),
@@ -62,7 +62,7 @@ async def test_with_auto_forget_on_the_scheduled_run_deletes(
         )
 
     await eventually(fired, timeout=30, what="the cron trigger of the schedule")
-    life = await client.state(LIFECYCLE_BUCKET)
+    life = await client.bucket(LIFECYCLE_BUCKET)
     last = await eventually(lambda: life.get("auto-forget.scheduled"), timeout=30, what="a run")
     assert last["ran"] is True and last["removed"]["ttl"] == 1
     assert await store.get(store.memories, "mem_expired", Memory) is None

@@ -7,7 +7,7 @@ import pytest
 from functions.kernel.records import LIFECYCLE_BUCKET, Memory, Session
 from functions.kernel.store import MemoryStore
 from functions.lifecycle.consolidate import Consolidator, RunMarker
-from functions.lifecycle.service import LifecycleService
+from functions.lifecycle.lifecycle_service import LifecycleService
 from functions.lifecycle.wire import ConsolidateIn
 from tests.lifecycle._data import at, obs, put_obs, put_session
 
@@ -94,7 +94,7 @@ async def test_crash_mid_consolidation_leaves_no_partial_tier_and_next_run_compl
         assert semantic == [] and await tier(store, "procedural") == []
     else:
         # committed but not (fully) applied: the marker says so, the next run rolls forward
-        life = await store.client.state(LIFECYCLE_BUCKET)
+        life = await store.client.bucket(LIFECYCLE_BUCKET)
         marker = await store.get(life, "run.consolidate", RunMarker)
         assert marker is not None and marker.state == "committed"
 
@@ -106,7 +106,7 @@ async def test_crash_mid_consolidation_leaves_no_partial_tier_and_next_run_compl
     assert reference.procedural.created == 0 and reference.procedural.updated == 0
     assert len(await tier(store, "semantic")) == out.semantic.created + out.semantic.unchanged
     assert await tier(store, "procedural")
-    life = await store.client.state(LIFECYCLE_BUCKET)
+    life = await store.client.bucket(LIFECYCLE_BUCKET)
     assert [k for k in await life.keys() if k.startswith("stage.")] == []
 
 

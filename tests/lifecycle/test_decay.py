@@ -8,7 +8,7 @@ from functions.kernel.clock import iso
 from functions.kernel.records import Memory
 from functions.kernel.store import MemoryStore
 from functions.lifecycle.decay import decayed, reinforced, tier
-from functions.lifecycle.service import LifecycleService
+from functions.lifecycle.lifecycle_service import LifecycleService
 from functions.lifecycle.wire import DecayIn, ReinforceIn
 from tests.lifecycle._data import T0, at, put_memory
 

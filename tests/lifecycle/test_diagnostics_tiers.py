@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from functions.diagnostics.service import DiagnoseIn, DiagnosticsService
+from functions.diagnostics.diagnostics_service import DiagnoseIn, DiagnosticsService
 from functions.kernel.records import (
     INSIGHTS_BUCKET,
     LESSONS_BUCKET,
@@ -26,10 +26,10 @@ async def test_tier_records_out_of_range_are_reported(store: MemoryStore, lifecy
                                    confidence=1.7))  # fmt: skip
     await put_memory(store, Memory(id="mem_ok", content="fine", type="semantic", confidence=0.4))
     await put_memory(store, Memory(id="mem_proc", content="deploy", type="procedural"))
-    await (await store.client.state(LESSONS_BUCKET)).put(
+    await (await store.client.bucket(LESSONS_BUCKET)).put(
         "les_1", Lesson(id="les_1", content="pin versions", strength=2.5)
     )
-    await (await store.client.state(INSIGHTS_BUCKET)).put(
+    await (await store.client.bucket(INSIGHTS_BUCKET)).put(
         "ins_1", Insight(id="ins_1", title="t", content="c", confidence=-0.2)
     )
     await store.summaries.put("s1", SessionSummary(session_id="s1", project="p"))

@@ -21,7 +21,7 @@ from functions.kernel.records import (
     ObservationAdded,
 )
 from functions.kernel.store import MemoryStore
-from functions.lifecycle.service import LifecycleService
+from functions.lifecycle.lifecycle_service import LifecycleService
 from functions.lifecycle.wire import DigestOut
 from tests.helpers import eventually
 from tests.lifecycle._data import obs
@@ -54,7 +54,7 @@ async def test_a_stop_ends_a_long_digest_run_between_batches_and_the_next_run_re
     serve_lifecycle(worker, LifecycleService(config))
     nc = await connect(nats_server.url)
     await worker.start(nc)
-    life = await client.state(LIFECYCLE_BUCKET)
+    life = await client.bucket(LIFECYCLE_BUCKET)
 
     run = asyncio.ensure_future(
         client.call("mem::digest-events", {}, response=DigestOut, timeout=300)
@@ -82,7 +82,7 @@ async def test_a_stop_ends_a_long_digest_run_between_batches_and_the_next_run_re
     for sink in ("graph", "profile"):
         assert first.folded[sink] + second[sink] == EVENTS, (sink, first.folded, second)
         assert await life.get(cursor_key(sink), int) == last
-    graph = await client.state(GRAPH_BUCKET)
+    graph = await client.bucket(GRAPH_BUCKET)
     core = await graph.get(node_key(node_id("proj", "file", "src/core.py")), GraphNode)
     assert core is not None and core.weight == EVENTS  # every observation, once
     for n in (0, stopped_at // 2, EVENTS - 1):
@@ -113,7 +113,7 @@ async def test_a_stop_during_one_sink_leaves_the_next_sinks_batch_to_the_next_ru
             *(store.publish(ObservationAdded(observation=obs("s", n))) for n in range(30))
         )
     )
-    life = await client.state(LIFECYCLE_BUCKET)
+    life = await client.bucket(LIFECYCLE_BUCKET)
     stopping = False
 
     def stop_now() -> None:

@@ -59,7 +59,7 @@ async def test_stale_sessions_are_recovered_then_dropped(
 async def test_a_project_over_its_cap_loses_its_lowest_importance_observations(
     store: MemoryStore, lifecycle: Any
 ) -> None:
-    life = await store.client.state(LIFECYCLE_BUCKET)
+    life = await store.client.bucket(LIFECYCLE_BUCKET)
     await life.put(CONFIG_KEY, EvictionConfig(max_observations_per_project=3))
     importance = [5, 9, 2, 8, 4]
     items = [obs("s1", n, files=[f"f{n}.py"], importance=imp, when=at(days=99))
@@ -83,7 +83,7 @@ async def test_a_project_over_its_cap_loses_its_lowest_importance_observations(
 async def test_a_stored_config_that_is_not_one_is_refused_naming_it(
     store: MemoryStore, lifecycle: Any
 ) -> None:
-    life = await store.client.state(LIFECYCLE_BUCKET)
+    life = await store.client.bucket(LIFECYCLE_BUCKET)
     await life.put(CONFIG_KEY, {"maxObservationsPerProject": 0})
     with pytest.raises(FunctionError) as bad:
         await lifecycle.evict(AutoForgetIn(now=NOW.isoformat(), dry_run=True))

@@ -22,7 +22,7 @@ async def test_followups_within_the_window_are_counted(
 ) -> None:
     home = str(tmp_path / "home")
     port = _free_port()
-    spawn("workers.triggers", "http", env={"AGENTMEMORY_REST_PORT": str(port),
+    spawn("workers.trigger_plugins", "http", env={"AGENTMEMORY_REST_PORT": str(port),
                                            "AGENTMEMORY_SECRET": SECRET, "HOME": home})  # fmt: skip
     spawn("workers.memory", env={**ENV, "HOME": home})
     spawn("workers.lifecycle", env={"HOME": home, "AGENTMEMORY_SEARCH": "off"})

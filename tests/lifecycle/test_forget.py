@@ -5,7 +5,7 @@ from __future__ import annotations
 from functions.kernel.clock import iso
 from functions.kernel.records import AuditEntry, Memory, Observation
 from functions.kernel.store import MemoryStore
-from functions.lifecycle.service import LifecycleService
+from functions.lifecycle.lifecycle_service import LifecycleService
 from functions.lifecycle.wire import AutoForgetIn
 from tests.lifecycle._data import T0, at, obs, put_memory, put_obs
 

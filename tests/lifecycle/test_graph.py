@@ -25,8 +25,8 @@ from functions.kernel.records import (
     profile_key,
 )
 from functions.kernel.store import MemoryStore
+from functions.lifecycle.lifecycle_service import LifecycleService
 from functions.lifecycle.profile import ProfileFeed
-from functions.lifecycle.service import LifecycleService
 from functions.lifecycle.wire import DecayIn, DigestIn
 from functions.memory.forget import forget
 from functions.memory.wire import ForgetIn
@@ -38,7 +38,7 @@ def by_name(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 async def graph_dump(store: MemoryStore) -> tuple[dict[str, GraphNode], dict[str, GraphEdge]]:
-    graph = await store.client.state(GRAPH_BUCKET)
+    graph = await store.client.bucket(GRAPH_BUCKET)
     nodes = {k: n async for k, n in graph.scan("n.>", GraphNode)}
     edges = {k: e async for k, e in graph.scan("e.>", GraphEdge)}
     return nodes, edges
@@ -165,10 +165,10 @@ async def test_replay_after_a_crash_with_other_batch_boundaries_counts_nothing_t
             for n in range(30)
         ),
     )
-    life = await store.client.state(LIFECYCLE_BUCKET)
-    profiles = await store.client.state(PROFILES_BUCKET)
+    life = await store.client.bucket(LIFECYCLE_BUCKET)
+    profiles = await store.client.bucket(PROFILES_BUCKET)
     # A small provenance cap, so a replayed mention is not hidden by the provenance dedup.
-    graph = GraphFeed(await store.client.state(GRAPH_BUCKET), cap=4)
+    graph = GraphFeed(await store.client.bucket(GRAPH_BUCKET), cap=4)
 
     def sinks() -> list[Any]:
         return [graph, ProfileFeed(profiles, ProfileConfig())]

@@ -11,7 +11,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from engine import State
+from engine import Bucket
 from functions.graph.adjacency import ADJ_CAP, Adjacency, AdjEdge, rank
 from functions.graph.feed import GraphFeed
 from functions.graph.keys import node_id
@@ -26,7 +26,7 @@ from functions.kernel.records import (
     Memory,
 )
 from functions.kernel.store import MemoryStore
-from functions.lifecycle.service import LifecycleService
+from functions.lifecycle.lifecycle_service import LifecycleService
 from functions.lifecycle.wire import DecayIn, DigestIn
 from functions.memory.forget import forget
 from functions.memory.wire import ForgetIn
@@ -36,7 +36,7 @@ from tests.lifecycle.test_graph import graph_dump
 
 async def adjacency_dump(store: MemoryStore) -> dict[str, tuple[Adjacency, int]]:
     """Every `a.*` record with its revision (read through the bucket's stream)."""
-    state = await store.client.state(GRAPH_BUCKET)
+    state = await store.client.bucket(GRAPH_BUCKET)
     out: dict[str, tuple[Adjacency, int]] = {}
     async for key, _ in state.scan("a.>", Adjacency):
         got = await state.entry(key, Adjacency)
@@ -175,7 +175,7 @@ async def test_a_hub_keeps_only_its_strongest_edges_and_a_walk_says_it_was_cut(
     assert leaf["totalNodes"] == 2 and not leaf["truncated"]
 
 
-class EdgeWritesFail(State):
+class EdgeWritesFail(Bucket):
     """The real bucket, crashing at the first edge write: the index and the nodes are
     written, the edges are not (a crash between the steps)."""
 
@@ -190,7 +190,7 @@ async def test_a_replayed_batch_leaves_the_index_as_it_was(
 ) -> None:
     await random_graph(store)
     batch = await events(store)
-    state = await store.client.state(GRAPH_BUCKET)
+    state = await store.client.bucket(GRAPH_BUCKET)
     crashing = GraphFeed(EdgeWritesFail(state.kv, state.bucket, store.client))
     with pytest.raises(RuntimeError):
         await crashing.apply(batch[:40])
@@ -247,7 +247,7 @@ async def test_compaction_builds_the_index_of_a_graph_fed_before_it(
     await random_graph(store)
     await lifecycle.digest_events(DigestIn())
     # as a graph from before the index: no `a.*` records, stats without the version
-    state = await store.client.state(GRAPH_BUCKET)
+    state = await store.client.bucket(GRAPH_BUCKET)
     for nid in await adjacency_dump(store):
         await state.purge(f"a.{nid}")
     stats = await state.get("stats", GraphStats)

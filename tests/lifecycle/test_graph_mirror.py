@@ -9,14 +9,14 @@ from typing import Any
 import msgspec
 import pytest
 
-from engine import FunctionError, State
+from engine import Bucket, FunctionError
 from functions.graph.keys import node_id
 from functions.graph.mirror import GraphMirror, mirror
 from functions.graph.wire import GraphQueryIn
 from functions.kernel.clock import iso
 from functions.kernel.records import GRAPH_BUCKET, GraphEdge
 from functions.kernel.store import MemoryStore
-from functions.lifecycle.service import LifecycleService
+from functions.lifecycle.lifecycle_service import LifecycleService
 from functions.lifecycle.wire import DecayIn, DigestIn
 from functions.memory.forget import forget
 from functions.memory.wire import ForgetIn
@@ -36,16 +36,16 @@ async def assert_mirror_is_the_bucket(m: GraphMirror, store: MemoryStore) -> Non
 async def test_queries_read_the_mirror_which_follows_the_feed_and_compaction(
     store: MemoryStore, lifecycle: LifecycleService, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    state = await store.client.state(GRAPH_BUCKET)
+    state = await store.client.bucket(GRAPH_BUCKET)
     read: list[str] = []
-    entry = State.entry
+    entry = Bucket.entry
 
-    async def spy(self: State, key: str, type: Any = Any) -> Any:
+    async def spy(self: Bucket, key: str, type: Any = Any) -> Any:
         if self is state:
             read.append(key)
         return await entry(self, key, type)
 
-    monkeypatch.setattr(State, "entry", spy)
+    monkeypatch.setattr(Bucket, "entry", spy)
     await put_old_and_new(store)
     await lifecycle.digest_events(DigestIn())
     listing = await lifecycle.graph_query(GraphQueryIn())

@@ -29,7 +29,7 @@ async def test_graph_routes_and_profile_over_the_real_workers(
 ) -> None:
     port = _free_port()
     home = str(tmp_path / "home")
-    spawn("workers.triggers", "http", env={
+    spawn("workers.trigger_plugins", "http", env={
         "AGENTMEMORY_REST_PORT": str(port), "AGENTMEMORY_SECRET": SECRET, "HOME": home,
     })  # fmt: skip
     env = {"AGENTMEMORY_INBOX_DIR": str(tmp_path / "inbox"), "HOME": home,

@@ -13,7 +13,7 @@ from functions.graph.wire import GraphQueryIn, GraphStatsIn
 from functions.kernel.records import GRAPH_BUCKET, GraphNode, Memory
 from functions.kernel.store import MemoryStore
 from functions.lifecycle.wire import DigestIn
-from functions.relations.service import CascadeIn, EvolveIn, RelationService
+from functions.relations.relation_service import CascadeIn, EvolveIn, RelationService
 from tests.lifecycle._data import obs, put_memory, put_obs
 
 
@@ -58,7 +58,7 @@ async def test_cascade_update_marks_the_superseded_memorys_graph_stale(
     assert flagged["siblingMemories"] == len(out["siblingIds"]) == 2
     assert out["total"] == flagged["nodes"] + flagged["edges"] + 2
 
-    graph = await store.client.state(GRAPH_BUCKET)
+    graph = await store.client.bucket(GRAPH_BUCKET)
     stale = [n async for _, n in graph.scan("n.>", GraphNode) if n.stale]
     assert {"src/auth/login.py", "jwt", "auth"} <= {n.name for n in stale}
     assert "src/billing/invoice.py" not in {n.name for n in stale}

@@ -9,7 +9,7 @@ import msgspec
 
 from functions.graph.wire import GraphQueryIn
 from functions.kernel.store import MemoryStore
-from functions.lifecycle.service import LifecycleService
+from functions.lifecycle.lifecycle_service import LifecycleService
 from functions.lifecycle.wire import DigestIn
 from tests.lifecycle._data import obs, put_obs
 

@@ -17,7 +17,7 @@ from functions.kernel.config import LifecycleConfig, LlmConfig
 from functions.kernel.models.settings import BreakerSettings, ModelSettings
 from functions.kernel.records import Memory
 from functions.kernel.store import MemoryStore
-from functions.lifecycle.service import LifecycleService
+from functions.lifecycle.lifecycle_service import LifecycleService
 from functions.lifecycle.wire import ConsolidateIn
 from tests.lifecycle._data import at
 from tests.lifecycle.conftest import wire

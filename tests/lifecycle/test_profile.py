@@ -9,7 +9,7 @@ from engine import Client
 from functions.kernel.config import LifecycleConfig, ProfileConfig
 from functions.kernel.records import PROFILES_BUCKET, ProjectProfile, profile_key
 from functions.kernel.store import MemoryStore
-from functions.lifecycle.service import LifecycleService
+from functions.lifecycle.lifecycle_service import LifecycleService
 from functions.lifecycle.wire import DigestIn, ProjectProfileIn
 from tests.lifecycle._data import at, obs, put_obs
 from tests.lifecycle.conftest import wire
@@ -45,7 +45,7 @@ async def test_profile_ranks_recent_work_keeps_lists_bounded_and_derives_convent
     assert set(files[:2]) == {"src/api.py", "tests/test_api.py"}
     assert [f["frequency"] for f in p["topFiles"][:2]] == [3, 3]
     assert len(p["topFiles"]) == 5
-    stored = await (await client.state(PROFILES_BUCKET)).get(profile_key("proj"), ProjectProfile)
+    stored = await (await client.bucket(PROFILES_BUCKET)).get(profile_key("proj"), ProjectProfile)
     assert stored is not None and max(len(stored.files), len(stored.concepts)) <= 5
     # routing: twice in each of sessions new0..new2 (1 + 1/4 a session), which lie 3, 2 and 1
     # sessions back (misc came last; halving every 1.5 sessions), two days of time decay

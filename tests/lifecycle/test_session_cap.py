@@ -7,7 +7,7 @@ from engine import Client
 from functions.kernel.config import ForgetConfig, LifecycleConfig
 from functions.kernel.records import AuditEntry, Observation, Session
 from functions.kernel.store import MemoryStore
-from functions.lifecycle.service import LifecycleService
+from functions.lifecycle.lifecycle_service import LifecycleService
 from functions.lifecycle.wire import AutoForgetIn
 from tests.lifecycle._data import at, obs, put_obs
 from tests.lifecycle.conftest import wire

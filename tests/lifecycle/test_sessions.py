@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from functions.kernel.records import Observation, Session, SessionSummary
 from functions.kernel.store import MemoryStore
-from functions.lifecycle.service import LifecycleService
+from functions.lifecycle.lifecycle_service import LifecycleService
 from functions.lifecycle.wire import SummarizeIn, SweepIn
 from tests.lifecycle._data import at, obs, put_obs, put_session
 

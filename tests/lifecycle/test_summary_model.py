@@ -13,7 +13,7 @@ import pytest
 from engine import Client
 from functions.kernel.records import SessionSummary
 from functions.kernel.store import MemoryStore
-from functions.lifecycle.service import LifecycleService
+from functions.lifecycle.lifecycle_service import LifecycleService
 from functions.lifecycle.wire import SummarizeIn
 from tests.lifecycle._data import at, obs, put_obs, put_session
 from tests.lifecycle.conftest import wire

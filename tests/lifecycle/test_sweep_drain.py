@@ -11,7 +11,7 @@ from engine import Client, FunctionError
 from functions.kernel.records import SessionSummary
 from functions.kernel.store import MemoryStore
 from functions.lifecycle.episodes import summarize_sessions, sweep
-from functions.lifecycle.service import LifecycleService
+from functions.lifecycle.lifecycle_service import LifecycleService
 from functions.lifecycle.wire import SummarizeIn, SweepIn
 from tests.lifecycle._data import T0, at, obs, put_obs, put_session
 

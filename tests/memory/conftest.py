@@ -46,7 +46,7 @@ def http_trigger(spawn: Any, tmp_path: Path) -> Callable[[], str]:
     def start() -> str:
         port = free_port()
         spawn(
-            "workers.triggers",
+            "workers.trigger_plugins",
             "http",
             env={
                 "AGENTMEMORY_REST_PORT": str(port),
@@ -80,10 +80,10 @@ async def rest(memory_worker: Any, http_trigger: Any) -> AsyncIterator[httpx.Asy
 
 
 async def live_keys(client: Any, bucket: str) -> list[str]:
-    """Keys holding a value now (the KV watcher behind State.keys can race; see store.py)."""
+    """Keys holding a value now (the KV watcher behind Bucket.keys can race; see store.py)."""
     pre = f"$KV.{bucket}."
     info = await client.nc.jetstream().stream_info(f"KV_{bucket}", subjects_filter=f"{pre}>")
-    st = await client.state(bucket)
+    st = await client.bucket(bucket)
     out = []
     for subject in sorted(info.state.subjects or {}):
         key = subject[len(pre) :]

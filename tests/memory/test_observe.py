@@ -43,7 +43,7 @@ async def test_observation_is_stored_compressed_and_acknowledged(
     out = await observe(client, payload(eventId="toolu_1"))
     assert out.status == "accepted"
     assert out.boot_id and out.accepted_at and out.durable_after_ms >= 0
-    kv = await client.state(OBSERVATIONS_BUCKET)
+    kv = await client.bucket(OBSERVATIONS_BUCKET)
     obs = await kv.get(out.observation_id, Observation)
     assert obs is not None
     assert (obs.type, obs.files, obs.session_id, obs.project) == (
@@ -119,7 +119,7 @@ async def test_stored_but_unpublished_observation_is_completed_on_resend(
     oid = observation_id(key)
     # what a worker killed between its two writes leaves behind: the record, no event
     _key, obs = build(msgspec.convert(payload(eventId="toolu_crash"), ObserveIn), "")
-    kv = await client.state(OBSERVATIONS_BUCKET)
+    kv = await client.bucket(OBSERVATIONS_BUCKET)
     await kv.create(oid, obs)
     assert await _events_of(client, oid) == []
     first = await observe(client, payload(eventId="toolu_crash"))
@@ -219,6 +219,6 @@ async def test_a_5_mib_event_is_stored_cut_to_size_and_its_replay_is_a_duplicate
     again = await observe(client, huge)
     assert (first.status, again.status) == ("accepted", "duplicate")
     assert again.observation_id == first.observation_id
-    obs = await (await client.state(OBSERVATIONS_BUCKET)).get(first.observation_id, Observation)
+    obs = await (await client.bucket(OBSERVATIONS_BUCKET)).get(first.observation_id, Observation)
     assert obs is not None and obs.truncated == [f"data.tool_input.content ({5 << 20} chars)"]
     assert len(msgspec.json.encode(obs)) < 64 * 1024

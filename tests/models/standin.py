@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 
 from engine import Client
 from functions.kernel.config import LifecycleConfig, LlmConfig
-from functions.lifecycle.service import LifecycleService
+from functions.lifecycle.lifecycle_service import LifecycleService
 
 
 @dataclass

@@ -56,7 +56,7 @@ async def start(
         "AGENTMEMORY_SEARCH": "on",
     }
     memory_worker(**env)
-    spawn("workers.triggers", "queue")
+    spawn("workers.trigger_plugins", "queue")
     return await rest_client(http_trigger())
 
 

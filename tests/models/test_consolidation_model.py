@@ -18,7 +18,7 @@ from engine import Client
 from functions.kernel.clock import iso
 from functions.kernel.records import Memory, SessionSummary, SummaryAdded
 from functions.kernel.store import MemoryStore
-from functions.lifecycle.service import LifecycleService
+from functions.lifecycle.lifecycle_service import LifecycleService
 from functions.lifecycle.wire import ConsolidateIn
 from tests.lifecycle._data import at, obs, put_memory, put_obs
 from tests.lifecycle.conftest import wire

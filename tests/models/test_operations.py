@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from engine import Client
-from functions.insights.service import InsightService, ReflectIn
+from functions.insights.insight_service import InsightService, ReflectIn
 from functions.kernel.records import INSIGHTS_BUCKET, Insight
 from functions.kernel.store import MemoryStore
 from tests.coordination.test_actions import make
@@ -104,7 +104,9 @@ async def test_reflect_stores_the_models_insights_and_asks_once_per_evidence(
     out = await insights.reflect(ReflectIn())
     titles = {i["title"] for i in out["insights"]}
     assert {"Billing changes travel in pairs", "Rounding is the recurring bug"} <= titles
-    stored = {i.title: i async for _, i in (await client.state(INSIGHTS_BUCKET)).scan(">", Insight)}
+    stored = {
+        i.title: i async for _, i in (await client.bucket(INSIGHTS_BUCKET)).scan(">", Insight)
+    }
     assert stored["Billing changes travel in pairs"].confidence == 0.8
     assert stored["Billing changes travel in pairs"].sessions == 3  # our evidence, kept
     calls = len(standin.requests)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from functions.kernel.records import MemEvent, Observation, ObservationAdded, RecordsRemoved
-from functions.search import streams
+from functions.search import ranking
 from functions.search.bm25 import ALT_CAP, BM25Index, Clause, Scope
 from functions.search.index import SearchIndex, _Held
 
@@ -125,9 +125,9 @@ def test_session_tf_dense_and_sorted_paths_agree(monkeypatch: pytest.MonkeyPatch
     sess = rnd.integers(0, 50, 400).astype(np.int32)
     docs = np.sort(rnd.choice(400, 120, replace=False)).astype(np.int32)
     tf = rnd.random(120) * 3
-    dense = streams.session_tf(sess, docs, tf, 50)
-    monkeypatch.setattr(streams, "DENSE_SESSIONS_MIN", 0)
-    sorted_path = streams.session_tf(sess, docs, tf, 10_000)
+    dense = ranking.session_tf(sess, docs, tf, 50)
+    monkeypatch.setattr(ranking, "DENSE_SESSIONS_MIN", 0)
+    sorted_path = ranking.session_tf(sess, docs, tf, 10_000)
     assert np.array_equal(dense[0], sorted_path[0])
     assert np.array_equal(dense[1], sorted_path[1])  # bit for bit: same order of additions
     assert np.array_equal(dense[0], np.unique(sess[docs]))
@@ -148,11 +148,11 @@ def test_dense_and_sparse_session_totals_agree(b: float) -> None:
     for size in (30, 200, 3):
         d = np.sort(rnd.choice(n_docs, size, replace=False)).astype(np.int32)
         matched.append((d, rnd.random(size) * 2 + 0.5))
-    local, cols = streams._dense_totals(used, matched, sess, sscope, sess_len, 1.2, b)
+    local, cols = ranking._dense_totals(used, matched, sess, sscope, sess_len, 1.2, b)
     assert np.array_equal(cols, np.flatnonzero(present))
     dense = np.zeros(n_sess)
     dense[cols] = local
-    sparse, touched = streams._sparse_totals(used, matched, sess, sscope, sess_len, 1.2, b)
+    sparse, touched = ranking._sparse_totals(used, matched, sess, sscope, sess_len, 1.2, b)
     assert np.array_equal(dense, sparse)
     assert np.array_equal(np.flatnonzero(dense > 0), touched)
     assert dense[7] == 0.0 and len(touched) > 10

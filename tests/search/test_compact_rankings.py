@@ -5,7 +5,7 @@ were written by the index before the change (tests/search/ranking_corpus.py); a 
 round trip keeps them too, and so does a snapshot in the older format.
 
 The fixture: `python -m tests.search.ranking_corpus` run on that older index (5ff9d6f^) with
-one change, the tie-break at the top-k cut (functions/search/streams.py `ranked`): without it
+one change, the tie-break at the top-k cut (functions/search/ranking.py `ranked`): without it
 the entries tied with the k-th score were left in numpy's partition order, which differs
 between CPUs (7 of 72 lists on an AVX-512 machine against the fixture another wrote)."""
 
@@ -18,7 +18,7 @@ from typing import Any
 import msgspec
 
 from functions.kernel.records import MemEvent
-from functions.search import snapshot
+from functions.search import index_snapshot
 from functions.search.index import SearchIndex
 from tests.search.ranking_corpus import build, rankings
 
@@ -42,14 +42,14 @@ def test_the_packed_index_ranks_like_the_old_one() -> None:
 
 def test_a_snapshot_round_trip_ranks_the_same() -> None:
     index = build(SearchIndex, MemEvent)
-    again = snapshot.load(snapshot.dump(index), SearchIndex())
+    again = index_snapshot.load(index_snapshot.dump(index), SearchIndex())
     assert _normal(rankings(again)) == EXPECTED
     assert len(again) == len(index) and again.seq == index.seq
 
 
 def test_a_snapshot_of_the_older_format_loads_and_ranks_the_same() -> None:
     index = build(SearchIndex, MemEvent)
-    new = msgspec.msgpack.decode(snapshot.dump(index))
+    new = msgspec.msgpack.decode(index_snapshot.dump(index))
     # format 3: one Meta per slot (None once removed) and entities as a dict
     old = dict(new, format=3, meta=[msgspec.to_builtins(m) for m in index.meta])
     ents = index.graph.ents_of
@@ -61,5 +61,5 @@ def test_a_snapshot_of_the_older_format_loads_and_ranks_the_same() -> None:
         t: [(p, d.tobytes(), f.tobytes()) for p, d, f in sealed.lists(t)] for t in sealed.terms
     }
     old.pop("sealed")
-    loaded = snapshot.load(msgspec.msgpack.encode(old), SearchIndex())
+    loaded = index_snapshot.load(msgspec.msgpack.encode(old), SearchIndex())
     assert _normal(rankings(loaded)) == EXPECTED

@@ -74,7 +74,7 @@ async def _poll(fn: Any, timeout: float = 30.0) -> Any:
 async def test_embeddings_go_through_the_queue_and_reach_the_vector_stream(
     client: Client, spawn: Any, provider: str
 ) -> None:
-    spawn("workers.triggers", "queue")
+    spawn("workers.trigger_plugins", "queue")
     spawn("workers.memory", env={
         "EMBEDDING_PROVIDER": "openai", "EMBEDDING_BASE_URL": provider, "EMBEDDING_MODEL": "stub",
         "SEARCH_EMBED_QUEUE": "1", "SEARCH_SNAPSHOT_SECONDS": "60",
@@ -93,7 +93,7 @@ async def test_embeddings_go_through_the_queue_and_reach_the_vector_stream(
         return bool(st["vectors"] >= 2 and st["pendingEmbeddings"] == 0)
 
     await _poll(embedded)
-    keys = await (await client.state(EMBEDDINGS_BUCKET)).keys()
+    keys = await (await client.bucket(EMBEDDINGS_BUCKET)).keys()
     assert len(keys) == 2  # computed once, stored for every replica
 
     out = await client.call("mem::smart-search", {"query": "dog found a home", "project": "v"})

@@ -133,7 +133,7 @@ async def test_profile_reads_the_lifecycle_profile_and_falls_back_to_the_index(
     assert before["observations"] == 2 and before["conventions"] == []
     assert "src/stored/module.py" not in before["topFiles"]
     # what the lifecycle's digest keeps up to date from MEM_EVENTS
-    profiles = await client.state(PROFILES_BUCKET)
+    profiles = await client.bucket(PROFILES_BUCKET)
     stored = ProjectProfile(
         project="alpha",
         observations=2,

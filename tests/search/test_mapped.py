@@ -17,7 +17,7 @@ import numpy as np
 from engine import Client
 from functions.kernel.records import MemEvent, Observation, ObservationAdded
 from functions.kernel.store import MemoryStore
-from functions.search import snapshot
+from functions.search import index_snapshot
 from functions.search.documents import Meta
 from functions.search.feeder import IndexHolder
 from functions.search.index import SearchIndex
@@ -65,7 +65,7 @@ def _build(spill: Spill, seal_every: int) -> SearchIndex:
     for i, ev in enumerate(events(), 1):
         index.apply(msgspec.convert(ev, MemEvent), seq=i)
         if i % seal_every == 0:
-            snapshot.take(index)  # seals the postings and the display rows
+            index_snapshot.take(index)  # seals the postings and the display rows
     return index
 
 
@@ -90,10 +90,10 @@ def test_a_mapped_index_sealed_along_the_way_ranks_like_the_old_one(tmp_path: Pa
 def test_a_snapshot_file_mapped_back_ranks_the_same(tmp_path: Path) -> None:
     index = _build(Spill(tmp_path / "a"), seal_every=500)
     path = tmp_path / "index.snap"
-    snapshot.take(index).write(path)
+    index_snapshot.take(index).write(path)
     with path.open("rb") as f:
         blob = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-    again = snapshot.load(blob, SearchIndex(spill=Spill(tmp_path / "b")))
+    again = index_snapshot.load(blob, SearchIndex(spill=Spill(tmp_path / "b")))
     del blob
     assert _mapped_rss_kb(path)[0] == 0  # nothing of the index pins the snapshot's mapping
     path.unlink()
@@ -125,7 +125,7 @@ def test_sealed_pages_are_the_files_and_trim_gives_them_back(tmp_path: Path) -> 
             ),
             seq=i + 1,
         )  # fmt: skip
-    snapshot.take(index)
+    index_snapshot.take(index)
     maps, resident = _mapped_rss_kb(tmp_path)
     assert maps >= 2 and resident > 0  # the seal wrote them through the mapping
     assert spill.trim() >= 1 << 20
@@ -216,17 +216,19 @@ def test_a_snapshot_from_before_the_graph_was_sealed_loads_the_same(tmp_path: Pa
     """Formats 5 and 6 (the last main's) held the graph's records in `graph_docs` alone:
     such a snapshot loads them as the tail, and reads and ranks as the index it was."""
     index = _build(Spill(tmp_path / "a"), seal_every=500)
-    old = msgspec.msgpack.decode(snapshot.dump(index))
+    old = msgspec.msgpack.decode(index_snapshot.dump(index))
     g = index.graph
     old["graph_docs"] = [
         {0: np.array(_records(g, nid, None), np.int32).tobytes()} if _records(g, nid, None) else {}
         for nid in range(len(g.names))
     ]  # one partition each: enough to carry every record (the test's filters use parts)
     old.pop("graph_sealed")
-    again = snapshot.load(msgspec.msgpack.encode(old), SearchIndex(spill=Spill(tmp_path / "b")))
+    again = index_snapshot.load(
+        msgspec.msgpack.encode(old), SearchIndex(spill=Spill(tmp_path / "b"))
+    )
     assert not again.graph.sealed.terms and again.graph.docs_of
     assert all(_records(again.graph, n, None) == _records(g, n, None) for n in range(len(g.names)))
     assert _normal(rankings(again)) == EXPECTED
-    snapshot.take(again)  # its next seal moves them into the mapped arrays
+    index_snapshot.take(again)  # its next seal moves them into the mapped arrays
     assert again.graph.sealed.terms and not again.graph.docs_of
     assert all(_records(again.graph, n, None) == _records(g, n, None) for n in range(len(g.names)))

@@ -10,7 +10,7 @@ from typing import Any
 import msgspec
 
 from functions.kernel.records import MemEvent
-from functions.search import snapshot
+from functions.search import index_snapshot
 from functions.search.index import SearchIndex
 from tests.search.ranking_corpus import build, events, rankings
 
@@ -41,7 +41,7 @@ def test_sealed_postings_rank_like_the_lists_they_replace() -> None:
 def test_a_snapshot_stores_the_sealed_arrays_and_ranks_the_same() -> None:
     index = _sealing_every(499, True)  # a tail left unsealed at the end
     assert index.bm25.postings
-    again = snapshot.load(snapshot.dump(index), SearchIndex())
+    again = index_snapshot.load(index_snapshot.dump(index), SearchIndex())
     assert not again.bm25.postings  # restored flat: no list per term and partition
     assert rankings(again) == rankings(build(SearchIndex, MemEvent))
     assert again.bm25.term_count() == index.bm25.term_count()

@@ -22,7 +22,7 @@ def _free_port() -> int:
 
 async def test_search_routes_answer_in_upstream_shapes(spawn: Any, tmp_path: Path) -> None:
     port = _free_port()
-    spawn("workers.triggers", "http", env={
+    spawn("workers.trigger_plugins", "http", env={
         "AGENTMEMORY_REST_PORT": str(port), "AGENTMEMORY_SECRET": SECRET, "HOME": str(tmp_path / "home"),
     })  # fmt: skip
     spawn(

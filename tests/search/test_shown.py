@@ -20,7 +20,7 @@ from functions.kernel.records import (
     ObservationAdded,
     RecordsRemoved,
 )
-from functions.search import snapshot
+from functions.search import index_snapshot
 from functions.search.index import SearchIndex
 from functions.search.shown import HEADER, ShownRecords
 from tests.helpers import eventually
@@ -134,20 +134,20 @@ def test_a_snapshot_finds_the_records_again_and_the_replay_adds_the_rest(
     index.shown.open(0)
     for i in range(10):
         index.apply(ObservationAdded(observation=_obs(i)), seq=i + 1)
-    blob = snapshot.dump(index)
+    blob = index_snapshot.dump(index)
     for i in range(10, 15):
         index.apply(ObservationAdded(observation=_obs(i)), seq=i + 1)
     index.shown.close()  # the process died
 
     fresh = SearchIndex()
     fresh.shown = ShownRecords(tmp_path / "shown")
-    snapshot.load(blob, fresh)
+    index_snapshot.load(blob, fresh)
     assert all(fresh.shown_record(_obs(i).id) == msgspec.json.encode(_obs(i)) for i in range(10))
     for i in range(10, 15):
         fresh.apply(ObservationAdded(observation=_obs(i)), seq=i + 1)
     assert all(fresh.shown_record(_obs(i).id) == msgspec.json.encode(_obs(i)) for i in range(15))
     # an index without the file (the older layout, or another host) loads the same snapshot
-    plain = snapshot.load(blob, SearchIndex())
+    plain = index_snapshot.load(blob, SearchIndex())
     assert len(plain) == 10 and plain.shown_record(_obs(0).id) is None
 
 
@@ -199,7 +199,7 @@ async def test_the_search_worker_shows_hits_from_its_file_across_a_crash(
         return hits if len(hits) == 8 else []
 
     await eventually(all_found, timeout=20, what="the observations searchable")
-    kv = await client.state("mem_observations")
+    kv = await client.bucket("mem_observations")
     stored: dict[str, Any] = {}
     for i in ids:
         stored[i] = await kv.get(i)
@@ -264,10 +264,10 @@ async def test_a_file_mostly_dead_is_rewritten_with_the_live_records(tmp_path: P
     assert index.shown_record(_obs(99).id) == msgspec.json.encode(_obs(99))
     assert index.shown_record(_obs(55).id) is None
     # a snapshot after the rewrite finds the new file again
-    blob = snapshot.dump(index)
+    blob = index_snapshot.dump(index)
     index.shown.close()
     fresh = SearchIndex()
     fresh.shown = ShownRecords(tmp_path / "shown")
-    snapshot.load(blob, fresh)
+    index_snapshot.load(blob, fresh)
     assert {i: fresh.shown_record(i) for i in want} == want
     assert not list(tmp_path.glob(".*.tmp"))

@@ -14,7 +14,7 @@ from functions.kernel.records import (
     SessionSummary,
     SummaryAdded,
 )
-from functions.search import snapshot
+from functions.search import index_snapshot
 from functions.search.index import SearchIndex
 
 WORDS = "cache timeout auth login parser config deploy docker test flaky retry queue index".split()
@@ -70,9 +70,9 @@ def test_snapshot_plus_replay_equals_a_rebuild_from_scratch() -> None:
     first = SearchIndex()
     for seq, e in enumerate(evs[:250], 1):
         first.apply(e, seq)
-    blob = snapshot.dump(first)
+    blob = index_snapshot.dump(first)
 
-    restored = snapshot.load(blob, SearchIndex())
+    restored = index_snapshot.load(blob, SearchIndex())
     assert restored.seq == 250
     for seq, e in enumerate(evs, 1):
         if seq > restored.seq:
@@ -88,12 +88,12 @@ def test_snapshot_keeps_removed_records_removed() -> None:
     for seq, e in enumerate(events(60), 1):
         idx.apply(e, seq)
     assert idx.get("o2") is None  # removed at i == 5
-    restored = snapshot.load(snapshot.dump(idx), SearchIndex())
+    restored = index_snapshot.load(index_snapshot.dump(idx), SearchIndex())
     assert restored.get("o2") is None
     assert all(h.id != "o2" for h in restored.search("cache timeout auth login", limit=100))
 
 
-def _drain(reader: snapshot.SnapshotReader, size: int) -> bytes:
+def _drain(reader: index_snapshot.SnapshotReader, size: int) -> bytes:
     out = bytearray()
     buf = bytearray(size)
     while n := reader.readinto(buf):
@@ -109,18 +109,20 @@ def test_a_streamed_snapshot_is_the_index_as_it_was_when_taken() -> None:
     for seq, e in enumerate(evs[:250], 1):
         idx.apply(e, seq)
     expected = results(idx)
-    reader = snapshot.take(idx).reader()
+    reader = index_snapshot.take(idx).reader()
     head = bytearray(100)
     first = reader.readinto(head)  # partly read, then the index moves on
     for seq, e in enumerate(evs[250:], 251):
         idx.apply(e, seq)
     idx.bm25.seal()  # what the next snapshot would do
     blob = bytes(head[:first]) + _drain(reader, 7)
-    assert blob.startswith(snapshot.STREAMED) and reader.stored == len(blob)
-    restored = snapshot.load(blob, SearchIndex())
+    assert blob.startswith(index_snapshot.STREAMED) and reader.stored == len(blob)
+    restored = index_snapshot.load(blob, SearchIndex())
     assert restored.seq == 250 and len(restored) < len(idx)
     assert results(restored) == expected and any(expected)
     # and in one read of any size, the same bytes as a dump of the same index gives
-    again = snapshot.load(_drain(snapshot.take(restored).reader(), 1 << 20), SearchIndex())
+    again = index_snapshot.load(
+        _drain(index_snapshot.take(restored).reader(), 1 << 20), SearchIndex()
+    )
     assert results(again) == expected
-    assert snapshot.dump(again) == snapshot.dump(restored)
+    assert index_snapshot.dump(again) == index_snapshot.dump(restored)

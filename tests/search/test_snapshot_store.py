@@ -11,7 +11,7 @@ from pathlib import Path
 from engine import Client
 from functions.kernel.records import Observation, ObservationAdded
 from functions.kernel.store import MemoryStore
-from functions.search import snapshot
+from functions.search import index_snapshot
 from functions.search.feeder import PACKED, SNAPSHOT_BUCKET, SNAPSHOT_SPACING, IndexHolder
 
 
@@ -43,8 +43,8 @@ async def test_a_snapshot_is_stored_compressed_and_restores_the_same_index(
 
     objects = await client.objects(SNAPSHOT_BUCKET)
     blob = await objects.get(first.snapshot_name)
-    assert blob is not None and blob.startswith(snapshot.STREAMED)
-    assert len(blob) < len(snapshot.dump(first.index)) / 2
+    assert blob is not None and blob.startswith(index_snapshot.STREAMED)
+    assert len(blob) < len(index_snapshot.dump(first.index)) / 2
     # the next periodic snapshot is spaced by what this one took
     assert first.snapshot_took > 0
     first.snapshot_every = 0.001
@@ -68,7 +68,7 @@ async def test_an_uncompressed_snapshot_of_an_older_version_still_restores(
     await first.start(client)
     assert await first.caught_up(timeout=10)
     expected = _answers(first)
-    raw = snapshot.dump(first.index)
+    raw = index_snapshot.dump(first.index)
     await first.stop(client)
     objects = await client.objects(SNAPSHOT_BUCKET)
     # as older feeders stored it: plain msgpack, then zlib-compressed in one piece
@@ -95,13 +95,13 @@ async def test_a_replica_with_a_local_dir_stops_to_its_file_and_restarts_from_it
     await first.save()  # periodic: the file and the object store
     objects = await client.objects(SNAPSHOT_BUCKET)
     in_store = await objects.get(first.snapshot_name)
-    assert in_store is not None and in_store.startswith(snapshot.STREAMED)
+    assert in_store is not None and in_store.startswith(index_snapshot.STREAMED)
     await asyncio.gather(*(store.publish(_obs(i)) for i in range(300, 340)))
     assert await first.caught_up(timeout=10)
     expected = _answers(first)
     await first.stop(client)  # final: the file alone (a stop does not wait for an upload)
     local = tmp_path / f"{first.snapshot_name}.snap"
-    assert local.read_bytes().startswith(snapshot.PLAIN)
+    assert local.read_bytes().startswith(index_snapshot.PLAIN)
     assert await objects.get(first.snapshot_name) == in_store
 
     again = IndexHolder(load_embedder=False, snapshot_every=3600, local_dir=tmp_path)
@@ -114,7 +114,7 @@ async def test_a_replica_with_a_local_dir_stops_to_its_file_and_restarts_from_it
 
     # a file that cannot be read is passed over: the object store's older snapshot, then
     # the tail from the stream
-    local.write_bytes(snapshot.PLAIN + b"\x00" * 64)
+    local.write_bytes(index_snapshot.PLAIN + b"\x00" * 64)
     third = IndexHolder(load_embedder=False, snapshot_every=3600, local_dir=tmp_path)
     await third.start(client)
     try:

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from functions.search import streams
-from functions.search.graph import _best, _best_dense
-from functions.search.streams import ranked, top
+from functions.search import ranking
+from functions.search.entity_expansion import _best, _best_dense
+from functions.search.ranking import ranked, top
 
 
 def test_ties_at_the_cut_go_to_the_smallest_ids() -> None:
@@ -22,16 +22,16 @@ def test_a_long_array_cut_above_its_sampled_floor_gives_the_full_ranking() -> No
     # Over 4 x FLOOR_SAMPLE entries `top` ranks only those at or above the k-th best of a
     # sample: the same k, ties at the cut included, as ranking every positive entry.
     rng = np.random.default_rng(11)
-    n = 5 * streams.FLOOR_SAMPLE
+    n = 5 * ranking.FLOOR_SAMPLE
     sparse = np.where(rng.random(n) < 0.3, np.round(rng.random(n) * 8) / 8, 0.0)
     few = np.zeros(n)
     few[rng.choice(n, 20, replace=False)] = 1.0  # fewer positive than k: no floor found
     skewed = np.zeros(n)
     skewed[-40:] = np.arange(40, 0, -1)  # the best entries all outside the sample
-    skewed[:: n // streams.FLOOR_SAMPLE] = 0.5
+    skewed[:: n // ranking.FLOOR_SAMPLE] = 0.5
     for scores in (sparse, few, skewed):
         positive = np.sort(scores[scores > 0])
-        assert 0 < streams._floor(scores, 30) <= positive[-min(30, len(positive))]
+        assert 0 < ranking._floor(scores, 30) <= positive[-min(30, len(positive))]
         for k in (1, 30, 500):
             want = sorted(np.flatnonzero(scores > 0).tolist(), key=lambda i: (-scores[i], i))
             assert top(scores, k) == want[:k]

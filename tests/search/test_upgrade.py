@@ -20,7 +20,7 @@ from functions.kernel.records import (
 )
 from functions.memory.observe import build
 from functions.memory.wire import ObserveIn
-from functions.search import snapshot
+from functions.search import index_snapshot
 from functions.search.feeder import SNAPSHOT_BUCKET
 from functions.search.index import SearchIndex
 from tests.search.test_functions import ENV, eventually
@@ -38,7 +38,7 @@ def _payload(i: int) -> dict[str, Any]:
 
 
 def _format3(index: SearchIndex) -> bytes:
-    new = msgspec.msgpack.decode(snapshot.dump(index))
+    new = msgspec.msgpack.decode(index_snapshot.dump(index))
     old = dict(new, format=3, meta=[msgspec.to_builtins(m) for m in index.meta])
     ents = index.graph.ents_of
     old["graph_ents"] = {d: list(ents.get(d)) for d in range(len(index.meta)) if ents.get(d)}
@@ -61,7 +61,7 @@ async def _old_layout(client: Client, n: int, snapshot_after: int) -> list[MemEv
     format-3 snapshot of the index covering the first `snapshot_after` events."""
     events = client.stream(EVENTS_STREAM, subjects=[f"{EVENTS_SUBJECT}.>"], duplicate_window=600.0)
     await events.ensure()
-    kv = await client.state(OBSERVATIONS_BUCKET)
+    kv = await client.bucket(OBSERVATIONS_BUCKET)
     written: list[MemEvent] = []
     index = SearchIndex()
     for i in range(n):

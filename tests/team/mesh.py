@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import yaml
 
-from ops.partition import Relay
+from ops.tcp_relay import Relay
 from tests.conftest import ROOT, EngineProcess
 from tests.helpers import eventually, free_port, wait_until
 

@@ -11,7 +11,7 @@ import pytest
 from engine import Client
 from functions.kernel.records import Memory
 from functions.team.records import TEAM_STREAM
-from functions.team.service import ADOPTING_KEY, TeamService
+from functions.team.team_service import ADOPTING_KEY, TeamService
 
 
 class CutOff(TeamService):

@@ -10,7 +10,7 @@ import inspect
 import random
 from typing import Any, cast
 
-from engine import Client, State
+from engine import Bucket, Client
 from functions.kernel.records import Memory
 from functions.kernel.store import MemoryStore
 from functions.team.book import TeamBook
@@ -54,9 +54,9 @@ async def test_versions_applied_at_once_leave_only_the_head_live(client: Client)
     team_log = TeamLog(client, cfg.origin)
     await team_log.ensure()
     rng = random.Random(7)
-    store.memories = cast(State, Jittered(store.memories, rng))
+    store.memories = cast(Bucket, Jittered(store.memories, rng))
     book = TeamBook(
-        store, cast(State, Jittered(await client.state("mem_team"), rng)), team_log, cfg
+        store, cast(Bucket, Jittered(await client.bucket("mem_team"), rng)), team_log, cfg
     )
     bad: list[str] = []
     two_live: list[list[str]] = []

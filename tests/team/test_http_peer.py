@@ -41,7 +41,7 @@ async def test_an_http_peer_is_pushed_to_and_pulled_from(
         spawn("workers.memory", env=b_env)
         spawn("workers.team", env=b_env)
         # http for its REST routes; stream for the team's own triggers (a forget shared)
-        spawn("workers.triggers", "http", "stream",
+        spawn("workers.trigger_plugins", "http", "stream",
               env={**b_env, "AGENTMEMORY_REST_PORT": str(port)})  # fmt: skip
         a_env = env(tmp_path / "a", "alice")
         spawn("workers.memory", env=a_env)

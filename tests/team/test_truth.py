@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from ops.partition import Relay
+from ops.tcp_relay import Relay
 from tests.helpers import eventually
 from tests.team.mesh import SECRET, Node, config, converged, start_hub, start_node, stop
 

@@ -39,7 +39,7 @@ async def echo(req: HttpRequest, ctx: Context) -> HttpResponse:
 async def slow(req: HttpRequest, ctx: Context) -> HttpResponse:
     seconds = float(req.query.get("s", "2"))
     await asyncio.sleep(seconds)
-    st = await ctx.state("fixtures")
+    st = await ctx.bucket("fixtures")
     await st.put("slow-finished", req.query.get("tag", "x"))
     return HttpResponse(body={"slept": seconds})
 
@@ -136,7 +136,7 @@ class Job(msgspec.Struct):
 
 
 async def _bump(ctx: Context, key: str, by: int = 1) -> int:
-    st = await ctx.state("fixtures")
+    st = await ctx.bucket("fixtures")
     return int(await st.update(key, lambda cur: (cur or 0) + by) or 0)
 
 
@@ -146,7 +146,7 @@ async def record(req: Job, ctx: Context) -> None:
     await _bump(ctx, f"starts.{req.id}")
     if req.sleep and ctx.headers.get("Queue-Attempt", "1") == "1":
         await asyncio.sleep(req.sleep)
-    st = await ctx.state("fixtures")
+    st = await ctx.bucket("fixtures")
     if await st.create(f"done.{req.id}", ctx.headers.get("Idempotency-Key", "")) is not None:
         await _bump(ctx, f"count.{req.id}")
 
@@ -155,7 +155,7 @@ async def record(req: Job, ctx: Context) -> None:
 async def flaky(req: Job, ctx: Context) -> None:
     """Fails until the key `healed` exists."""
     await _bump(ctx, f"attempts.{req.id}")
-    st = await ctx.state("fixtures")
+    st = await ctx.bucket("fixtures")
     if await st.get("healed") is None:
         raise RuntimeError("not healed yet")
     await st.put(f"done.{req.id}", True)
@@ -170,7 +170,7 @@ async def reject(req: Job, ctx: Context) -> None:
 async def gauge(req: Job, ctx: Context) -> None:
     """Records the highest number of calls running at once."""
     now = await _bump(ctx, "gauge.now")
-    st = await ctx.state("fixtures")
+    st = await ctx.bucket("fixtures")
     await st.update("gauge.max", lambda cur: max(cur or 0, now))
     await asyncio.sleep(req.sleep)
     await _bump(ctx, "gauge.now", -1)
@@ -187,7 +187,7 @@ def declare_queue() -> None:
 @worker.function("t::tick")
 async def tick(req: dict[str, int], ctx: Context) -> None:
     """Counts firings; a second firing of the same tick is counted as a duplicate."""
-    st = await ctx.state("fixtures")
+    st = await ctx.bucket("fixtures")
     key = ctx.headers.get("Idempotency-Key", "").replace(":", "_")
     if await st.create(f"tick.{key}", True) is None:
         await _bump(ctx, "ticks.dup")
@@ -231,7 +231,7 @@ async def fan_b(req: Item, ctx: Context) -> None:
 async def consume(req: Item, ctx: Context) -> None:
     """Idempotent stream consumer that also checks it sees messages in order."""
     await asyncio.sleep(req.sleep)
-    st = await ctx.state("fixtures")
+    st = await ctx.bucket("fixtures")
     if await st.create(f"seen.{req.n}", ctx.headers.get("Stream-Seq", "")) is None:
         await _bump(ctx, "consume.dup")
         return
@@ -245,7 +245,7 @@ async def consume(req: Item, ctx: Context) -> None:
 @worker.function("t::watch")
 async def watch(req: dict[str, object], ctx: Context) -> None:
     line = f"{req['op']}:{req['key']}:{req.get('old')}:{req.get('new')}"
-    st = await ctx.state("fixtures")
+    st = await ctx.bucket("fixtures")
     await st.update("state.log", lambda cur: [*(cur or []), line])
 
 

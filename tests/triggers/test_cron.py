@@ -15,12 +15,12 @@ from triggers.cron import DURABLE, SCHED, STREAM, TICK, server_schedule
 
 
 async def _get(client: Client, key: str) -> Any:
-    return await (await client.state("fixtures")).get(key)
+    return await (await client.bucket("fixtures")).get(key)
 
 
 async def test_two_cron_workers_fire_each_per_second_tick_once(client, spawn) -> None:
-    spawn("workers.triggers", "cron")
-    spawn("workers.triggers", "cron")
+    spawn("workers.trigger_plugins", "cron")
+    spawn("workers.trigger_plugins", "cron")
     spawn("tests.triggers.fixture_worker", "cron")
     await eventually(lambda: _get(client, "ticks"), what="a first tick")
     start_count, started = await _get(client, "ticks"), time.monotonic()
@@ -36,8 +36,8 @@ async def test_two_cron_workers_fire_each_per_second_tick_once(client, spawn) ->
 
 
 async def test_fire_now_runs_once_and_a_failing_firing_is_retried(client, spawn) -> None:
-    spawn("workers.triggers", "cron")
-    spawn("workers.triggers", "cron")
+    spawn("workers.trigger_plugins", "cron")
+    spawn("workers.trigger_plugins", "cron")
     spawn("tests.triggers.fixture_worker", "cron")
     out = await client.call("engine::cron-fire", {"function_id": "t::manual"}, timeout=5)
     assert out["seq"] > 0
@@ -47,7 +47,7 @@ async def test_fire_now_runs_once_and_a_failing_firing_is_retried(client, spawn)
 
 
 async def test_fire_now_names_what_is_missing(client, spawn) -> None:
-    spawn("workers.triggers", "cron")
+    spawn("workers.trigger_plugins", "cron")
     with pytest.raises(FunctionError) as ei:
         await client.call("engine::cron-fire", {}, timeout=5)
     assert (ei.value.code, ei.value.field) == ("BAD_REQUEST", "id")
@@ -57,9 +57,9 @@ async def test_fire_now_names_what_is_missing(client, spawn) -> None:
 
 
 async def test_five_field_schedule_with_time_zone_is_handed_to_the_server(client, spawn) -> None:
-    spawn("workers.triggers", "cron")
+    spawn("workers.trigger_plugins", "cron")
     spawn("tests.triggers.fixture_worker", "cron")
-    store = await client.state("engine_triggers", history=5)
+    store = await client.bucket("engine_triggers", history=5)
     tids = [
         k.partition(".")[2]
         for k in await store.keys("cron.")
@@ -85,7 +85,7 @@ def test_schedule_forms_are_converted_or_refused() -> None:
 
 
 async def _tick_trigger_id(client: Client) -> str:
-    store = await client.state("engine_triggers", history=5)
+    store = await client.bucket("engine_triggers", history=5)
     for k in await store.keys("cron."):
         if (await store.get(k))["function_id"] == "t::tick":
             return k.partition(".")[2]
@@ -93,7 +93,7 @@ async def _tick_trigger_id(client: Client) -> str:
 
 
 async def test_ticks_missed_during_downtime_fire_once_with_catch_up_once(client, spawn) -> None:
-    cron = spawn("workers.triggers", "cron")
+    cron = spawn("workers.trigger_plugins", "cron")
     spawn("tests.triggers.fixture_worker", "cron")
     await eventually(lambda: _get(client, "ticks"), what="a first tick")
     cron.send_signal(signal.SIGKILL)
@@ -108,7 +108,7 @@ async def test_ticks_missed_during_downtime_fire_once_with_catch_up_once(client,
     info = await js.consumer_info(STREAM, DURABLE)
     assert info.num_pending <= 1  # the missed ticks collapsed into one
     before = int(await _get(client, "ticks"))
-    spawn("workers.triggers", "cron")
+    spawn("workers.trigger_plugins", "cron")
 
     async def fired_again() -> bool:
         return int(await _get(client, "ticks")) > before
@@ -119,7 +119,7 @@ async def test_ticks_missed_during_downtime_fire_once_with_catch_up_once(client,
 
 async def test_a_stale_tick_is_dropped_with_catch_up_skip(client, spawn) -> None:
     spawn("tests.triggers.fixture_worker", "cron-skip")
-    cron = spawn("workers.triggers", "cron")
+    cron = spawn("workers.trigger_plugins", "cron")
     tid = await _tick_trigger_id(client)
     cron.send_signal(signal.SIGKILL)
     cron.wait()
@@ -132,10 +132,10 @@ async def test_a_stale_tick_is_dropped_with_catch_up_skip(client, spawn) -> None
         return msg if fresh_since_kill and time.time() - _stored_at(msg) > 0.8 else None
 
     stale = await eventually(stale_tick, what="a tick older than the grace period")
-    spawn("workers.triggers", "cron")
+    spawn("workers.trigger_plugins", "cron")
 
     async def next_fired() -> bool:
-        keys = await (await client.state("fixtures")).keys("tick.")
+        keys = await (await client.bucket("fixtures")).keys("tick.")
         return any(int(k.rsplit("_", 1)[1]) > stale.seq for k in keys)
 
     await eventually(next_fired, what="the next tick after the restart")
@@ -162,12 +162,12 @@ async def test_deleting_a_cron_declaration_stops_its_schedule_live_and_after_dow
 ) -> None:
     from engine import TriggerSpec
 
-    store = await client.state("engine_triggers", history=5)
+    store = await client.bucket("engine_triggers", history=5)
     live = TriggerSpec(kind="cron", function_id="t::tick", config={"schedule": "@every 1h"})
     offline = TriggerSpec(kind="cron", function_id="t::tick", config={"schedule": "@every 2h"})
     await store.put(live.key, live)
     await store.put(offline.key, offline)
-    cron = spawn("workers.triggers", "cron")
+    cron = spawn("workers.trigger_plugins", "cron")
 
     async def both() -> bool:
         return set(await _schedules(client)) == {SCHED + live.id, SCHED + offline.id}
@@ -182,7 +182,7 @@ async def test_deleting_a_cron_declaration_stops_its_schedule_live_and_after_dow
     cron.kill()
     cron.wait()
     await store.delete(offline.key)  # while no cron worker runs
-    spawn("workers.triggers", "cron")
+    spawn("workers.trigger_plugins", "cron")
 
     async def none_left() -> bool:
         return await _schedules(client) == {}
@@ -193,7 +193,7 @@ async def test_deleting_a_cron_declaration_stops_its_schedule_live_and_after_dow
 async def test_a_firing_waits_for_its_worker_to_come_back(client, spawn) -> None:
     """A tick whose function nobody serves yet (the worker still starting after a downtime)
     fires once the worker is back, instead of being dropped after its few attempts."""
-    spawn("workers.triggers", "cron")
+    spawn("workers.trigger_plugins", "cron")
     fixture = spawn("tests.triggers.fixture_worker", "cron")
     fixture.kill()
     fixture.wait()

@@ -9,17 +9,17 @@ from nats.js.api import StreamConfig
 
 from engine import Client
 from tests.helpers import eventually
-from triggers.pubsub import publish
+from triggers.subscribe import publish
 
 
 async def _get(client: Client, key: str) -> Any:
-    return await (await client.state("fixtures")).get(key)
+    return await (await client.bucket("fixtures")).get(key)
 
 
 async def test_publish_runs_every_subscribed_function_once(client, spawn) -> None:
     spawn("tests.triggers.fixture_worker", "subscribe")
-    spawn("workers.triggers", "subscribe")
-    spawn("workers.triggers", "subscribe")  # a replica must not double the calls
+    spawn("workers.trigger_plugins", "subscribe")
+    spawn("workers.trigger_plugins", "subscribe")  # a replica must not double the calls
     await publish(client, "news", {"n": 1})
     await eventually(lambda: _get(client, "fan.a.1"), what="subscriber a")
     await eventually(lambda: _get(client, "fan.b.1"), what="subscriber b")
@@ -33,7 +33,7 @@ async def test_stream_consumer_restarted_skips_nothing_and_repeats_nothing(clien
     js = client.nc.jetstream()
     await js.add_stream(StreamConfig(name="EVENTS", subjects=["events.>"]))
     spawn("tests.triggers.fixture_worker", "stream")
-    consumer = spawn("workers.triggers", "stream")
+    consumer = spawn("workers.trigger_plugins", "stream")
     for n in range(1, 41):
         await js.publish(f"events.e{n}", b'{"n": %d, "sleep": 0.02}' % n)
 
@@ -45,7 +45,7 @@ async def test_stream_consumer_restarted_skips_nothing_and_repeats_nothing(clien
     consumer.wait()
     for n in range(41, 81):
         await js.publish(f"events.e{n}", b'{"n": %d}' % n)
-    spawn("workers.triggers", "stream")
+    spawn("workers.trigger_plugins", "stream")
 
     async def all_seen() -> bool:
         return await _get(client, "consume.count") == 80
@@ -58,9 +58,9 @@ async def test_stream_consumer_restarted_skips_nothing_and_repeats_nothing(clien
 
 
 async def test_state_trigger_sees_create_update_delete_in_order_and_resumes(client, spawn) -> None:
-    things = await client.state("things", history=10)  # keep every revision until delivered
+    things = await client.bucket("things", history=10)  # keep every revision until delivered
     spawn("tests.triggers.fixture_worker", "state")
-    trig = spawn("workers.triggers", "state")
+    trig = spawn("workers.trigger_plugins", "state")
     await things.put("a", 1)
     await things.put("a", 2)
     await things.delete("a")
@@ -75,7 +75,7 @@ async def test_state_trigger_sees_create_update_delete_in_order_and_resumes(clie
     trig.send_signal(signal.SIGTERM)
     trig.wait()
     await things.put("b", {"x": 1})
-    spawn("workers.triggers", "state")
+    spawn("workers.trigger_plugins", "state")
     log = await eventually(lambda: logged(4), what="the change made while stopped")
     assert log == [
         "created:a:None:1",
@@ -87,9 +87,9 @@ async def test_state_trigger_sees_create_update_delete_in_order_and_resumes(clie
 
 async def test_state_trigger_sees_a_key_whose_ttl_ran_out_as_deleted(client, spawn) -> None:
     # JetStream removes the key itself (per-key TTL) and leaves a marker, not a KV delete.
-    expiring = await client.state("expiring", marker_ttl=30)
+    expiring = await client.bucket("expiring", marker_ttl=30)
     spawn("tests.triggers.fixture_worker", "state-ttl")
-    spawn("workers.triggers", "state")
+    spawn("workers.trigger_plugins", "state")
     await expiring.create("lease", 1, ttl=1)
 
     async def logged() -> list[str] | None:

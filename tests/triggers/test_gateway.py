@@ -20,7 +20,7 @@ SECRET = "ws-secret"
 def gateway(spawn) -> Iterator[str]:  # type: ignore[no-untyped-def]
     port = free_port()
     spawn(
-        "workers.triggers",
+        "workers.trigger_plugins",
         "ws",
         env={"AGENTMEMORY_STREAMS_PORT": str(port), "AGENTMEMORY_SECRET": SECRET},
     )

@@ -23,7 +23,7 @@ async def http(spawn) -> AsyncIterator[httpx.AsyncClient]:  # type: ignore[no-un
     port = free_port()
     spawn("tests.triggers.fixture_worker", "http")
     spawn(
-        "workers.triggers",
+        "workers.trigger_plugins",
         "http",
         env={
             "AGENTMEMORY_REST_PORT": str(port),
@@ -131,7 +131,7 @@ async def test_crashing_handler_is_500_without_internals(http) -> None:
 
 
 async def test_unserved_function_is_503(http, client: Client) -> None:
-    store = await client.state("engine_triggers", history=5)
+    store = await client.bucket("engine_triggers", history=5)
     from engine import TriggerSpec
 
     spec = TriggerSpec(kind="http", function_id="t::ghost", config={"path": "/t/ghost"})
@@ -161,7 +161,7 @@ async def test_origins_outside_the_allowlist_are_403_and_allowed_ones_get_cors(h
 async def test_call_completes_after_the_client_hangs_up(http, client: Client) -> None:
     with pytest.raises(httpx.TimeoutException):
         await http.post("/t/slow-ok?s=1&tag=done", json={}, headers=AUTH, timeout=0.2)
-    st = await client.state("fixtures")
+    st = await client.bucket("fixtures")
 
     async def finished() -> bool:
         return await st.get("slow-finished") == "done"
@@ -201,7 +201,7 @@ async def test_openapi_document_lists_routes_and_their_schemas(http) -> None:
 async def test_routes_appear_live_when_a_worker_registers_later(spawn, client: Client) -> None:
     port = free_port()
     spawn(
-        "workers.triggers",
+        "workers.trigger_plugins",
         "http",
         env={"AGENTMEMORY_REST_PORT": str(port), "AGENTMEMORY_SECRET": SECRET},
     )
@@ -229,7 +229,7 @@ def test_secret_is_generated_once_with_mode_0600(tmp_path: Path, monkeypatch) ->
 
 
 async def test_route_deleted_from_the_trigger_bucket_stops_being_served(http, client) -> None:
-    store = await client.state("engine_triggers", history=5)
+    store = await client.bucket("engine_triggers", history=5)
     keys = []
     for k in await store.keys("http."):
         if (await store.get(k))["config"].get("path") == "/t/open":
@@ -248,8 +248,8 @@ async def test_two_http_workers_share_the_port_and_one_survives_the_other(spawn)
     port = free_port()
     env = {"AGENTMEMORY_REST_PORT": str(port), "AGENTMEMORY_SECRET": SECRET}
     spawn("tests.triggers.fixture_worker", "http")
-    first = spawn("workers.triggers", "http", env=env)
-    spawn("workers.triggers", "http", env=env)
+    first = spawn("workers.trigger_plugins", "http", env=env)
+    spawn("workers.trigger_plugins", "http", env=env)
     first.kill()
     first.wait()
     async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=5) as c:

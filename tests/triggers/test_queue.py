@@ -7,16 +7,16 @@ from typing import Any
 
 from engine import Client
 from tests.helpers import eventually
-from triggers.queue import enqueue
+from triggers.queue.streams import enqueue
 
 
 async def _get(client: Client, key: str) -> Any:
-    return await (await client.state("fixtures")).get(key)
+    return await (await client.bucket("fixtures")).get(key)
 
 
 async def _start(spawn) -> None:  # type: ignore[no-untyped-def]
     spawn("tests.triggers.fixture_worker", "queue")
-    spawn("workers.triggers", "queue")
+    spawn("workers.trigger_plugins", "queue")
 
 
 async def test_enqueued_call_runs_and_a_repeated_msg_id_is_stored_once(client, spawn) -> None:
@@ -33,7 +33,7 @@ async def test_handler_killed_mid_message_gets_it_redelivered_and_records_once(
     client, spawn
 ) -> None:
     victim = spawn("tests.triggers.fixture_worker", "queue")
-    spawn("workers.triggers", "queue")
+    spawn("workers.trigger_plugins", "queue")
     await enqueue(client, "record", {"id": "k", "sleep": 30}, msg_id="job-k")
     await eventually(lambda: _get(client, "starts.k"), what="the handler to start")
     victim.send_signal(signal.SIGKILL)
@@ -61,7 +61,7 @@ async def test_handler_failing_three_times_lands_in_dead_letters_and_redrive_run
     assert letter["msg_id"] == "job-f" and letter["payload"] == {"id": "f"}
     assert letter["error"]["code"] == "INTERNAL"
 
-    await (await client.state("fixtures")).put("healed", True)
+    await (await client.bucket("fixtures")).put("healed", True)
     out = await client.call("engine::dlq-redrive", {"seq": letter["seq"]}, timeout=5)
     assert out["count"] == 1
     await eventually(lambda: _get(client, "done.f"), what="the redriven call")

@@ -26,7 +26,7 @@ env:
   AGENTMEMORY_SECRET: {SECRET}
 workers:
   - name: triggers
-    command: ["{{python}}", "-m", "workers.triggers", "http"]
+    command: ["{{python}}", "-m", "workers.trigger_plugins", "http"]
     env:
       HTTP_OPENAPI_PATHS: /agentmemory/openapi.json
   - name: memory

@@ -465,10 +465,10 @@ async def test_heal_drops_orphan_index_entries_and_reindexes_lost_records(
     try:
         # An observation gone from KV without its removal event (the index still holds it),
         # and a memory in KV whose event never reached the stream (the index lacks it).
-        await (await client.state(OBSERVATIONS_BUCKET)).delete(obs["id"])
+        await (await client.bucket(OBSERVATIONS_BUCKET)).delete(obs["id"])
         lost = Memory(id="mem_lostevent01", content="Wombat deploys run on Fridays only",
                       created_at="2026-11-01T00:00:00Z", updated_at="2026-11-01T00:00:00Z")  # fmt: skip
-        await (await client.state(MEMORIES_BUCKET)).put(lost.id, lost)
+        await (await client.bucket(MEMORIES_BUCKET)).put(lost.id, lost)
     finally:
         await client.nc.close()
     async with stack.shim() as s:

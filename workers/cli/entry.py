@@ -81,7 +81,7 @@ def main() -> None:
     # The layout every command and the processes it starts read, without a search of the
     # installed distributions for the engine's default.
     os.environ.setdefault("ENGINE_CONFIG", str(ENGINE_CONFIG))
-    from workers.cli.main import main as run
+    from workers.cli.service_cmds import main as run
 
     run()
 

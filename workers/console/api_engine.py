@@ -12,7 +12,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from engine import TRIGGERS_BUCKET, FunctionError, State, TriggerSpec
+from engine import TRIGGERS_BUCKET, Bucket, FunctionError, TriggerSpec
 from engine import tracing as _tracing
 from engine.protocol import validate_function_id
 from engine.tracing import SpanKind
@@ -133,7 +133,7 @@ async def triggers(request: Request) -> Response:
         kv = await h.client.nc.jetstream().key_value(TRIGGERS_BUCKET)
     except Exception:
         return json_response({"triggers": []})  # no worker has declared one yet
-    store = State(kv, TRIGGERS_BUCKET, h.client)
+    store = Bucket(kv, TRIGGERS_BUCKET, h.client)
     out: list[TriggerSpec] = []
     for key in await store.keys():
         raw: Any = await store.get(key, Any)

@@ -14,7 +14,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from engine import FunctionError, State
+from engine import Bucket, FunctionError
 from workers.console import records
 from workers.console.hub import hub
 from workers.console.web import json_response, query_int, read_json
@@ -96,7 +96,7 @@ async def keys(request: Request) -> Response:
     kv = await _bucket(request)
     limit = query_int(request, "limit", 1000, 1, 10000)
     prefix = request.query_params.get("prefix", "")
-    found = await State(kv, request.path_params["bucket"], hub(request).client).keys(prefix)
+    found = await Bucket(kv, request.path_params["bucket"], hub(request).client).keys(prefix)
     found.sort()
     return json_response({"keys": found[:limit], "total": len(found)})
 

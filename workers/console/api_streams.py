@@ -24,7 +24,8 @@ from workers.console.inventory import untraced
 from workers.console.web import json_response, query_int, read_json
 
 DATA_LIMIT = 4096
-DLQ_STREAM = "DEAD_LETTERS"  # triggers.queue.DLQ_STREAM, named here to keep the console light
+# triggers.queue.streams.DLQ_STREAM, named here to keep the console light
+DLQ_STREAM = "DEAD_LETTERS"
 QUEUE_PREFIX = "QUEUE_"
 
 

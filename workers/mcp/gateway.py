@@ -174,7 +174,7 @@ class BusGateway:
 
     async def _route(self, method: str, path: str) -> tuple[str, str]:
         if self._routes is None or (method, path) not in self._routes:
-            st = await self.client.state(TRIGGERS_BUCKET, history=5)
+            st = await self.client.bucket(TRIGGERS_BUCKET, history=5)
             routes: dict[tuple[str, str], tuple[str, str]] = {}
             for key in await st.keys("http."):
                 raw: Any = await st.get(key, dict)

@@ -21,7 +21,7 @@ import msgspec
 from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 
-from functions.mcp_content import service as mcp_content
+from functions.mcp_content import mcp_content_service as mcp_content
 from workers.mcp.gateway import Gateway, GatewayError, connect_gateway
 
 log = logging.getLogger("workers.mcp")

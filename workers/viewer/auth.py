@@ -18,7 +18,7 @@ from urllib.parse import parse_qsl, urlencode
 import msgspec
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from engine import Client, State
+from engine import Bucket, Client
 from triggers.http.secret import bearer_matches
 from workers.viewer import tokens
 
@@ -30,12 +30,12 @@ _OPEN = ("/static/", "/healthz", "/favicon.svg")
 class Spent:
     """The login nonces already used."""
 
-    def __init__(self, state: State) -> None:
+    def __init__(self, state: Bucket) -> None:
         self.state = state
 
     @classmethod
     async def open(cls, client: Client) -> Spent:
-        return cls(await client.state(VIEWER_BUCKET, ttl=tokens.MAX_TTL + 60))
+        return cls(await client.bucket(VIEWER_BUCKET, ttl=tokens.MAX_TTL + 60))
 
     async def spend(self, nonce: str) -> bool:
         """True the first time a nonce is spent."""

@@ -97,7 +97,7 @@ class Patterns:
         does the same put or delete: they converge)."""
         on = bool(self.watching)
         try:
-            store = await cs.client.state(TRIGGERS_BUCKET, history=5)
+            store = await cs.client.bucket(TRIGGERS_BUCKET, history=5)
             if on:
                 await store.put(SCAN_TRIGGER.key, SCAN_TRIGGER)
             else:

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-State = Literal["closed", "open", "half-open"]
+BreakerState = Literal["closed", "open", "half-open"]
 
 
 @dataclass
@@ -20,7 +20,7 @@ class Breaker:
     window: float = 60.0
     recovery: float = 30.0
     clock: Callable[[], float] = time.monotonic
-    state: State = "closed"
+    state: BreakerState = "closed"
     count: int = 0
     last_failure: float | None = None
     opened_at: float | None = None
@@ -51,7 +51,7 @@ class Breaker:
         if self.count >= self.failures:
             self.state, self.opened_at = "open", now
 
-    def current(self) -> State:
+    def current(self) -> BreakerState:
         """The state as a caller would meet it now (open turns half-open by time)."""
         if (
             self.state == "open"

@@ -14,7 +14,7 @@ from typing import Any
 
 import msgspec
 
-from engine import Client, State
+from engine import Bucket, Client
 from functions.kernel.models.client import ModelClient, ProviderUsage, TaskUsage
 
 MODELS_BUCKET = "mem_models"
@@ -50,7 +50,7 @@ class UsageSink:
         self.model = model
         self.client = client
         self.process = PROCESS + (f"_{suffix}" if suffix else "")
-        self._state: State | None = None
+        self._state: Bucket | None = None
         self._task: asyncio.Task[None] | None = None
         self._again = False
 
@@ -65,7 +65,7 @@ class UsageSink:
             self._again = False
             try:
                 if self._state is None:
-                    self._state = await self.client.state(MODELS_BUCKET)
+                    self._state = await self.client.bucket(MODELS_BUCKET)
                 u = self.model.usage
                 for name, p in u.providers.items():
                     await self._state.put(f"p.{name}.{self.process}", p)
@@ -83,7 +83,7 @@ class UsageSink:
 
 
 async def read(client: Client, primary: str, chain: list[str]) -> UsageOut:
-    state = await client.state(MODELS_BUCKET)
+    state = await client.bucket(MODELS_BUCKET)
     providers: dict[str, ProviderTotals] = {}
     tasks: dict[str, TaskUsage] = {}
     async for key, value in state.scan(">", Any):

@@ -27,7 +27,7 @@ from functions.lessons.wire import (
 )
 
 if TYPE_CHECKING:
-    from functions.lifecycle.service import LifecycleService  # the owner, imported by it
+    from functions.lifecycle.lifecycle_service import LifecycleService  # the owner, imported by it
 
 
 rest = routes("lessons")

@@ -8,7 +8,7 @@ Config keys of a `subscribe` trigger:
 Core NATS, at-most-once: a message published while no trigger worker runs is not kept (use
 a `queue` or `stream` trigger for durable work). Each declaration is its own queue group, so
 with several trigger-worker replicas every subscribed function still runs once per message.
-Publish with `triggers.pubsub.publish(client, topic, payload)` or `engine::publish`.
+Publish with `triggers.subscribe.publish(client, topic, payload)` or `engine::publish`.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from nats.aio.subscription import Subscription
 from engine import Client, Context, FunctionError, TriggerSpec, Worker
 from triggers.plugin import SpecWatcher
 
-log = logging.getLogger("triggers.pubsub")
+log = logging.getLogger("triggers.subscribe")
 
 PREFIX = "topic."
 _TOPIC_RE = re.compile(r"^([A-Za-z0-9_-]+|\*)(\.([A-Za-z0-9_-]+|\*))*(\.>)?$|^>$")

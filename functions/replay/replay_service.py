@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Annotated
 import msgspec
 
 from engine import FunctionError, operation
-from functions.files.service import checked_path
+from functions.files.file_service import checked_path
 from functions.kernel.clock import now_iso
 from functions.kernel.ids import kv_key
 from functions.kernel.owned import routes
@@ -30,8 +30,8 @@ from functions.replay import lessons, transcripts
 from functions.replay.timeline import Timeline, project
 
 if TYPE_CHECKING:
+    from functions.memory.memory_service import MemoryService
     from functions.memory.observe import Observer
-    from functions.memory.service import MemoryService
 
 log = logging.getLogger("functions.replay")
 

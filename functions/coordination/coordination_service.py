@@ -1,6 +1,6 @@
 """The owner of one process's coordination store: it opens the buckets when the worker starts
 and keeps the watch that arms the pattern sentinels' scan; each concept declares its own
-operations over that store (`<concept>/service.py`, served beside it by
+operations over that store (`<concept>/<concept>_service.py`, served beside it by
 `workers.memory.serve_coordination`). Here too: what the triggers call across concepts, a
 coordination timer firing (dispatched by its kind) and the sweep."""
 

@@ -38,7 +38,7 @@ class WrongLastSequence(FunctionError):
 
 BUS_ERRORS: tuple[type[BaseException], ...] = (
     BusError,
-    nats.errors.Error,  # what State's older methods still raise as they are
+    nats.errors.Error,  # what Bucket's older methods still raise as they are
     TimeoutError,
     ConnectionError,
 )

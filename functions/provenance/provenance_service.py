@@ -177,7 +177,7 @@ class ProvenanceService(OwnedService[StoreOwner]):
         if record is not None:
             sources = list(record.source_ids)
         else:
-            record = await (await st.client.state(LESSONS_BUCKET)).get(kv_key(req.id), Lesson)
+            record = await (await st.client.bucket(LESSONS_BUCKET)).get(kv_key(req.id), Lesson)
             kind = "lesson"
             if record is not None:
                 sources = list(record.source_ids)
@@ -215,7 +215,7 @@ class ProvenanceService(OwnedService[StoreOwner]):
     async def session_commit(self, req: CommitIn) -> CommitOut:
         sha = req.sha.lower()
         sid = scrub(req.session_id)
-        state = await self.store.client.state(COMMITS_BUCKET)
+        state = await self.store.client.bucket(COMMITS_BUCKET)
 
         def merge(cur: CommitLink | None) -> CommitLink:
             c = cur or CommitLink(sha=sha, short_sha=sha[:7], linked_at=now_iso())
@@ -261,7 +261,7 @@ class ProvenanceService(OwnedService[StoreOwner]):
         tool=Tool("memory_commits", tier="basic"),
     )
     async def commits(self, req: CommitsIn) -> CommitsOut:
-        state = await self.store.client.state(COMMITS_BUCKET)
+        state = await self.store.client.bucket(COMMITS_BUCKET)
         found = [
             c
             async for _, c in state.scan(">", CommitLink)
@@ -320,7 +320,7 @@ class ProvenanceService(OwnedService[StoreOwner]):
         )
 
     async def _lookup(self, sha: str) -> tuple[CommitLink | None, list[Session]]:
-        state = await self.store.client.state(COMMITS_BUCKET)
+        state = await self.store.client.bucket(COMMITS_BUCKET)
         sha = sha.lower()
         link: CommitLink | None = await state.get(sha, CommitLink)
         if link is None and len(sha) >= 7:  # a short sha: the one commit it names

@@ -183,7 +183,7 @@ class FacetService(OwnedService[StoreOwner]):
         elif target_type == "session":
             found = await st.get(st.sessions, target_id, Session)
         elif target_type == "lesson":
-            found = await (await st.client.state(LESSONS_BUCKET)).get(kv_key(target_id))
+            found = await (await st.client.bucket(LESSONS_BUCKET)).get(kv_key(target_id))
             return found if isinstance(found, dict) else None
         else:
             return None
@@ -192,7 +192,7 @@ class FacetService(OwnedService[StoreOwner]):
         return wire_of(found)
 
     async def all(self) -> list[Facet]:
-        return [f async for _, f in (await self.state()).scan(">", Facet)]
+        return [f async for _, f in (await self.bucket()).scan(">", Facet)]
 
     # ---- operations ------------------------------------------------------------------
     @operation(
@@ -218,7 +218,7 @@ class FacetService(OwnedService[StoreOwner]):
             value=value,
             created_at=now_iso(),
         )
-        st = await self.state()
+        st = await self.bucket()
         key = facet_key(req.target_id, dimension, value)
         if await st.create(key, facet) is None:
             existing: Facet | None = await st.get(key, Facet)
@@ -233,7 +233,7 @@ class FacetService(OwnedService[StoreOwner]):
         http=rest("POST", "facets/remove"),
     )
     async def facet_untag(self, req: FacetUntagIn) -> Removed:
-        st = await self.state()
+        st = await self.bucket()
         removed = 0
         async for key, f in st.scan(f"{target_key(req.target_id)}.>", Facet):
             if f.dimension == req.dimension and (req.value is None or f.value == req.value):
@@ -284,7 +284,7 @@ class FacetService(OwnedService[StoreOwner]):
     )
     async def facet_get(self, req: FacetGetIn) -> FacetGetOut:
         dims: dict[str, list[str]] = defaultdict(list)
-        async for _, f in (await self.state()).scan(f"{target_key(req.target_id)}.>", Facet):
+        async for _, f in (await self.bucket()).scan(f"{target_key(req.target_id)}.>", Facet):
             dims[f.dimension].append(f.value)
         return FacetGetOut(
             success=True,

@@ -13,7 +13,7 @@ import nats.js.errors
 from nats.js.client import JetStreamContext
 
 from engine import Context, FunctionError, Worker
-from triggers.queue import DLQ_PREFIX, DLQ_STREAM, ensure_queue_stream, subject
+from triggers.queue.streams import DLQ_PREFIX, DLQ_STREAM, ensure_queue_stream, subject
 
 
 class DlqList(msgspec.Struct, kw_only=True):

@@ -82,7 +82,7 @@ class TeamService:
     async def start(self, client: Client) -> None:
         self.cfg = TeamConfig.from_env()
         store = await MemoryStore(client).open()
-        kv = await client.state(TEAM_BUCKET)
+        kv = await client.bucket(TEAM_BUCKET)
         team_log = TeamLog(client, self.cfg.origin)
         # The stream's subjects say which origin it was made for until ensure() changes
         # them; the marker keeps that word until the adoption is done, so a start cut off

@@ -17,7 +17,7 @@ from functions.memory import remember as remember_mod
 from functions.memory.wire import RememberIn
 
 if TYPE_CHECKING:
-    from functions.lifecycle.service import LifecycleService
+    from functions.lifecycle.lifecycle_service import LifecycleService
 
 
 class FlowIn(msgspec.Struct, rename="camel", kw_only=True):

@@ -20,7 +20,7 @@ import numpy.typing as npt
 from functions.search.analysis import STOPWORDS, entities
 from functions.search.mapped import Spill
 from functions.search.postings import Sealed
-from functions.search.streams import ranked
+from functions.search.ranking import ranked
 from functions.search.tables import DocEntities
 
 _WORDS = re.compile(r"[\w][\w./-]*[\w]", re.UNICODE)

@@ -90,9 +90,9 @@ class LifecycleService:
 
     async def start(self, client: Client) -> None:
         self._store = await MemoryStore(client).open()
-        await client.state(LIFECYCLE_BUCKET)
-        await client.state(GRAPH_BUCKET)
-        await client.state(PROFILES_BUCKET)
+        await client.bucket(LIFECYCLE_BUCKET)
+        await client.bucket(GRAPH_BUCKET)
+        await client.bucket(PROFILES_BUCKET)
 
     async def drain(self, client: Client) -> None:
         """The worker is stopping: a digest run ends after the batch it is folding, a sweep
@@ -106,7 +106,7 @@ class LifecycleService:
         return None
 
     async def exclusive(self, name: str) -> AbstractAsyncContextManager[None]:
-        life = await self.store.client.state(LIFECYCLE_BUCKET)
+        life = await self.store.client.bucket(LIFECYCLE_BUCKET)
         return held(life, name)
 
     def model(self) -> ModelClient:
@@ -167,7 +167,7 @@ class LifecycleService:
     async def consolidate(self, req: ConsolidateIn) -> ConsolidateOut:
         rewriter = extractor = None
         if self.config.consolidation_llm and self.config.llm.enabled:
-            life = await self.store.client.state(LIFECYCLE_BUCKET)
+            life = await self.store.client.bucket(LIFECYCLE_BUCKET)
             calls, cap = self.config.llm.max_calls, self.config.provenance_cap
             rewriter = Rewriter(self.model(), life, calls)
             extractor = Extractor(self.model(), life, calls, cap)
@@ -228,7 +228,7 @@ class LifecycleService:
     )
     async def auto_forget_scheduled(self, req: DecayIn) -> ScheduledOut:
         at = clock.iso(when(req))
-        life = await self.store.client.state(LIFECYCLE_BUCKET)
+        life = await self.store.client.bucket(LIFECYCLE_BUCKET)
         if not self.config.forget.scheduled:
             out = ScheduledOut(ran=False, at=at, reason="AUTO_FORGET_ENABLED=false")
         else:
@@ -272,12 +272,12 @@ class LifecycleService:
     # ---- knowledge graph and project profiles (fed from MEM_EVENTS) -------------------
     async def _sinks(self) -> list[Sink]:
         c = self.store.client
-        graph = GraphFeed(await c.state(GRAPH_BUCKET), cap=self.config.provenance_cap)
-        profile = ProfileFeed(await c.state(PROFILES_BUCKET), self.config.profile)
+        graph = GraphFeed(await c.bucket(GRAPH_BUCKET), cap=self.config.provenance_cap)
+        profile = ProfileFeed(await c.bucket(PROFILES_BUCKET), self.config.profile)
         return [graph, profile]
 
     async def _digest(self) -> dict[str, int]:
-        life = await self.store.client.state(LIFECYCLE_BUCKET)
+        life = await self.store.client.bucket(LIFECYCLE_BUCKET)
         sinks = await self._sinks()
         return await digest(
             self.store, life, sinks, batch=self.config.graph.batch, stop=self.draining
@@ -310,7 +310,7 @@ class LifecycleService:
         async with await self.exclusive("graph"):
             folded = await self._digest()
             out = await compact(
-                await self.store.client.state(GRAPH_BUCKET),
+                await self.store.client.bucket(GRAPH_BUCKET),
                 now,
                 retention_days=self.config.graph.retention_days,
                 cap=self.config.provenance_cap,
@@ -318,7 +318,7 @@ class LifecycleService:
         return GraphCompactOut(folded=folded, **msgspec.structs.asdict(out))
 
     async def graph_reader(self) -> GraphQuery:
-        return GraphQuery(await self.store.client.state(GRAPH_BUCKET))
+        return GraphQuery(await self.store.client.bucket(GRAPH_BUCKET))
 
     @operation(
         "mem::graph-query",
@@ -352,7 +352,7 @@ class LifecycleService:
             except FunctionError as err:
                 if err.code != "CONFLICT":
                     raise  # a feed already running: serve what is stored
-        state = await self.store.client.state(PROFILES_BUCKET)
+        state = await self.store.client.bucket(PROFILES_BUCKET)
         p: ProjectProfile | None = await state.get(profile_key(req.project), ProjectProfile)
         if p is None:
             return ProfileOut(project=req.project, profile=None, reason="no_observations")

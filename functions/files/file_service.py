@@ -21,7 +21,7 @@ from functions.kernel.owned import routes
 from functions.kernel.records import LESSONS_BUCKET, Lesson, Memory, Session
 from functions.kernel.scrub import scrub
 from functions.kernel.store import MemoryStore
-from functions.memory.service import MemoryService
+from functions.memory.memory_service import MemoryService
 
 SENSITIVE = ("secret", "credential", "private_key", ".env", "id_rsa", "token", ".ssh")
 MAX_MD_BYTES = 2 * 1024 * 1024
@@ -296,7 +296,7 @@ class FileService:
                 moc["memories"].append(f"- [[memories/{name}]]")
                 counts.memories += 1
         if "lessons" in kinds:
-            async for _, les in (await st.client.state(LESSONS_BUCKET)).scan(">", Lesson):
+            async for _, les in (await st.client.bucket(LESSONS_BUCKET)).scan(">", Lesson):
                 if les.deleted or (req.project and les.project != req.project):
                     continue
                 name = _name(f"{les.content[:50]}-{les.id[-6:]}", les.id)

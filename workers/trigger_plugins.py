@@ -1,4 +1,4 @@
-"""Host trigger plug-ins in one process: `python -m workers.triggers [kind ...]`.
+"""Host trigger plug-ins in one process: `python -m workers.trigger_plugins [kind ...]`.
 
 With no kinds, every plug-in runs; `ws` is the WebSocket gateway (port 3112). Replicas are
 safe for every kind: cron ticks, queue and stream messages go through shared durable

@@ -33,7 +33,7 @@ from triggers.http.secret import bearer_matches
 from triggers.http.settings import HttpSettings
 from triggers.serving import QuietServer, listen_socket, serve_in_background
 
-log = logging.getLogger("triggers.gateway")
+log = logging.getLogger("triggers.ws")
 
 QUEUE_LIMIT = 1000
 _any = msgspec.json.Decoder()

@@ -56,7 +56,7 @@ from functions.kernel.records import (
 from functions.lifecycle.wire import AutoForgetIn, DigestIn, SweepIn
 
 if TYPE_CHECKING:
-    from functions.lifecycle.service import LifecycleService  # the owner, imported by it
+    from functions.lifecycle.lifecycle_service import LifecycleService  # the owner, imported by it
 
 
 Category = Literal[
@@ -209,7 +209,7 @@ class DiagnosticsService(OwnedService["LifecycleService"]):
         if "facets" in want or "relations" in want:
             out += await self._links(want, mem_ids)
         if "slots" in want:
-            async for key, s in (await st.client.state(SLOTS_BUCKET)).scan(">", Slot):
+            async for key, s in (await st.client.bucket(SLOTS_BUCKET)).scan(">", Slot):
                 if len(s.content) > s.size_limit:
                     out.append(
                         found(
@@ -247,10 +247,10 @@ class DiagnosticsService(OwnedService["LifecycleService"]):
                                  status="warn", message=f"procedure {m.id} has no steps"))  # fmt: skip
         st = self.store
         if "lessons" in want:
-            async for _, lesson in (await st.client.state(LESSONS_BUCKET)).scan(">", Lesson):
+            async for _, lesson in (await st.client.bucket(LESSONS_BUCKET)).scan(">", Lesson):
                 bad_confidence("lessons", lesson.id, lesson.strength)  # upstream: confidence
         if "insights" in want:
-            async for _, ins in (await st.client.state(INSIGHTS_BUCKET)).scan(">", Insight):
+            async for _, ins in (await st.client.bucket(INSIGHTS_BUCKET)).scan(">", Insight):
                 if not ins.deleted:
                     bad_confidence("insights", ins.id, ins.confidence)
         return out
@@ -376,7 +376,7 @@ class DiagnosticsService(OwnedService["LifecycleService"]):
         st = self.store
         out: list[Finding] = []
         if "facets" in want:
-            fstate = await st.client.state(FACETS_BUCKET)
+            fstate = await st.client.bucket(FACETS_BUCKET)
             async for key, f in fstate.scan(">", Facet):
                 if not await self._exists(f.target_type, f.target_id, mem_ids):
                     out.append(
@@ -390,7 +390,7 @@ class DiagnosticsService(OwnedService["LifecycleService"]):
                         )
                     )
         if "relations" in want:
-            rstate = await st.client.state(RELATIONS_BUCKET)
+            rstate = await st.client.bucket(RELATIONS_BUCKET)
             async for key, r in rstate.scan(">", Relation):
                 missing = [x for x in (r.source_id, r.target_id) if x not in mem_ids]
                 if missing:
@@ -414,7 +414,7 @@ class DiagnosticsService(OwnedService["LifecycleService"]):
         if kind == "session":
             return await st.get(st.sessions, rid, Session) is not None
         if kind == "lesson":
-            lessons = await st.client.state(LESSONS_BUCKET)
+            lessons = await st.client.bucket(LESSONS_BUCKET)
             return await lessons.presence(kv_key(rid)) == "present"
         return True  # not ours to judge (actions, insights)
 
@@ -467,7 +467,7 @@ class DiagnosticsService(OwnedService["LifecycleService"]):
     async def _profiles(self) -> list[Finding]:
         last = (await self.store.events.info()).last_seq
         out = []
-        async for _, p in (await self.store.client.state(PROFILES_BUCKET)).scan(
+        async for _, p in (await self.store.client.bucket(PROFILES_BUCKET)).scan(
             ">", ProjectProfile
         ):
             if last - p.seq > PROFILE_LAG:
@@ -539,7 +539,7 @@ class DiagnosticsService(OwnedService["LifecycleService"]):
 
     def _delete(self, bucket: str, key: str) -> Any:
         async def fix() -> str:
-            await (await self.store.client.state(bucket)).delete(key)
+            await (await self.store.client.bucket(bucket)).delete(key)
             await self.store.audit("heal", [key], reason=f"orphan {bucket} entry removed")
             return f"{bucket} {key} removed"
 
@@ -553,7 +553,7 @@ class DiagnosticsService(OwnedService["LifecycleService"]):
                 cur.content = cur.content[-cur.size_limit :]
                 return cur
 
-            await (await self.store.client.state(SLOTS_BUCKET)).update(key, trim, type=Slot)
+            await (await self.store.client.bucket(SLOTS_BUCKET)).update(key, trim, type=Slot)
             return f"slot {key} trimmed to its limit"
 
         return fix

@@ -50,7 +50,7 @@ from functions.search.wire import (
     TimelineIn,
     TimelineOut,
 )
-from functions.slots.service import pinned_context
+from functions.slots.slot_service import pinned_context
 
 log = logging.getLogger("functions.search")
 AGENT = {"x-agent-id": "agentId"}
@@ -135,7 +135,7 @@ class SearchService:
                     return found
         if self.client is None:
             return None
-        st = await self.client.state(_BUCKET[kind])
+        st = await self.client.bucket(_BUCKET[kind])
         key = record_id.removeprefix("summary:") if kind == KIND_SUMMARY else record_id
         try:
             value: dict[str, Any] | None = await st.get(key, dict[str, Any])
@@ -246,7 +246,7 @@ class SearchService:
         if self.client is None:
             return ""
         try:
-            return await pinned_context(await self.client.state(SLOTS_BUCKET), project)
+            return await pinned_context(await self.client.bucket(SLOTS_BUCKET), project)
         except BUS_ERRORS as exc:  # the bus is away: the context goes without its slots
             log.warning("pinned slots unreadable: %s", exc)
             return ""
@@ -407,7 +407,7 @@ class SearchService:
         if self.client is None:
             return None
         try:
-            st = await self.client.state(PROFILES_BUCKET)
+            st = await self.client.bucket(PROFILES_BUCKET)
             return await st.get(profile_key(project), ProjectProfile)
         except BUS_ERRORS as exc:  # the bus is away: the index answers
             log.warning(
@@ -465,8 +465,8 @@ async def audit_index(client: Client, holder: IndexHolder, sample: int = 100) ->
     await holder.caught_up(timeout=5)
     ids: set[str] = set()
     for bucket, prefix in ((OBSERVATIONS_BUCKET, ""), (SUMMARIES_BUCKET, "summary:")):
-        ids.update(prefix + k for k in await (await client.state(bucket)).keys())
-    async for key, m in (await client.state(MEMORIES_BUCKET)).scan(">", Memory):
+        ids.update(prefix + k for k in await (await client.bucket(bucket)).keys())
+    async for key, m in (await client.bucket(MEMORIES_BUCKET)).scan(">", Memory):
         if not m.superseded_by:
             ids.add(key)
     indexed = set(holder.index.doc_of)

@@ -39,7 +39,7 @@ from functions.lifecycle.decay import current_lesson_strength
 from functions.lifecycle.semantic import confidence
 
 if TYPE_CHECKING:
-    from functions.lifecycle.service import LifecycleService  # the owner, imported by it
+    from functions.lifecycle.lifecycle_service import LifecycleService  # the owner, imported by it
 
 
 # To the type checker a view is its record (the same attributes).
@@ -252,7 +252,7 @@ class InsightService(OwnedService["LifecycleService"]):
                 )
         now = clock.now()
         cfg = self.owner.config.decay
-        async for _, les in (await self.store.client.state(LESSONS_BUCKET)).scan(">", Lesson):
+        async for _, les in (await self.store.client.bucket(LESSONS_BUCKET)).scan(">", Lesson):
             if les.deleted or (req.project and les.project not in ("", req.project)):
                 continue
             if current_lesson_strength(les, now, cfg) >= req.min_confidence:
@@ -260,7 +260,7 @@ class InsightService(OwnedService["LifecycleService"]):
                     " ".join(les.content.split()) + (f" ({les.context})" if les.context else "")
                 )
         if req.project:
-            profiles = await self.store.client.state(PROFILES_BUCKET)
+            profiles = await self.store.client.bucket(PROFILES_BUCKET)
             prof: ProjectProfile | None = await profiles.get(
                 profile_key(req.project), ProjectProfile
             )
@@ -305,7 +305,7 @@ class InsightService(OwnedService["LifecycleService"]):
                 note(sm.concepts, [sm.session_id], sm.title, f"summary:{sm.session_id}")
         for o in await self._observations(req.project):
             note([c for c in o.concepts if c != o.tool_name.lower()], [o.session_id], "", o.id)
-        async for _, les in (await st.client.state(LESSONS_BUCKET)).scan(">", Lesson):
+        async for _, les in (await st.client.bucket(LESSONS_BUCKET)).scan(">", Lesson):
             if not les.deleted and (not req.project or les.project == req.project):
                 note([*les.tags, *les.concepts], [], les.content[:80], les.id)
         everywhere = max(4, int(len({s for v in sessions.values() for s in v}) * 0.8))
@@ -326,7 +326,7 @@ class InsightService(OwnedService["LifecycleService"]):
             group = [c, *near[:5]]
             taken.update(group)
             clusters.append(group)
-        state = await st.client.state(INSIGHTS_BUCKET)
+        state = await st.client.bucket(INSIGHTS_BUCKET)
         now = clock.iso(clock.now())
         new = reinforced = skipped = 0
         written: list[Insight] = []
@@ -393,7 +393,7 @@ class InsightService(OwnedService["LifecycleService"]):
         fp = hashlib.sha256(
             msgspec.json.encode([fresh.concepts, fresh.sessions, evidence, fresh.content])
         ).hexdigest()[:32]
-        life = await self.store.client.state(LIFECYCLE_BUCKET)
+        life = await self.store.client.bucket(LIFECYCLE_BUCKET)
         cached: Reflected | None = await life.get(f"reflect.{fresh.id}", Reflected)
         if cached is not None and cached.fingerprint == fp:
             return cached.insights
@@ -415,7 +415,7 @@ class InsightService(OwnedService["LifecycleService"]):
         return items
 
     async def _insights(self, req: InsightListIn) -> list[Insight]:
-        state = await self.store.client.state(INSIGHTS_BUCKET)
+        state = await self.store.client.bucket(INSIGHTS_BUCKET)
         return [
             i
             async for _, i in state.scan(">", Insight)

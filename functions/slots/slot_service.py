@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 import msgspec
 
-from engine import FunctionError, State, Tool, operation
+from engine import Bucket, FunctionError, Tool, operation
 from functions.kernel.clock import now_iso
 from functions.kernel.owned import OwnedService, routes
 from functions.kernel.records import SLOTS_BUCKET, Observation, Slot
@@ -98,7 +98,7 @@ def lookup_keys(label: str, project: str) -> list[str]:
     return [*keys, slot_key("project", label), slot_key("global", label)]
 
 
-async def visible_slots(state: State, project: str) -> list[Slot]:
+async def visible_slots(state: Bucket, project: str) -> list[Slot]:
     """Every slot a project sees, one per label (its own over the default over global)."""
     prefixes = ["g.", "p._."] + ([f"p.{project_key(project)}."] if project else [])
     merged: dict[str, Slot] = {}
@@ -108,7 +108,7 @@ async def visible_slots(state: State, project: str) -> list[Slot]:
     return sorted(merged.values(), key=lambda s: s.label)
 
 
-async def pinned_context(state: State, project: str) -> str:
+async def pinned_context(state: Bucket, project: str) -> str:
     """The pinned, non-empty slots as the block that opens a session's context."""
     pinned = [s for s in await visible_slots(state, project) if s.pinned and s.content.strip()]
     if not pinned:
@@ -203,7 +203,7 @@ class SlotService(OwnedService[StoreOwner]):
 
     async def seed(self) -> None:
         """Create the default slots that are missing (atomic: replicas may race)."""
-        st = await self.state()
+        st = await self.bucket()
         at = now_iso()
         for label, limit, desc, pinned, scope in DEFAULTS:
             slot = Slot(
@@ -218,7 +218,7 @@ class SlotService(OwnedService[StoreOwner]):
             await st.create(slot_key(scope, label), slot, over_tombstone=False)
 
     async def _find(self, label: str, project: str) -> tuple[str, Slot]:
-        st = await self.state()
+        st = await self.bucket()
         for key in lookup_keys(label, project):
             s: Slot | None = await st.get(key, Slot)
             if s is not None:
@@ -227,7 +227,7 @@ class SlotService(OwnedService[StoreOwner]):
 
     async def _edit(self, label: str, project: str, change: Callable[[Slot], str]) -> Slot:
         key, _ = await self._find(label, project)
-        st = await self.state()
+        st = await self.bucket()
         err: list[FunctionError] = []
 
         def apply(cur: Slot | None) -> Slot | None:
@@ -261,7 +261,7 @@ class SlotService(OwnedService[StoreOwner]):
         tool=Tool("memory_slot_list"),
     )
     async def slot_list(self, req: SlotListIn) -> SlotsOut:
-        slots = await visible_slots(await self.state(), req.project)
+        slots = await visible_slots(await self.bucket(), req.project)
         return SlotsOut(success=True, slots=as_view(slots, list[SlotView]))
 
     @operation(
@@ -302,7 +302,7 @@ class SlotService(OwnedService[StoreOwner]):
             created_at=at,
             updated_at=at,
         )
-        st = await self.state()
+        st = await self.bucket()
         if await st.create(slot_key(req.scope, req.label, project), slot) is None:
             raise FunctionError(
                 "CONFLICT",
@@ -371,7 +371,7 @@ class SlotService(OwnedService[StoreOwner]):
         key, s = await self._find(req.label, req.project)
         if s.read_only:
             raise FunctionError("FORBIDDEN", f"slot {req.label!r} is read-only")
-        await (await self.state()).delete(key)
+        await (await self.bucket()).delete(key)
         await self.store.audit("slot_delete", [req.label], project=s.project)
         return Deleted(success=True, label=req.label)
 

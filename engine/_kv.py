@@ -23,7 +23,7 @@ from nats.js.client import JetStreamContext
 from nats.js.kv import KeyValue
 
 from engine import _codec, _jetstream, _reconcile, _scan, _tracing
-from engine._bus import BusError, WrongLastSequence
+from engine._bus_errors import BusError, WrongLastSequence
 from engine._connect import default_replicas
 from engine._errors import FunctionError
 from engine._jetstream import StreamInfo
@@ -61,7 +61,7 @@ def _check_key(bucket: str, key: str) -> None:
 _EXPECT = "Nats-Expected-Last-Subject-Sequence"
 _MARKER = "Nats-Marker-Reason"
 _TTL = "Nats-TTL"
-__all__ = ["CasConflict", "Change", "Entry", "Op", "Presence", "State"]
+__all__ = ["Bucket", "CasConflict", "Change", "Entry", "Op", "Presence"]
 
 
 class Entry(msgspec.Struct, Generic[T]):
@@ -162,11 +162,11 @@ def _declared(
     return out
 
 
-class State:
+class Bucket:
     """A KV bucket. Values are msgspec JSON; `type=` decodes into a Struct.
 
-    Made by `Client.state`. The bucket-wide operations (keys, scan, watch, info, purge)
-    need the Client it came from: a State built by hand without one has only the per-key
+    Made by `Client.bucket`. The bucket-wide operations (keys, scan, watch, info, purge)
+    need the Client it came from: a Bucket built by hand without one has only the per-key
     operations."""
 
     def __init__(
@@ -183,7 +183,7 @@ class State:
     def _bus(self) -> Client:
         if self._client is None:
             raise RuntimeError(
-                f"State {self.bucket!r} was made without its Client: open it with Client.state()"
+                f"Bucket {self.bucket!r} was made without its Client: open it with Client.bucket()"
             )
         return self._client
 
@@ -201,7 +201,7 @@ class State:
         storage: Literal["file", "memory"] | None = None,
         marker_ttl: float | None = None,
         compression: Literal["s2", "none"] | None = None,
-    ) -> State:
+    ) -> Bucket:
         """The bucket, created with this config if missing (history 1, no age limit, file
         storage, the client's replicas unless given), or brought to the settings given here
         when it exists with others (engine/_reconcile.py): only what is passed is declared,
@@ -257,7 +257,7 @@ class State:
                 await _reconcile.stream(
                     client, f"KV_{bucket}", declared, what=f"KV bucket {bucket}"
                 )
-            return kv, replicas == 1  # (a State without its Client reads key by key anyway)
+            return kv, replicas == 1  # (a Bucket without its Client reads key by key anyway)
         except nats.js.errors.BucketNotFoundError:
             compression = declared.get("compression", "none")
             try:

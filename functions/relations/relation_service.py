@@ -134,7 +134,7 @@ class RelationService(OwnedService[StoreOwner]):
         return m
 
     async def all(self) -> list[Relation]:
-        return [r async for _, r in (await self.state()).scan(">", Relation)]
+        return [r async for _, r in (await self.bucket()).scan(">", Relation)]
 
     @operation(
         "mem::relate",
@@ -158,7 +158,7 @@ class RelationService(OwnedService[StoreOwner]):
             confidence=round(confidence, 3),
             created_at=now_iso(),
         )
-        st = await self.state()
+        st = await self.bucket()
         created = await st.create(rid, rel) is not None
         if not created:
             rel = await st.get(rid, Relation) or rel
@@ -260,7 +260,7 @@ class RelationService(OwnedService[StoreOwner]):
         st = self.store
         await st.save_memory(new, supersedes=old.id, reason="evolved")
         rid = relation_key(new.id, old.id, "supersedes")
-        await (await self.state()).put(
+        await (await self.bucket()).put(
             rid,
             Relation(
                 id=rid,
@@ -283,7 +283,7 @@ class RelationService(OwnedService[StoreOwner]):
     )
     async def cascade_update(self, req: CascadeIn) -> CascadeOut:
         old = await self._memory(req.superseded_memory_id, "supersededMemoryId")
-        graph = await self.store.client.state(GRAPH_BUCKET)
+        graph = await self.store.client.bucket(GRAPH_BUCKET)
         made: MemoryIndex | None = await graph.get(f"m.{old.id}", MemoryIndex)
         mine = {c.lower() for c in old.concepts}
         siblings: list[str] = []
