@@ -69,7 +69,7 @@ async def _pages(
     """The consumer's messages a page at a time. Each page is one pull request (JetStream's
     CONSUMER.MSG.NEXT) whose messages a subscription callback collects: nats-py's `fetch`
     makes a task, a uuid and a timer for every message: 37 us of client CPU a record against
-    12 here (50k records of a 1M-record bucket, docs/PERFORMANCE.md "The fifth pass")."""
+    12 here (50k records of a 1M-record bucket, docs/design/scans.md)."""
     what = f"reading {stream}"
     if not config.filter_subjects:
         config.filter_subject = subject

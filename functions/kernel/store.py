@@ -83,9 +83,10 @@ class MemoryStore:
 
     async def open(self) -> MemoryStore:
         c = self.client
-        # Records are read by key, at random (a search's hits, a timeline): nats-server
-        # loads a whole block to read one, so they stay plain unless asked (see
-        # store_compression); the event log, read in order, is compressed.
+        # Records are read by key, at random (a timeline; hits come from the search
+        # worker's own file): nats-server loads, and decompresses, a whole block to read
+        # one, which compression makes dearer (see store_compression); the event log, read
+        # in order, is compressed.
         self.observations = await c.bucket(OBSERVATIONS_BUCKET, compression=records_compression())
         self.memories = await c.bucket(MEMORIES_BUCKET, compression=records_compression())
         self.sessions = await c.bucket(SESSIONS_BUCKET)

@@ -4,7 +4,8 @@ hit shows is read from here (a `pread` of a few hundred bytes, page cache) for t
 Why not from the observations bucket: nats-server answers a get by key by loading the whole
 block that holds it (~4 MB) into its heap, so a search returning 12 hits at random places
 of a large bucket loaded ~50 MB into nats-server and its garbage collector paid for it
-(issue 25: at 1M observations the server spent most of its CPU collecting). The index sees
+(a saturated soak to 1M: most of the server's CPU went to collecting; docs/design/
+hit-records-file.md). The index sees
 every observation anyway, in its ObservationAdded event; keeping the record beside the
 index costs ~0.34 KB of disk per observation (zlib with a dictionary of the record's field
 names) and 8 bytes of memory per slot.

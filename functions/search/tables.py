@@ -1,7 +1,7 @@
 """Per-document data of the index as flat buffers, not one Python object per document.
 
 A `Meta` object costs ~440 bytes and an entity tuple in a dict ~125 (measured at 100k
-documents, issue 25); the same data packed one document after another costs what its bytes
+documents of ops/bench/search.py's corpus, docs/design/search-index-layout.md); the same data packed one document after another costs what its bytes
 are plus an 8-byte offset. Slots are append-only (a removed document keeps its slot, as
 everywhere in the index), so an offset array is the whole layout, and a snapshot stores the
 buffers as they are: loading one decodes nothing per document.

@@ -117,7 +117,7 @@ def provider_from_env(env: dict[str, str] | None = None) -> Embedder | None:
 def _new_index(dim: int) -> Any:
     """Chunk vectors as float16 (half of float32's memory; no training, so adds and
     snapshots need nothing more): on LoCoMo dev its rankings equal the flat float32 index's
-    (issue 25's note: every figure to the fourth decimal, top-10 overlap 1.0). A snapshot of
+    (docs/design/vectors-fp16.md: every figure to the fourth decimal, top-10 overlap 1.0). A snapshot of
     a flat index loads as the flat index it was."""
     sq = faiss.IndexScalarQuantizer(dim, faiss.ScalarQuantizer.QT_fp16, faiss.METRIC_INNER_PRODUCT)
     return faiss.IndexIDMap2(sq)

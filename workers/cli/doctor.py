@@ -117,7 +117,7 @@ def _local(target: Target, running: bool) -> list[Check]:
 
 def _disk(dd: Path) -> Check:
     """The engine keeps `nats.min_free_disk` free on the data dir's disk: below it observe
-    answers a retryable 503 (issue 29)."""
+    answers a retryable 503 (docs/design/durability.md)."""
     try:
         reserve = parse_size(load_config(default_config()).nats.min_free_disk)
     except (ConfigError, ValueError):
