@@ -4,32 +4,13 @@ list (so an upward import fails here, not in a reviewer's head)."""
 
 from __future__ import annotations
 
-import ast
 import graphlib
 import re
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.layout.source_imports import ROOT, imported_modules
+
 FUNCTIONS = ROOT / "functions"
-
-
-def imported_modules(path: Path) -> set[str]:
-    """Every `functions.*` module a file imports, wherever the import stands (inside a
-    function or a TYPE_CHECKING block too); relative imports resolved."""
-    tree = ast.parse(path.read_text(), filename=str(path))
-    found: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            found.update(a.name for a in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                parts = list(path.relative_to(ROOT).with_suffix("").parts[:-1])
-                anchor = ".".join(parts[: len(parts) - node.level + 1])
-                base = f"{anchor}.{base}" if base else anchor
-            found.add(base)
-            found.update(f"{base}.{a.name}" for a in node.names)  # `from pkg import module`
-    return {m for m in found if m.split(".")[0] == "functions"}
 
 
 def folder_of(module: str) -> str | None:
@@ -47,7 +28,7 @@ def import_graph() -> dict[str, set[str]]:
             continue
         src = rel.parts[0]
         graph.setdefault(src, set())
-        for module in imported_modules(path):
+        for module in imported_modules(path, ["functions"]):
             dst = folder_of(module)
             if dst is not None and dst != src:
                 graph[src].add(dst)
@@ -105,7 +86,7 @@ def test_the_check_sees_an_upward_import(tmp_path: Path) -> None:
         "    if TYPE_CHECKING:\n"
         "        from functions.memory import memory_service\n"
     )
-    assert "functions.memory.memory_service" in imported_modules(probe)
+    assert "functions.memory.memory_service" in imported_modules(probe, ["functions"])
     graph = import_graph()
     graph["kernel"] = {"memory"}
     try:
