@@ -62,5 +62,5 @@ def test_the_check_sees_every_kind_of_import(tmp_path: Path) -> None:
     graph[probe] = imported_files(probe)
     hosts = ROOT / "ops" / "cluster" / "hosts.py"
     graph[hosts] = graph[hosts] | {probe}
-    loops = [loop for loop in cycles(graph) if probe in loop]
-    assert len(loops) == 1 and set(loops[0]) == {probe, hosts} and len(loops[0]) == 3, loops
+    loops = cycles(graph)
+    assert [probe, hosts, probe] in loops or [hosts, probe, hosts] in loops, loops
