@@ -24,8 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # run as a script from anywhere, as the README shows
 
 from functions.memory.compress import compress
-from ops.bench._common import emit, median
-from ops.bench.ingest import payload_template
+from ops.bench.harness import emit, median, payload_template
 
 
 def _log(rng: random.Random, size: int) -> str:

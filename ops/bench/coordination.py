@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from engine import Client, connect
 from engine.server import NatsServer
-from ops.bench._common import emit, machine, median, pct, run_async, spawn_python
+from ops.bench.harness import emit, machine, median, pct, run_async, spawn_python
 
 AGENTS = 16
 Pair = Callable[[int], Awaitable[object]]

@@ -39,7 +39,7 @@ from engine import Client, FunctionError, connect  # noqa: E402
 from engine.server import NatsServer  # noqa: E402
 from functions.kernel.records import EVENTS_STREAM, OBSERVATIONS_BUCKET, Observation  # noqa: E402
 from functions.memory.wire import ObserveOut  # noqa: E402
-from ops.bench._common import spawn_python  # noqa: E402
+from ops.bench.harness import spawn_python  # noqa: E402
 
 CLIENTS = 8
 IN_FLIGHT = 4  # per client

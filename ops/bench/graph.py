@@ -41,7 +41,7 @@ from engine.server import NatsServer
 from functions.kernel.clock import iso
 from functions.kernel.records import GRAPH_BUCKET, GraphEdge, Observation, ObservationAdded
 from functions.kernel.store import MemoryStore
-from ops.bench._common import emit, pct, spawn_python
+from ops.bench.harness import emit, pct, spawn_python
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
 FILES = [f"src/pkg{m}/mod{n}.py" for m in range(60) for n in range(20)]

@@ -26,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from ops.bench._common import ROOT, emit, median, pct
+from ops.bench.harness import ROOT, emit, median, pct
 from workers.hooks import SCRIPTS
 
 PYTHON = os.path.realpath(sys.executable)

@@ -26,7 +26,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from ops.bench._common import emit  # noqa: E402
+from ops.bench.harness import emit  # noqa: E402
 from ops.procfs import cmdline, process_tree  # noqa: E402
 
 TICKS = os.sysconf("SC_CLK_TCK")

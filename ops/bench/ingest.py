@@ -27,14 +27,12 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from engine.config import process_usage
-from ops.bench._common import spawn
-from ops.bench._http import free_port, run_wrk, wait_http
+from ops.bench.harness import free_port, payload_template, run_wrk, spawn, wait_http
 
 SECRET = "bench-secret"
 TEMPLATES = 24
@@ -64,39 +62,7 @@ def serve_bare(port: int) -> None:
     )
 
 
-# ---- payloads and wrk ----------------------------------------------------------------
-def payload_template(k: int, rng: random.Random) -> dict[str, Any]:
-    size = rng.randint(1024, 8 * 1024)
-    lines = []
-    while sum(len(x) for x in lines) < size - 600:
-        n = rng.randint(1, 400)
-        lines.append(
-            rng.choice(
-                [
-                    f"tests/test_module_{n}.py::test_case_{n} PASSED\n",
-                    f"src/app/handlers_{n}.py:{n}: def handle_{n}(request): return Response({n})\n",
-                    f'  File "src/core/engine_{n}.py", line {n}, in run\n',
-                    f"INFO worker-{n} processed batch {n} in {n / 7:.2f} ms\n",
-                ]
-            )
-        )
-    tool = rng.choice(["Bash", "Read", "Edit", "Grep"])
-    tool_input: dict[str, Any] = (
-        {"command": f"pytest -q tests/test_module_{k}.py"}
-        if tool == "Bash"
-        else {"file_path": f"src/app/module_{k}.py", "pattern": f"handle_{k}"}
-    )
-    return {
-        "hookType": "post_tool_use",
-        "sessionId": f"bench-session-{k % 8}",
-        "project": "bench",
-        "cwd": "/work/bench",
-        "timestamp": "2026-11-29T10:00:00.000Z",
-        "eventId": "__EID__",
-        "data": {"tool_name": tool, "tool_input": tool_input, "tool_output": "".join(lines)},
-    }
-
-
+# ---- the payloads, each with a fresh eventId, as wrk's script --------------------------
 def lua_script(path: Path, run_tag: str) -> None:
     rng = random.Random(11)
     parts = []

@@ -24,7 +24,7 @@ from engine import Client, connect
 from engine import tracing as _tracing
 from engine.config import process_usage
 from engine.server import NatsServer
-from ops.bench._common import emit, machine, median, pct, run_async, spawn_python
+from ops.bench.harness import emit, machine, median, pct, run_async, spawn_python
 
 PAYLOAD = b'{"tool":"Read","file":"src/app.py","n":1}'
 Call = Callable[[], Awaitable[object]]

@@ -35,7 +35,7 @@ from engine.server import NatsServer
 from functions.kernel.clock import iso
 from functions.kernel.records import OBSERVATIONS_BUCKET, Observation, Session
 from functions.kernel.store import MemoryStore
-from ops.bench._common import emit, peak_rss_mb, spawn_python
+from ops.bench.harness import emit, peak_rss_mb, spawn_python
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
 FILES = [f"src/pkg{m}/mod{n}.py" for m in range(20) for n in range(25)]

@@ -49,7 +49,7 @@ from nats.aio.msg import Msg
 from nats.js.api import StreamConfig
 
 from engine import Client, Source, connect
-from ops.bench._common import ROOT, emit, machine, median, pct, run_async
+from ops.bench.harness import ROOT, emit, machine, median, pct, run_async
 from ops.tcp_relay import Relay
 
 SECRET = "mesh-bench-secret"

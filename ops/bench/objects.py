@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT))  # run as a script from anywhere, as the README sh
 
 from engine import Client, connect
 from engine.server import NatsServer
-from ops.bench._common import emit, machine, median, run_async
+from ops.bench.harness import emit, machine, median, run_async
 
 
 async def main(quick: bool) -> None:

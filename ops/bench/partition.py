@@ -51,8 +51,7 @@ sys.path.insert(0, str(ROOT))
 
 from engine import Client, connect
 from functions.kernel.records import AUDIT_BUCKET, EVENTS_STREAM
-from ops.bench._common import emit
-from ops.bench.cluster import (
+from ops.bench.cluster_workload import (
     SECRET,
     Load,
     Profile,
@@ -62,6 +61,7 @@ from ops.bench.cluster import (
     verify,
     wait_until,
 )
+from ops.bench.harness import emit
 from ops.cluster.cluster import Cluster
 from ops.netns import Lab, available
 

@@ -35,8 +35,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from functions.kernel import scrub as new
-from ops.bench._common import emit
-from ops.bench.ingest import payload_template
+from ops.bench.harness import emit, payload_template
 from tests.memory.secret_corpus import SAMPLES
 
 

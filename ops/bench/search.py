@@ -36,7 +36,7 @@ from engine.server import NatsServer  # noqa: E402
 from functions.kernel.records import Observation  # noqa: E402
 from functions.search import index_snapshot  # noqa: E402
 from functions.search.index import SearchIndex  # noqa: E402
-from ops.bench._common import spawn_python  # noqa: E402
+from ops.bench.harness import spawn_python  # noqa: E402
 
 MODULES = "auth billing cache cli config db events gateway http jobs mailer metrics orders parser payments queue search sessions storage users".split()
 FILES = "handler service models routes utils client schema worker views tests".split()

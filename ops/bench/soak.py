@@ -1,5 +1,5 @@
-"""Soak of the default install to a million observations (`python ops/bench/load.py --soak`,
-or this script): how memory, disk, ingest cost and search latency grow with the corpus.
+"""Soak of the default install to a million observations: how memory, disk, ingest cost and
+search latency grow with the corpus.
 
 Two modes. Saturated (default): the load bench's clients observe as fast as the install
 answers, with one search a second as a probe. Paced (`--paced R`): R observations a second
@@ -40,9 +40,19 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from ops.bench._common import emit, pct
-from ops.bench._rest import Connection, HttpFailure
-from ops.bench.load import PROJECT, SECRET, Clients, Engine, cpu_by_label, disk_mb, words
+from ops.bench.harness import (
+    PROJECT,
+    SECRET,
+    Clients,
+    Connection,
+    Engine,
+    HttpFailure,
+    cpu_by_label,
+    disk_mb,
+    emit,
+    pct,
+    words,
+)
 from ops.bench.soak_plot import plot
 from ops.procfs import kb_fields, process_tree
 
@@ -368,11 +378,9 @@ def summary(points: list[dict[str, Any]], clients: Clients, searches: Searches, 
 
 def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    add_arguments(ap)
-    return ap
-
-
-def add_arguments(ap: argparse.ArgumentParser) -> None:
+    ap.add_argument("--quick", action="store_true", help="20,000 observations")
+    ap.add_argument("--clients", type=int, default=50)
+    ap.add_argument("--config", default=str(ROOT / "config" / "engine.yaml"))
     ap.add_argument("--observations", type=int, default=1_000_000)
     ap.add_argument("--every", type=int, default=10_000)
     ap.add_argument("--paced", type=float, default=0.0, help="observations a second (0: saturated)")
@@ -386,14 +394,11 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
                     help="no soak: time stops and starts of a kept data dir")  # fmt: skip
     ap.add_argument("--restarts", type=int, default=3, help="--restart-only: how many")
     ap.add_argument("--data-dir", default="", help="soak on this kept data dir (it stays)")
+    return ap
 
 
 def main() -> None:
-    ap = parser()
-    ap.add_argument("--quick", action="store_true", help="20,000 observations")
-    ap.add_argument("--clients", type=int, default=50)
-    ap.add_argument("--config", default=str(ROOT / "config" / "engine.yaml"))
-    args = ap.parse_args()
+    args = parser().parse_args()
     try:
         import uvloop
 

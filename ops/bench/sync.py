@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 from engine import Client, connect
 from engine.server import NatsServer
 from functions.kernel.records import OBSERVATIONS_BUCKET
-from ops.bench._common import emit, spawn_python
+from ops.bench.harness import emit, spawn_python
 from ops.disks import LoopDisk, can_mount
 
 POLICIES = ["default", "1s", "always"]

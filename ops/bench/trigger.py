@@ -26,8 +26,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from engine import Context, HttpRequest, HttpResponse, Worker  # noqa: E402
-from ops.bench._common import spawn  # noqa: E402
-from ops.bench._http import free_port, run_wrk, wait_http  # noqa: E402
+from ops.bench.harness import free_port, run_wrk, spawn, wait_http  # noqa: E402
 
 SECRET = "bench-secret"
 LUA = """

@@ -13,7 +13,7 @@ from typing import Any
 
 from engine import Client, connect
 from engine.server import NatsServer
-from ops.bench._common import spawn_python
+from ops.bench.harness import spawn_python
 from ops.eval.locomo_data import Conversation, Scores, session_of
 
 

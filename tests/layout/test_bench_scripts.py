@@ -1,6 +1,7 @@
 """Every benchmark the README lists starts as the README runs it, from a plain shell: no
 PYTHONPATH, and no module of ops/bench shadowing the standard library's (a bench named
-http.py once made `import http.client` fail for every script beside it)."""
+http.py once made `import http.client` fail for every script beside it). What benches share
+lives in the harness: no bench imports another."""
 
 from __future__ import annotations
 
@@ -12,10 +13,16 @@ from pathlib import Path
 
 import pytest
 
+from tests.layout.source_imports import imported_files
+
 ROOT = Path(__file__).resolve().parents[2]
 BLOCK = ROOT.joinpath("README.md").read_text().split("## Benchmarks and evaluation", 1)[1]
 COMMANDS = re.findall(r"^\.venv/bin/python ((?:-m )?ops[./]bench[./]\w+(?:\.py)?)", BLOCK, re.M)
 STDLIB = set(sys.stdlib_module_names)
+BENCH = ROOT / "ops" / "bench"
+SHARED = {"harness.py", "cluster_workload.py", "soak_plot.py"}
+"""What a bench may import of ops/bench: the harness, the cluster benches' workload, and the
+soak's plot (also a script of its own, redrawing a kept series)."""
 
 
 def test_the_readme_lists_the_benchmarks() -> None:
@@ -36,3 +43,15 @@ def test_a_listed_benchmark_starts_as_written(command: str) -> None:
 def test_no_bench_module_shadows_the_standard_library() -> None:
     names = {p.stem for p in ROOT.joinpath("ops", "bench").glob("*.py")}
     assert not names & STDLIB, names & STDLIB
+
+
+def test_a_bench_imports_the_harness_and_no_other_bench() -> None:
+    benches = sorted(p for p in BENCH.glob("*.py") if p.name not in SHARED)
+    assert len(benches) > 15
+    reached = {
+        p.name: sorted(
+            f.name for f in imported_files(p) if f.parent == BENCH and f.name not in SHARED
+        )
+        for p in BENCH.glob("*.py")
+    }
+    assert {k: v for k, v in reached.items() if v} == {}
