@@ -3,6 +3,7 @@ hook payloads shaped like the hosts' (Claude Code's Bash / Edit / Read / Grep re
 the hook sends them, JSON text; plain test logs; prompts), 1–8 KB.
 
     .venv/bin/python -m ops.bench.compress            # 3,000 payloads x 5 rounds
+    .venv/bin/python -m ops.bench.compress --quick    # 1,000 payloads x 3 rounds
 
 The last line is one JSON object: us_per_call (median of the rounds), and per kind.
 """
@@ -93,7 +94,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--n", type=int, default=3000)
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--quick", action="store_true", help="1,000 payloads x 3 rounds")
     args = ap.parse_args()
+    if args.quick:
+        args.n, args.rounds = min(args.n, 1000), min(args.rounds, 3)
     corpus = payloads(args.n)
     for _kind, hook, data in corpus[:200]:  # warm the caches and the regex engines
         compress(hook, data)

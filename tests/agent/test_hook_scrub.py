@@ -12,7 +12,7 @@ from pathlib import Path
 
 from functions.kernel.secret_rules import RULES_FILE
 from tests.memory.secret_corpus import SAMPLES
-from workers.hooks import HOOKS_DIR, _spool
+from workers.hooks import HOOKS_DIR, _delivery
 from workers.hooks._hookcore import Settings
 
 
@@ -23,10 +23,10 @@ def test_the_spool_holds_no_provider_secret_of_the_corpus(tmp_path: Path) -> Non
             "eventId": f"c{i}",
             "data": {"tool_input": {"command": s.text}, "tool_output": s.text},
         }
-        _spool.append(settings, "POST", "/agentmemory/observe", body)
+        _delivery.append(settings, "POST", "/agentmemory/observe", body)
     raw = (tmp_path / "s" / "hooks.jsonl").read_text()
     assert [f"{s.provider}: {s.kind}" for s in SAMPLES if s.needle in raw] == []
-    assert len(_spool.read(settings)) == len(SAMPLES)
+    assert len(_delivery.read(settings)) == len(SAMPLES)
 
 
 _PROBE = """

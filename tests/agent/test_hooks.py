@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.agent.conftest import Stack, free_block, run_hook, session_payloads, wait_until
-from workers.hooks import SCRIPTS, _spool
+from workers.hooks import SCRIPTS, _delivery
 from workers.hooks._hookcore import Settings, truncate
 from workers.hooks._scrub import scrub_text
 
@@ -36,7 +36,7 @@ def _post_tool(i: int, session: str = "spool-session") -> dict[str, Any]:
 
 
 def _spooled(st: Stack) -> list[dict[str, Any]]:
-    return _spool.read(Settings(st.hook_env()))
+    return _delivery.read(Settings(st.hook_env()))
 
 
 def test_hook_with_server_down_exits_zero_fast_and_spools_the_event(stack: Stack) -> None:
@@ -75,8 +75,8 @@ def test_spool_drains_when_server_is_back_and_nothing_is_stored_twice(stack: Sta
     assert len(obs) == 4
     # Replaying the same events (a second drain, a retried hook) stores nothing new.
     for i in range(4):
-        _spool.append(Settings(env), "POST", "/agentmemory/observe", _observe_body(i))
-    drained = _spool.drain(Settings(env))
+        _delivery.append(Settings(env), "POST", "/agentmemory/observe", _observe_body(i))
+    drained = _delivery.drain(Settings(env))
     assert drained == (4, 0)
     assert run_hook(HOOK, _post_tool(2), env)[0] == 0
     assert len(stack.observations("spool-session")) == 4
@@ -142,14 +142,14 @@ def test_spool_is_bounded_in_bytes_and_age(tmp_path: Path) -> None:
     }
     settings = Settings(env)
     old = time.time() - 8 * 24 * 3600
-    _spool.append(
+    _delivery.append(
         settings, "POST", "/agentmemory/observe", {"eventId": "expired", "pad": "x" * 100}, at=old
     )
     for i in range(40):
-        _spool.append(
+        _delivery.append(
             settings, "POST", "/agentmemory/observe", {"eventId": f"e{i}", "pad": "x" * 100}
         )
-    kept = _spool.read(settings)
+    kept = _delivery.read(settings)
     assert os.path.getsize(tmp_path / "spool" / "hooks.jsonl") <= 4000
     ids = [e["body"]["eventId"] for e in kept]
     assert "expired" not in ids and ids[-1] == "e39" and "e0" not in ids
@@ -179,7 +179,7 @@ def test_capture_rules_and_output_truncation(tmp_path: Path) -> None:
     }
     for payload in (read_env, glob, big, write):
         assert run_hook(HOOK, payload, env)[0] == 0
-    spooled = _spool.read(Settings(env))
+    spooled = _delivery.read(Settings(env))
     assert [e["body"]["eventId"] for e in spooled] == ["t-big", "t-write"]
     assert len(spooled[0]["body"]["data"]["tool_output"]) < 150
     written = spooled[1]["body"]["data"]["tool_input"]
@@ -225,15 +225,15 @@ def test_drain_with_the_server_still_down_keeps_every_event(tmp_path: Path) -> N
     }
     settings = Settings(env)
     for i in range(3):
-        _spool.append(settings, "POST", "/agentmemory/observe", {"eventId": f"live-{i}"})
+        _delivery.append(settings, "POST", "/agentmemory/observe", {"eventId": f"live-{i}"})
     # What a drain that died half-way leaves behind is picked up too.
     leftover = tmp_path / "spool" / "hooks.jsonl.draining"
     leftover.write_text(
         json.dumps({"at": time.time(), "method": "POST", "path": "/x", "body": {"eventId": "old"}})
         + "\n"
     )
-    assert _spool.drain(settings) == (0, 1)
-    ids = sorted(e["body"]["eventId"] for e in _spool.read(settings))
+    assert _delivery.drain(settings) == (0, 1)
+    ids = sorted(e["body"]["eventId"] for e in _delivery.read(settings))
     assert ids == ["live-0", "live-1", "live-2", "old"]
     assert not leftover.exists()
 
@@ -254,14 +254,14 @@ def test_spool_scrubs_every_kind_of_planted_secret(tmp_path: Path) -> None:
     settings = Settings({"HOME": str(tmp_path), "AGENTMEMORY_SPOOL_DIR": str(tmp_path / "s")})
     for i, secret in enumerate(PLANTED):
         body = {"eventId": f"p{i}", "data": {"tool_output": f"found {secret} in config", "n": i}}
-        _spool.append(settings, "POST", "/agentmemory/observe", body)
-    _spool.append(
+        _delivery.append(settings, "POST", "/agentmemory/observe", body)
+    _delivery.append(
         settings,
         "POST",
         "/x",
         {"data": {"cmd": "curl -H 'Authorization: Bearer abcdef0123456789xyz'"}},
     )
-    _spool.append(settings, "POST", "/x", {"data": {"env": "DB_PASSWORD=hunter2hunter2"}})
+    _delivery.append(settings, "POST", "/x", {"data": {"env": "DB_PASSWORD=hunter2hunter2"}})
     text = (tmp_path / "s" / "hooks.jsonl").read_text()
     for secret in [*PLANTED, "abcdef0123456789xyz", "hunter2hunter2"]:
         assert secret.splitlines()[-1] not in text, secret
@@ -284,7 +284,7 @@ def test_hook_gives_up_on_a_server_that_never_answers_and_spools(tmp_path: Path)
         }
         code, seconds = run_hook(HOOK, _post_tool(7), env)
     assert code == 0 and seconds < 2.0
-    assert [e["body"]["eventId"] for e in _spool.read(Settings(env))] == ["toolu_spool_7"]
+    assert [e["body"]["eventId"] for e in _delivery.read(Settings(env))] == ["toolu_spool_7"]
 
 
 def test_event_sent_before_the_routes_exist_is_spooled_then_stored_once(
@@ -304,13 +304,13 @@ def test_event_sent_before_the_routes_exist_is_spooled_then_stored_once(
     headers = {"Authorization": f"Bearer {secret}"}
     wait_until(lambda: _answers(port), what="http trigger listening")
     assert run_hook(HOOK, _post_tool(1), env)[0] == 0  # 404: no memory worker yet
-    assert [e["body"]["eventId"] for e in _spool.read(Settings(env))] == ["toolu_spool_1"]
+    assert [e["body"]["eventId"] for e in _delivery.read(Settings(env))] == ["toolu_spool_1"]
 
     spawn("workers.memory", env={**common, "AGENTMEMORY_INBOX_DIR": str(tmp_path / "inbox")})
     url = f"http://127.0.0.1:{port}/agentmemory/observations"
     query = {"sessionId": "spool-session"}
     wait_until(lambda: httpx.get(url, params=query, headers=headers).status_code == 200)
-    assert _spool.drain(Settings(env)) == (1, 0)
+    assert _delivery.drain(Settings(env)) == (1, 0)
     assert run_hook(HOOK, _post_tool(1), env)[0] == 0  # the same tool_use_id again
     stored = httpx.get(url, params=query, headers=headers).json()["observations"]
     assert [o["eventId"] for o in stored] == ["toolu_spool_1"]

@@ -22,7 +22,7 @@ from engine.disk import DEFAULT_MIN_FREE, free_bytes, mb, parse_size
 from engine.paths import default_config
 from workers.cli import connect
 from workers.cli.target import Target, secret_path
-from workers.hooks import SCRIPTS, _spool
+from workers.hooks import SCRIPTS, _delivery
 from workers.hooks._hookcore import DEFAULT_URL, Settings
 
 
@@ -243,7 +243,7 @@ def _hooks(target: Target, agent: str, w: connect.Wiring, reconnect: str) -> Che
 
 
 def _spool_backlog(target: Target) -> Check:
-    backlog = len(_spool.read(Settings()))
+    backlog = len(_delivery.read(Settings()))
     if backlog == 0:
         return Check("hook spool", True, "no event waiting")
     if target.remote:

@@ -14,9 +14,11 @@ if TYPE_CHECKING:
 # the script never imports the package (its __init__ would load pathlib and more). mypy
 # reads the package form; at run time TYPE_CHECKING is False and `__package__` decides.
 if TYPE_CHECKING or __package__:
+    from workers.hooks import _delivery as delivery
     from workers.hooks import _hookcore as core
     from workers.hooks import _wire
 else:
+    import _delivery as delivery
     import _hookcore as core
     import _wire
 
@@ -50,7 +52,7 @@ def _observe(
     ts = core.now_iso()
     eid = event_id or core.stable_id(base["sessionId"], hook, ts, data)
     body = {**base, "hookType": hook, "timestamp": ts, "data": data, "eventId": eid}
-    core.deliver(settings, "POST", OBSERVE, body)
+    delivery.deliver(settings, "POST", OBSERVE, body)
 
 
 def _tool_id(payload: dict[str, Any]) -> str:
@@ -59,7 +61,7 @@ def _tool_id(payload: dict[str, Any]) -> str:
 
 def session_start(settings: core.Settings, base: dict[str, Any], p: dict[str, Any]) -> None:
     body = {**base, "source": p.get("source") or "startup", "model": p.get("model") or ""}
-    reply = core.deliver(settings, "POST", "/agentmemory/session/start", body)
+    reply = delivery.deliver(settings, "POST", "/agentmemory/session/start", body)
     if reply is not None and reply.status < 300:
         data = reply.json()
         core.emit_context(settings, data.get("context") if isinstance(data, dict) else None)
@@ -176,7 +178,7 @@ def task_completed(settings: core.Settings, base: dict[str, Any], p: dict[str, A
 def stop(settings: core.Settings, base: dict[str, Any], p: dict[str, Any]) -> None:
     # Upstream ends the session after every assistant turn; the server treats it as idempotent.
     body = {"sessionId": base["sessionId"], "project": base["project"]}
-    core.deliver(settings, "POST", "/agentmemory/session/end", body, END_TIMEOUT)
+    delivery.deliver(settings, "POST", "/agentmemory/session/end", body, END_TIMEOUT)
 
 
 def session_end(settings: core.Settings, base: dict[str, Any], p: dict[str, Any]) -> None:
@@ -185,7 +187,7 @@ def session_end(settings: core.Settings, base: dict[str, Any], p: dict[str, Any]
         "project": base["project"],
         "reason": str(p.get("reason") or "other"),
     }
-    core.deliver(settings, "POST", "/agentmemory/session/end", body, END_TIMEOUT)
+    delivery.deliver(settings, "POST", "/agentmemory/session/end", body, END_TIMEOUT)
 
 
 _HANDLERS = {
@@ -208,11 +210,7 @@ def main(host: str, events: frozenset[str]) -> None:
     """Entry point of a host script. Whatever happens, the agent sees exit 0 promptly."""
     try:
         if sys.argv[1:2] == ["--drain"]:
-            if TYPE_CHECKING or __package__:
-                from workers.hooks import _spool
-            else:
-                import _spool
-            done, kept = _spool.drain(core.Settings())
+            done, kept = delivery.drain(core.Settings())
             sys.stdout.write(_wire.dumps({"delivered": done, "kept": kept}) + "\n")
             return
         payload = core.read_stdin()

@@ -1,8 +1,9 @@
-"""What every host's hook shares: settings, the HTTP call, ids, capture rules, exit policy.
+"""What every host's hook shares: settings, the HTTP call, ids, capture rules, the context
+it prints. Whether a request is sent now or spooled for later is `_delivery`'s.
 
 Standard library only and few imports: a hook is a fresh process per agent event, so its
 start-up time is the agent's latency. `_wire` keeps `json`, `re`, `socket` and `typing` out of
-the fast path; the spool and the scrubber load only when needed.
+the fast path.
 """
 
 from __future__ import annotations
@@ -235,71 +236,13 @@ def _https(url: str, method: str, headers: dict[str, str], data: bytes, wait: fl
         return Reply(err.code, err.read())
 
 
-def retryable(reply: Reply | None) -> bool:
-    """Worth keeping for later: unreachable, 5xx, 408, 429, and 401/404 too: a server still
-    starting has no routes yet, and a rotated secret is fixed by the user, not by waiting
-    less. The spool's bounds decide how long "later" may be. Other 4xx will never pass."""
-    return reply is None or reply.status >= 500 or reply.status in (401, 404, 408, 429)
-
-
-# ---- the run loop ------------------------------------------------------------------
+# ---- stdin and stdout ------------------------------------------------------------------
 def read_stdin() -> dict[str, Any]:
     try:
         data = _wire.loads(sys.stdin.buffer.read() or b"{}")
     except (ValueError, OSError):
         return {}
     return data if isinstance(data, dict) else {}
-
-
-def deliver(
-    settings: Settings, method: str, path: str, body: Any, timeout: float | None = None
-) -> Reply | None:
-    """Send now; keep in the spool when the server cannot take it. Never raises."""
-    reply = request(settings, method, path, body, timeout)
-    if retryable(reply):
-        if TYPE_CHECKING or __package__:
-            from workers.hooks import _spool
-        else:
-            import _spool
-        _spool.append(settings, method, path, body)
-        return None
-    if reply is not None and reply.status < 300:
-        drain_in_background(settings)
-    return reply
-
-
-def drain_in_background(settings: Settings) -> None:
-    """The server answered: let a detached child replay what earlier hooks spooled."""
-    spool = os.path.join(settings.spool_dir, "hooks.jsonl")
-    if not any(_nonempty(spool + suffix) for suffix in ("", ".draining")):
-        return
-    if not hasattr(os, "fork"):
-        return
-    try:
-        if os.fork() != 0:
-            return
-    except OSError:
-        return
-    # The child: detach from the agent's pipes first so the host never waits on it.
-    try:
-        os.setsid()
-        null = os.open(os.devnull, os.O_RDWR)
-        for fd in (0, 1, 2):
-            os.dup2(null, fd)
-        if TYPE_CHECKING or __package__:
-            from workers.hooks import _spool
-        else:
-            import _spool
-        _spool.drain(settings)
-    finally:
-        os._exit(0)
-
-
-def _nonempty(path: str) -> bool:
-    try:
-        return os.stat(path).st_size > 0
-    except OSError:
-        return False
 
 
 def emit_context(settings: Settings, text: Any) -> None:

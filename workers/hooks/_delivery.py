@@ -1,14 +1,15 @@
-"""The offline spool: requests a hook could not deliver, replayed when the server is back.
+"""A hook's requests delivered: sent now, or kept in the offline spool when the server cannot
+take them, and replayed when it is back. The whole policy is here: which replies are worth
+keeping, when a drain starts, how long the spool holds what.
 
-One private JSONL file (0600, in a 0700 folder), scrubbed, bounded in bytes and in age.
-Writers lock the file and check they still hold the live inode, so a drain that renamed
-it away never loses a line appended at the same moment. Every spooled request carries its
-`eventId`, so a replay the server already saw is stored once.
+The spool is one private JSONL file (0600, in a 0700 folder), scrubbed, bounded in bytes
+and in age. Writers lock the file and check they still hold the live inode, so a drain that
+renamed it away never loses a line appended at the same moment. Every spooled request
+carries its `eventId`, so a replay the server already saw is stored once.
 """
 
 from __future__ import annotations
 
-import fcntl
 import os
 import time
 
@@ -40,6 +41,58 @@ def _scrubbed(body: Any) -> Any:
     return _scrub.scrub(body)
 
 
+# ---- send or spool -------------------------------------------------------------------
+def retryable(reply: core.Reply | None) -> bool:
+    """Worth keeping for later: unreachable, 5xx, 408, 429, and 401/404 too: a server still
+    starting has no routes yet, and a rotated secret is fixed by the user, not by waiting
+    less. The spool's bounds decide how long "later" may be. Other 4xx will never pass."""
+    return reply is None or reply.status >= 500 or reply.status in (401, 404, 408, 429)
+
+
+def deliver(
+    settings: core.Settings, method: str, path: str, body: Any, timeout: float | None = None
+) -> core.Reply | None:
+    """Send now; keep in the spool when the server cannot take it. Never raises."""
+    reply = core.request(settings, method, path, body, timeout)
+    if retryable(reply):
+        append(settings, method, path, body)
+        return None
+    if reply is not None and reply.status < 300:
+        drain_in_background(settings)
+    return reply
+
+
+def drain_in_background(settings: core.Settings) -> None:
+    """The server answered: let a detached child replay what earlier hooks spooled."""
+    spool = spool_path(settings)
+    if not any(_nonempty(spool + suffix) for suffix in ("", ".draining")):
+        return
+    if not hasattr(os, "fork"):
+        return
+    try:
+        if os.fork() != 0:
+            return
+    except OSError:
+        return
+    # The child: detach from the agent's pipes first so the host never waits on it.
+    try:
+        os.setsid()
+        null = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(null, fd)
+        drain(settings)
+    finally:
+        os._exit(0)
+
+
+def _nonempty(path: str) -> bool:
+    try:
+        return os.stat(path).st_size > 0
+    except OSError:
+        return False
+
+
+# ---- the spool -----------------------------------------------------------------------
 SPOOL_NAME = "hooks.jsonl"
 
 
@@ -49,6 +102,8 @@ def spool_path(settings: core.Settings) -> str:
 
 def _open_live(path: str) -> int:
     """Open and lock the spool at `path`, retrying if a drain renamed it under us."""
+    import fcntl  # a hook whose request went through never locks the spool
+
     os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
     while True:
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
@@ -118,6 +173,8 @@ def read(settings: core.Settings) -> list[dict[str, Any]]:
 
 def drain(settings: core.Settings, timeout: float = 3.0) -> tuple[int, int]:
     """Replay the spool; returns (delivered, kept). One drain at a time per spool."""
+    import fcntl
+
     target = spool_path(settings)
     os.makedirs(settings.spool_dir, mode=0o700, exist_ok=True)
     lock = os.open(target + ".lock", os.O_WRONLY | os.O_CREAT, 0o600)
@@ -169,7 +226,7 @@ def _replay(
             keep.append(entry)
             continue
         reply = core.request(settings, entry["method"], entry["path"], entry["body"], timeout)
-        if core.retryable(reply):
+        if retryable(reply):
             down = True  # stop hammering a server that is still away; keep the rest
             keep.append(entry)
         else:
