@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from functions.diagnostics.diagnostics_service import DiagnoseIn, DiagnosticsService
+from functions.diagnostics.diagnostics_service import DiagnosticsService
+from functions.diagnostics.wire import DiagnoseIn
 from functions.kernel.records import (
     INSIGHTS_BUCKET,
     LESSONS_BUCKET,
