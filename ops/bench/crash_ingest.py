@@ -23,7 +23,6 @@ import random
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -39,16 +38,10 @@ from engine import Client, FunctionError, connect  # noqa: E402
 from engine.server import NatsServer  # noqa: E402
 from functions.kernel.records import EVENTS_STREAM, OBSERVATIONS_BUCKET, Observation  # noqa: E402
 from functions.memory.wire import ObserveOut  # noqa: E402
-from ops.bench.harness import spawn_python  # noqa: E402
+from ops.bench.harness import free_port, spawn_python  # noqa: E402
 
 CLIENTS = 8
 IN_FLIGHT = 4  # per client
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class WorkerProc:

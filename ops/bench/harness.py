@@ -4,7 +4,7 @@ bench.
 
 - figures: percentiles, peak RSS, the machine a figure was measured on, the JSON last line;
 - processes: start a child with exactly its environment, drain its stderr; an asyncio
-  bench's command line;
+  bench's command line; free loopback ports;
 - HTTP load: wrk as the generator (an httpx client caps near 430 req/s here, below any
   server we measure), its output parsed, readiness polling;
 - a small keep-alive HTTP/1.1 client on asyncio streams, for load that must run inside the
@@ -117,13 +117,29 @@ def run_async(main: Callable[[bool], Awaitable[None]], wedge_quick: int, wedge_f
     asyncio.run(main(a.quick))  # type: ignore[arg-type]
 
 
-# ---- HTTP load: wrk ----------------------------------------------------------------------
+# ---- ports -------------------------------------------------------------------------------
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
 
 
+def free_block(size: int) -> int:
+    """The first of `size` consecutive loopback ports, all free now: the port block of a
+    product instance (REST, NATS, console ... at fixed offsets from it)."""
+    for _ in range(200):
+        anchor = random.randrange(20000, 32000, 10)
+        try:
+            for port in range(anchor, anchor + size):
+                with socket.socket() as s:
+                    s.bind(("127.0.0.1", port))
+        except OSError:
+            continue
+        return anchor
+    raise RuntimeError("no free port block")
+
+
+# ---- HTTP load: wrk ----------------------------------------------------------------------
 def wait_http(url: str, body: bytes, secret: str, timeout: float = 30.0) -> None:
     """POST `body` until the endpoint answers 2xx (routes may appear a moment after start)."""
     headers = {"Content-Type": "application/json", "Authorization": f"Bearer {secret}"}

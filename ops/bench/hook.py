@@ -16,8 +16,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import random
-import socket
 import subprocess
 import sys
 import tempfile
@@ -26,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from ops.bench.harness import ROOT, emit, median, pct
+from ops.bench.harness import ROOT, emit, free_block, median, pct
 from workers.hooks import SCRIPTS
 
 PYTHON = os.path.realpath(sys.executable)
@@ -41,22 +39,6 @@ workers:
     module: workers.memory
     depends_on: [http]
 """
-
-
-def free_block() -> int:
-    for _ in range(200):
-        anchor = random.randrange(20000, 32000, 10)
-        ok = True
-        for i in range(6):
-            with socket.socket() as s:
-                try:
-                    s.bind(("127.0.0.1", anchor + i))
-                except OSError:
-                    ok = False
-                    break
-        if ok:
-            return anchor
-    raise RuntimeError("no free port block")
 
 
 def payload(i: int) -> bytes:
@@ -90,7 +72,7 @@ def main() -> None:
         root = Path(tmp)
         home, data = root / "home", root / "data"
         home.mkdir()
-        anchor = free_block()
+        anchor = free_block(6)
         config = ROOT / "config" / "engine.yaml"
         if "workers.memory" not in config.read_text():
             config = root / "engine.yaml"
@@ -114,7 +96,7 @@ def main() -> None:
             }
             down_env = {
                 **env,
-                "AGENTMEMORY_URL": f"http://127.0.0.1:{free_block()}",
+                "AGENTMEMORY_URL": f"http://127.0.0.1:{free_block(6)}",
                 "AGENTMEMORY_SPOOL_DIR": str(root / "spool-down"),
             }
             _wait_serving(up_env)

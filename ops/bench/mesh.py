@@ -26,10 +26,8 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import random
 import secrets
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -49,7 +47,7 @@ from nats.aio.msg import Msg
 from nats.js.api import StreamConfig
 
 from engine import Client, Source, connect
-from ops.bench.harness import ROOT, emit, machine, median, pct, run_async
+from ops.bench.harness import ROOT, emit, free_block, free_port, machine, median, pct, run_async
 from ops.tcp_relay import Relay
 
 SECRET = "mesh-bench-secret"
@@ -67,25 +65,6 @@ def words() -> str:
     return " ".join(secrets.token_hex(4) for _ in range(8))
 
 
-def free_anchor(size: int = 6) -> int:
-    for _ in range(200):
-        anchor = random.randrange(21000, 31000)
-        try:
-            for p in range(anchor, anchor + size):
-                with socket.socket() as s:
-                    s.bind(("127.0.0.1", p))
-        except OSError:
-            continue
-        return anchor
-    raise RuntimeError("no free port block")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 class Stack:
     """`python -m engine run` of the product's config with this instance's name and link."""
 
@@ -95,7 +74,7 @@ class Stack:
         self.home = self.dir / "home"
         self.home.mkdir(parents=True)
         self.data = self.dir / "data"
-        self.anchor = free_anchor()
+        self.anchor = free_block(6)
         self.url = f"http://127.0.0.1:{self.anchor}"
         cfg = yaml.safe_load((ROOT / "config" / "engine.yaml").read_text())
         cfg.pop("instance", None)
