@@ -8,13 +8,25 @@ worker drains they still run, and their calls go to the other replicas."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol
 
 from engine._client import Client
 from engine._triggers import plugins
-from engine._worker import Worker
 
 ENV_TRIGGERS = "ENGINE_TRIGGERS"
+Hook = Callable[[Client], Awaitable[None]]
+
+
+class TriggerHost(Protocol):
+    """What hosting plug-ins asks of a Worker (engine/_worker.py): its start and stop hooks.
+    Named by what is used rather than imported, because the worker imports the runner
+    (engine/_runtime.py) that hosts plug-ins through this module. A plug-in's `install` is
+    given the Worker itself."""
+
+    def on_start(self, fn: Hook) -> Hook: ...
+
+    def on_stop(self, fn: Hook) -> Hook: ...
 
 
 def make_plugin(kind: str) -> Any:
@@ -36,7 +48,7 @@ def hosted_kinds(value: str | None) -> list[str]:
     return [k.strip() for k in (value or "").split(",") if k.strip()]
 
 
-def host(worker: Worker, kinds: list[str]) -> None:
+def host(worker: TriggerHost, kinds: list[str]) -> None:
     """Run trigger plug-ins inside `worker`'s process. An unknown kind stops the process
     with a message naming it."""
     if not kinds:

@@ -8,19 +8,35 @@ import logging
 import os
 import signal
 import sys
-from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence
+from typing import Protocol
+
+from nats.aio.client import Client as NATS
 
 from engine import _tracing
 from engine._client import Client
 from engine._connect import connect
 from engine._heap import keep_trimmed, trim_seconds
 from engine._logs import attach_log_stream
+from engine._plugins import ENV_TRIGGERS, TriggerHost, host, hosted_kinds
 
 ENV_LIFELINE = "ENGINE_SUPERVISOR_FD"
 """The read end of the supervisor's lifeline pipe, inherited by every worker."""
 
-if TYPE_CHECKING:
-    from engine._worker import Worker
+
+class Servable(TriggerHost, Protocol):
+    """A Worker (engine/_worker.py) as its process runs it. Named by what is used rather
+    than imported: `Worker.run()` imports this module."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def functions(self) -> Mapping[str, object]: ...
+
+    async def start(self, nc: NATS, client: Client | None = None) -> None: ...
+
+    async def drain(self) -> None: ...
 
 
 def install_uvloop() -> None:
@@ -41,11 +57,11 @@ def setup_logging() -> None:
     )
 
 
-async def serve(worker: Worker, stop: asyncio.Event | None = None) -> None:
+async def serve(worker: Servable, stop: asyncio.Event | None = None) -> None:
     await serve_all([worker], stop)
 
 
-async def serve_all(workers: list[Worker], stop: asyncio.Event | None = None) -> None:
+async def serve_all(workers: Sequence[Servable], stop: asyncio.Event | None = None) -> None:
     """Serve `workers` in this process on one bus connection, until SIGTERM/SIGINT: the
     first hosts the trigger plug-ins ENGINE_TRIGGERS names. Workers sharing a process share
     one Client, so their calls to one another run in-process."""
@@ -123,16 +139,14 @@ async def _exit_with_supervisor(stop: asyncio.Event) -> None:
             return
 
 
-def run_worker(worker: Worker) -> None:
+def run_worker(worker: Servable) -> None:
     run_workers([worker])
 
 
-def run_workers(workers: list[Worker]) -> None:
+def run_workers(workers: Sequence[Servable]) -> None:
     """Process entry point: the trigger plug-ins ENGINE_TRIGGERS names are hosted by the
     first worker, then every worker serves until SIGTERM/SIGINT."""
     setup_logging()
     install_uvloop()
-    from engine._plugins import ENV_TRIGGERS, host, hosted_kinds
-
     host(workers[0], hosted_kinds(os.environ.get(ENV_TRIGGERS)))
     asyncio.run(serve_all(workers))
