@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from engine._context import Context
     from engine._discovery import FunctionInfo, discover, service_infos
     from engine._errors import FunctionError, invalid_request
-    from engine._jetstream import PubAck, StreamInfo
+    from engine._jetstream_api import PubAck, StreamInfo
     from engine._kv import Bucket, CasConflict, Change, Entry, Presence
     from engine._objects import Objects
     from engine._operations import Http, NoArgs, Tool, operation
@@ -69,8 +69,8 @@ _WHERE = {
     "BUS_ERRORS": "engine._bus_errors",
     "BusError": "engine._bus_errors",
     "WrongLastSequence": "engine._bus_errors",
-    "PubAck": "engine._jetstream",
-    "StreamInfo": "engine._jetstream",
+    "PubAck": "engine._jetstream_api",
+    "StreamInfo": "engine._jetstream_api",
     "Objects": "engine._objects",
     "ConfigDrift": "engine._reconcile",
     "StreamMessage": "engine._scan",

@@ -17,10 +17,10 @@ from engine._clock import STREAM as CLOCK_STREAM
 from engine._clock import SUBJECT as CLOCK_SUBJECT
 from engine._clock import BusClock
 from engine._connect import default_replicas
+from engine._connection import Connection
 from engine._errors import FunctionError
 from engine._kv import Bucket
 from engine._objects import Objects
-from engine._requests import Requester
 from engine._streams import Stream
 from engine._tracing import SpanKind
 from engine.protocol import (
@@ -53,11 +53,10 @@ class Client:
 
     def __init__(self, nc: NATS, *, replicas: int | None = None) -> None:
         self.nc = nc
-        self.replicas = default_replicas() if replicas is None else replicas
-        """JetStream replicas of the buckets, streams and object stores this client creates
-        when their caller names none: the instance's `nats.replicas` (ENGINE_REPLICAS)."""
-        self._requester = Requester(nc)
-        self._js = nc.jetstream()
+        self.connection = Connection(nc, default_replicas() if replicas is None else replicas)
+        """What the bus modules share: the connection, its JetStream context, the reply
+        inbox."""
+        self._requester = self.connection.requester
         self._clock = BusClock(
             nc, lambda: self.stream(CLOCK_STREAM, [f"{CLOCK_SUBJECT}.>"], **CLOCK_CONFIG).ensure()
         )
@@ -67,6 +66,12 @@ class Client:
         """(bucket, config) already made or reconciled by this client: a declaration is
         checked once per process, however often the bucket is opened."""
         self._local: dict[str, LocalCall] = {}
+
+    @property
+    def replicas(self) -> int:
+        """JetStream replicas of the buckets, streams and object stores this client creates
+        when their caller names none: the instance's `nats.replicas` (ENGINE_REPLICAS)."""
+        return self.connection.replicas
 
     def serve_locally(self, function_id: str, call: LocalCall) -> None:
         """Calls to `function_id` made through this client run in-process (set by the worker
@@ -242,7 +247,7 @@ class Client:
         other settings (only what is passed is declared: see Bucket.open)."""
         st = self._buckets.get(bucket)
         if st is None or (config and self._first(bucket, config)):
-            opened = await Bucket.open(self._js, bucket, client=self, **config)
+            opened = await Bucket.open(self.connection, bucket, **config)
             self._first(bucket, config)
             st = self._buckets.setdefault(bucket, opened)
         return st
@@ -256,7 +261,7 @@ class Client:
         """A JetStream stream: `await .ensure()` creates it with `subjects` and `config`
         (nats-py StreamConfig fields: duplicate_window, max_age, storage...) if missing, or
         brings it to them (`num_replicas` defaults to the client's at creation)."""
-        return Stream(self, name, subjects, config)
+        return Stream(self.connection, name, subjects, config)
 
     async def objects(self, bucket: str, **config: Any) -> Objects:
         """An object store bucket, created on first use with `config` (nats-py's
@@ -264,7 +269,7 @@ class Client:
         `config` where it exists with other settings."""
         got = self._objects.get(bucket)
         if got is None or (config and self._first("OBJ_" + bucket, config)):
-            opened = await Objects.open(self, bucket, **config)
+            opened = await Objects.open(self.connection, bucket, **config)
             self._first("OBJ_" + bucket, config)
             got = self._objects.setdefault(bucket, opened)
         return got

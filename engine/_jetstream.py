@@ -1,6 +1,6 @@
 """JetStream requests on a connection's shared reply inbox, their replies decoded by msgspec:
 publish-and-ack, stream info (with its subject listing paged), one message by sequence and
-subject purges.
+subject purges. The requests and replies themselves are declared in engine/_jetstream_api.py.
 
 Why not nats-py's JetStream wrappers here: they decode every reply with `json` into
 dataclasses and wait through `asyncio.wait_for`. The observe hot path acknowledges two
@@ -19,141 +19,63 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import msgspec
 import nats.errors
 import nats.js.errors
 
 from engine._bus_errors import WRONG_LAST_SEQUENCE, BusError, WrongLastSequence, translate
+from engine._connection import Connection
 from engine._errors import FunctionError
-
-if TYPE_CHECKING:
-    from engine._client import Client
+from engine._jetstream_api import (
+    API,
+    CONSUMER_NOT_FOUND,
+    NO_MESSAGE_FOUND,
+    STREAM_NOT_FOUND,
+    UNAVAILABLE,
+    AckReply,
+    ApiError,
+    ByTimeRequest,
+    ConsumerCreateRequest,
+    ConsumerInfoReply,
+    DeleteReply,
+    LastBySubjectRequest,
+    LastMessage,
+    MsgGetReply,
+    MsgGetRequest,
+    MultiLastRequest,
+    PubAck,
+    PurgeReply,
+    PurgeRequest,
+    RawStreamInfoReply,
+    SourceInfo,
+    StreamInfo,
+    StreamInfoReply,
+    StreamInfoRequest,
+    StreamState,
+    UpdateReply,
+)
 
 T = TypeVar("T")
-API = "$JS.API"
 API_TIMEOUT = 5.0
-STREAM_NOT_FOUND = 10059
-UNAVAILABLE = 10008
-"""JetStream's "system temporarily unavailable": no meta leader yet."""
 OPEN_PATIENCE = 60.0
 """How long opening a stream or bucket waits for a JetStream that does not answer."""
 log = logging.getLogger("engine.jetstream")
-NO_MESSAGE_FOUND = 10037
 PUBLISH_RETRIES = 2
 PUBLISH_RETRY_WAIT = 0.25
+DIRECT_BATCH = 256
+"""Subjects asked for in one batched direct get (the server caps a batch's answers)."""
 _NO_BODY = b""
 
-
-class PubAck(msgspec.Struct, frozen=True):
-    """JetStream's acknowledgement of a stored message."""
-
-    stream: str
-    seq: int
-    duplicate: bool = False
-    """True when `msg_id` was seen within the stream's duplicate window: nothing was stored
-    and `seq` is the first write's."""
-
-
-class StreamInfo(msgspec.Struct, frozen=True):
-    """A stream's state when asked."""
-
-    name: str
-    messages: int
-    bytes: int
-    first_seq: int
-    last_seq: int
-    subjects: int
-    """How many distinct subjects hold messages."""
-    max_msgs_per_subject: int = -1
-
-
-class _ApiError(msgspec.Struct):
-    code: int = 0
-    err_code: int = 0
-    description: str = ""
-
-
-class _Ack(msgspec.Struct):
-    stream: str = ""
-    seq: int = 0
-    duplicate: bool = False
-    error: _ApiError | None = None
-
-
-class _Config(msgspec.Struct):
-    name: str = ""
-    max_msgs_per_subject: int = -1
-
-
-class _State(msgspec.Struct):
-    messages: int = 0
-    bytes: int = 0
-    first_seq: int = 0
-    last_seq: int = 0
-    num_subjects: int = 0
-    subjects: dict[str, int] | None = None
-
-
-class _Cluster(msgspec.Struct):
-    leader: str = ""
-
-
-class _Info(msgspec.Struct):
-    error: _ApiError | None = None
-    config: _Config | None = None
-    state: _State | None = None
-    cluster: _Cluster | None = None
-    total: int = 0
-    offset: int = 0
-
-
-class _InfoRequest(msgspec.Struct, omit_defaults=True):
-    subjects_filter: str = ""
-    offset: int = 0
-
-
-class _Purge(msgspec.Struct):
-    error: _ApiError | None = None
-    success: bool = False
-    purged: int = 0
-
-
-class _StoredMsg(msgspec.Struct):
-    subject: str = ""
-    seq: int = 0
-    data: str = ""
-    """Base64, as the API sends it."""
-    time: str = ""
-    """When the server stored it: RFC 3339 with nanoseconds."""
-
-
-class _MsgGet(msgspec.Struct):
-    error: _ApiError | None = None
-    message: _StoredMsg | None = None
-
-
-class _MsgGetRequest(msgspec.Struct):
-    seq: int
-
-
-class _LastBySubjectRequest(msgspec.Struct):
-    last_by_subj: str
-
-
-class _ByTimeRequest(msgspec.Struct):
-    start_time: str
-
-
-class _PurgeRequest(msgspec.Struct, omit_defaults=True):
-    filter: str = ""
-
-
-_ack = msgspec.json.Decoder(_Ack)
-_info = msgspec.json.Decoder(_Info)
-_purge = msgspec.json.Decoder(_Purge)
-_msg_get = msgspec.json.Decoder(_MsgGet)
+_ack = msgspec.json.Decoder(AckReply)
+_info = msgspec.json.Decoder(StreamInfoReply)
+_raw_info = msgspec.json.Decoder(RawStreamInfoReply)
+_updated = msgspec.json.Decoder(UpdateReply)
+_purge = msgspec.json.Decoder(PurgeReply)
+_deleted = msgspec.json.Decoder(DeleteReply)
+_msg_get = msgspec.json.Decoder(MsgGetReply)
+_consumer_info = msgspec.json.Decoder(ConsumerInfoReply)
 _encode = msgspec.json.Encoder().encode
 
 
@@ -162,7 +84,7 @@ class NotFound(FunctionError):
         super().__init__("NOT_FOUND", f"{what} does not exist")
 
 
-def _refused(what: str, err: _ApiError) -> FunctionError:
+def _refused(what: str, err: ApiError) -> FunctionError:
     if err.code == 404 or err.err_code == STREAM_NOT_FOUND:
         return NotFound(what)
     return BusError(
@@ -172,7 +94,7 @@ def _refused(what: str, err: _ApiError) -> FunctionError:
 
 
 async def publish(
-    client: Client, subject: str, data: bytes, headers: dict[str, str], timeout: float
+    conn: Connection, subject: str, data: bytes, headers: dict[str, str], timeout: float
 ) -> PubAck:
     """Store `data` on `subject` and wait for JetStream's ack. Raises WrongLastSequence when
     an expected-last-sequence header did not hold, BusError otherwise.
@@ -184,7 +106,7 @@ async def publish(
     retries = PUBLISH_RETRIES
     while True:
         try:
-            msg = await client._requester.request(subject, data, timeout, headers)
+            msg = await conn.requester.request(subject, data, timeout, headers)
             break
         except nats.errors.NoRespondersError:
             left = deadline - time.monotonic() - PUBLISH_RETRY_WAIT
@@ -207,10 +129,10 @@ async def publish(
 
 
 async def _api(
-    client: Client, subject: str, body: bytes, reply: msgspec.json.Decoder[T], timeout: float
+    conn: Connection, subject: str, body: bytes, reply: msgspec.json.Decoder[T], timeout: float
 ) -> T:
     try:
-        msg = await client._requester.request(f"{API}.{subject}", body, timeout)
+        msg = await conn.requester.request(f"{API}.{subject}", body, timeout)
     except Exception as exc:
         raise translate(exc, subject) from None
     try:
@@ -253,12 +175,12 @@ async def patiently(
         pause = min(pause * 2, 2.0)
 
 
-async def stream_info(client: Client, name: str, timeout: float = API_TIMEOUT) -> StreamInfo:
+async def stream_info(conn: Connection, name: str, timeout: float = API_TIMEOUT) -> StreamInfo:
     """Raises NotFound for a stream that does not exist."""
-    got = await _api(client, f"STREAM.INFO.{name}", _NO_BODY, _info, timeout)
+    got = await _api(conn, f"STREAM.INFO.{name}", _NO_BODY, _info, timeout)
     if got.error is not None:
         raise _refused(f"stream {name}", got.error)
-    st = got.state or _State()
+    st = got.state or StreamState()
     return StreamInfo(
         name,
         st.messages,
@@ -270,7 +192,7 @@ async def stream_info(client: Client, name: str, timeout: float = API_TIMEOUT) -
     )
 
 
-async def wait_for_leader(client: Client, name: str, timeout: float = API_TIMEOUT) -> None:
+async def wait_for_leader(conn: Connection, name: str, timeout: float = API_TIMEOUT) -> None:
     """Return once stream `name` has a leader. On a cluster a stream just created with
     replicas elects one first, and a write sent before that finds no responder; a single
     server answers at once. Raises BusError (DEADLINE_EXCEEDED) after `timeout`."""
@@ -281,7 +203,7 @@ async def wait_for_leader(client: Client, name: str, timeout: float = API_TIMEOU
             raise BusError(
                 f"stream {name} has no leader after {timeout:.0f}s", code="DEADLINE_EXCEEDED"
             )
-        got = await _api(client, f"STREAM.INFO.{name}", _NO_BODY, _info, left)
+        got = await _api(conn, f"STREAM.INFO.{name}", _NO_BODY, _info, left)
         if got.error is not None:
             raise _refused(f"stream {name}", got.error)
         if got.cluster is None or got.cluster.leader:
@@ -290,14 +212,14 @@ async def wait_for_leader(client: Client, name: str, timeout: float = API_TIMEOU
 
 
 async def stream_subjects(
-    client: Client, name: str, pattern: str, timeout: float = API_TIMEOUT
+    conn: Connection, name: str, pattern: str, timeout: float = API_TIMEOUT
 ) -> dict[str, int]:
     """Subjects matching `pattern` that hold messages, with their message counts; the
     server lists a bounded number per reply, so the listing is read in pages."""
     out: dict[str, int] = {}
     while True:
-        body = _encode(_InfoRequest(subjects_filter=pattern, offset=len(out)))
-        got = await _api(client, f"STREAM.INFO.{name}", body, _info, timeout)
+        body = _encode(StreamInfoRequest(subjects_filter=pattern, offset=len(out)))
+        got = await _api(conn, f"STREAM.INFO.{name}", body, _info, timeout)
         if got.error is not None:
             raise _refused(f"stream {name}", got.error)
         page = (got.state.subjects if got.state else None) or {}
@@ -307,13 +229,13 @@ async def stream_subjects(
 
 
 async def message(
-    client: Client, name: str, seq: int, timeout: float = API_TIMEOUT
+    conn: Connection, name: str, seq: int, timeout: float = API_TIMEOUT
 ) -> tuple[str, bytes] | None:
     """(subject, data) of the message at `seq`, None when there is none (deleted, or past
     the end). Answered by the stream's leader: no consumer, so it works while a cluster's
     meta leader is being elected."""
-    body = _encode(_MsgGetRequest(seq))
-    got = await _api(client, f"STREAM.MSG.GET.{name}", body, _msg_get, timeout)
+    body = _encode(MsgGetRequest(seq))
+    got = await _api(conn, f"STREAM.MSG.GET.{name}", body, _msg_get, timeout)
     if got.error is not None:
         if got.error.err_code == NO_MESSAGE_FOUND:
             return None
@@ -323,12 +245,12 @@ async def message(
     return got.message.subject, base64.b64decode(got.message.data)
 
 
-async def last_seq(client: Client, name: str, subject: str, timeout: float = API_TIMEOUT) -> int:
+async def last_seq(conn: Connection, name: str, subject: str, timeout: float = API_TIMEOUT) -> int:
     """The sequence of the last message on `subject` (no wildcards), 0 when it has none.
     Answered by the stream's leader from its per-subject index: one request, whatever the
     stream's size."""
-    body = _encode(_LastBySubjectRequest(subject))
-    got = await _api(client, f"STREAM.MSG.GET.{name}", body, _msg_get, timeout)
+    body = _encode(LastBySubjectRequest(subject))
+    got = await _api(conn, f"STREAM.MSG.GET.{name}", body, _msg_get, timeout)
     if got.error is not None:
         if got.error.err_code == NO_MESSAGE_FOUND:
             return 0
@@ -336,24 +258,8 @@ async def last_seq(client: Client, name: str, subject: str, timeout: float = API
     return got.message.seq if got.message is not None else 0
 
 
-class LastMessage(msgspec.Struct, frozen=True):
-    """The last message stored on one subject, as a batched direct get returns it."""
-
-    seq: int
-    data: bytes
-    headers: dict[str, str]
-
-
-class _MultiLast(msgspec.Struct, frozen=True):
-    multi_last: list[str]
-
-
-DIRECT_BATCH = 256
-"""Subjects asked for in one batched direct get (the server caps a batch's answers)."""
-
-
 async def last_messages(
-    client: Client, stream: str, subjects: list[str], timeout: float = API_TIMEOUT
+    conn: Connection, stream: str, subjects: list[str], timeout: float = API_TIMEOUT
 ) -> dict[str, LastMessage]:
     """The last message of each subject that has one (at most DIRECT_BATCH subjects), in one
     request: JetStream's batched direct get (`multi_last`), which the stream answers with
@@ -361,7 +267,7 @@ async def last_messages(
     direct gets; BusError when the server refuses or does not finish in `timeout`."""
     if not subjects:
         return {}
-    nc = client.nc
+    nc = conn.nc
     loop = asyncio.get_running_loop()
     done: asyncio.Future[str] = loop.create_future()
     got: dict[str, LastMessage] = {}
@@ -382,7 +288,7 @@ async def last_messages(
     except Exception as exc:
         raise translate(exc, f"direct get from {stream}") from None
     try:
-        body = _encode(_MultiLast(subjects))
+        body = _encode(MultiLastRequest(subjects))
         await nc.publish(f"{API}.DIRECT.GET.{stream}", body, reply=inbox)
         try:
             refused = await asyncio.wait_for(done, timeout)
@@ -408,11 +314,11 @@ def epoch_of(rfc3339: str) -> float:
 
 
 async def stored_at(
-    client: Client, name: str, seq: int, timeout: float = API_TIMEOUT
+    conn: Connection, name: str, seq: int, timeout: float = API_TIMEOUT
 ) -> float | None:
     """When the message at `seq` was stored (epoch seconds), None when there is none."""
-    body = _encode(_MsgGetRequest(seq))
-    got = await _api(client, f"STREAM.MSG.GET.{name}", body, _msg_get, timeout)
+    body = _encode(MsgGetRequest(seq))
+    got = await _api(conn, f"STREAM.MSG.GET.{name}", body, _msg_get, timeout)
     if got.error is not None:
         if got.error.err_code == NO_MESSAGE_FOUND:
             return None
@@ -421,12 +327,12 @@ async def stored_at(
 
 
 async def seq_at(
-    client: Client, name: str, when: float, timeout: float = API_TIMEOUT
+    conn: Connection, name: str, when: float, timeout: float = API_TIMEOUT
 ) -> int | None:
     """The first sequence stored at or after `when` (epoch seconds), None when none was."""
     at = datetime.fromtimestamp(when, UTC).isoformat().replace("+00:00", "Z")
-    body = _encode(_ByTimeRequest(at))
-    got = await _api(client, f"STREAM.MSG.GET.{name}", body, _msg_get, timeout)
+    body = _encode(ByTimeRequest(at))
+    got = await _api(conn, f"STREAM.MSG.GET.{name}", body, _msg_get, timeout)
     if got.error is not None:
         if got.error.err_code == NO_MESSAGE_FOUND:
             return None
@@ -434,11 +340,13 @@ async def seq_at(
     return got.message.seq if got.message is not None else None
 
 
-async def purge(client: Client, name: str, subject: str = "", timeout: float = API_TIMEOUT) -> int:
+async def purge(
+    conn: Connection, name: str, subject: str = "", timeout: float = API_TIMEOUT
+) -> int:
     """Remove every message on `subject` (wildcards allowed; "" for all); how many went. A
     stream that does not exist holds nothing to purge: 0."""
-    body = _encode(_PurgeRequest(subject))
-    got = await _api(client, f"STREAM.PURGE.{name}", body, _purge, timeout)
+    body = _encode(PurgeRequest(subject))
+    got = await _api(conn, f"STREAM.PURGE.{name}", body, _purge, timeout)
     if got.error is not None:
         err = _refused(f"stream {name}", got.error)
         if isinstance(err, NotFound):
@@ -447,77 +355,32 @@ async def purge(client: Client, name: str, subject: str = "", timeout: float = A
     return got.purged
 
 
-class _External(msgspec.Struct):
-    api: str = ""
-
-
-class SourceInfo(msgspec.Struct):
-    """A source's state as the server reports it (JetStream's StreamSourceInfo)."""
-
-    name: str = ""
-    filter_subject: str = ""
-    external: _External | None = None
-    lag: int = 0
-    active: int | None = None
-    """Nanoseconds since the source was last heard from; negative (or absent): not yet."""
-    error: _ApiError | None = None
-
-    def error_text(self) -> str:
-        """The server's last error copying from this source ("" for none)."""
-        if self.error is None:
-            return ""
-        return self.error.description or f"JetStream API error {self.error.code}"
-
-
-class _RawInfo(msgspec.Struct):
-    error: _ApiError | None = None
-    config: dict[str, object] | None = None
-    sources: list[SourceInfo] | None = None
-
-
-class _Updated(msgspec.Struct):
-    error: _ApiError | None = None
-
-
-_raw_info = msgspec.json.Decoder(_RawInfo)
-_updated = msgspec.json.Decoder(_Updated)
-
-
 async def raw_stream_info(
-    client: Client, name: str, timeout: float = API_TIMEOUT
+    conn: Connection, name: str, timeout: float = API_TIMEOUT
 ) -> tuple[dict[str, object], list[SourceInfo]]:
     """A stream's config as the server sends it, and its sources' states (nats-py's
     dataclasses drop a source's domain and filter, which tell two sources of one name apart)."""
-    got = await _api(client, f"STREAM.INFO.{name}", _NO_BODY, _raw_info, timeout)
+    got = await _api(conn, f"STREAM.INFO.{name}", _NO_BODY, _raw_info, timeout)
     if got.error is not None:
         raise _refused(f"stream {name}", got.error)
     return dict(got.config or {}), list(got.sources or [])
 
 
 async def update_stream(
-    client: Client, config: dict[str, object], timeout: float = API_TIMEOUT
+    conn: Connection, config: dict[str, object], timeout: float = API_TIMEOUT
 ) -> None:
     name = str(config["name"])
-    got = await _api(client, f"STREAM.UPDATE.{name}", _encode(config), _updated, timeout)
+    got = await _api(conn, f"STREAM.UPDATE.{name}", _encode(config), _updated, timeout)
     if got.error is not None:
         raise _refused(f"stream {name}", got.error)
 
 
-class _ConsumerInfo(msgspec.Struct):
-    error: _ApiError | None = None
-    config: dict[str, object] | None = None
-
-
-_consumer_info = msgspec.json.Decoder(_ConsumerInfo)
-CONSUMER_NOT_FOUND = 10014
-
-
 async def consumer_config(
-    client: Client, stream: str, durable: str, timeout: float = API_TIMEOUT
+    conn: Connection, stream: str, durable: str, timeout: float = API_TIMEOUT
 ) -> dict[str, object] | None:
     """A durable consumer's config as the server sends it; None when there is none.
     Raises NotFound when the stream does not exist."""
-    got = await _api(client, f"CONSUMER.INFO.{stream}.{durable}", _NO_BODY, _consumer_info, timeout)
+    got = await _api(conn, f"CONSUMER.INFO.{stream}.{durable}", _NO_BODY, _consumer_info, timeout)
     if got.error is not None:
         if got.error.err_code == CONSUMER_NOT_FOUND:
             return None
@@ -526,7 +389,7 @@ async def consumer_config(
 
 
 async def create_consumer(
-    client: Client,
+    conn: Connection,
     stream: str,
     durable: str,
     config: dict[str, object],
@@ -534,23 +397,14 @@ async def create_consumer(
     timeout: float = API_TIMEOUT,
 ) -> None:
     """`action`: create (refused if it exists with another config) or update."""
-    body = _encode({"stream_name": stream, "config": {**config, "durable_name": durable},
-                    "action": action})  # fmt: skip
-    got = await _api(client, f"CONSUMER.CREATE.{stream}.{durable}", body, _consumer_info, timeout)
+    body = _encode(ConsumerCreateRequest(stream, {**config, "durable_name": durable}, action))
+    got = await _api(conn, f"CONSUMER.CREATE.{stream}.{durable}", body, _consumer_info, timeout)
     if got.error is not None:
         raise _refused(f"consumer {durable} of stream {stream}", got.error)
 
 
-class _Deleted(msgspec.Struct):
-    error: _ApiError | None = None
-    success: bool = False
-
-
-_deleted = msgspec.json.Decoder(_Deleted)
-
-
-async def delete(client: Client, what: str, timeout: float = API_TIMEOUT) -> None:
+async def delete(conn: Connection, what: str, timeout: float = API_TIMEOUT) -> None:
     """`STREAM.DELETE.<name>` or `CONSUMER.DELETE.<stream>.<durable>`."""
-    got = await _api(client, what, _NO_BODY, _deleted, timeout)
+    got = await _api(conn, what, _NO_BODY, _deleted, timeout)
     if got.error is not None:
         raise _refused(what.split(".", 1)[1], got.error)

@@ -8,7 +8,7 @@ import math
 import random
 import re
 from collections.abc import AsyncIterator, Callable, Coroutine
-from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
 import msgspec
 import nats.js.errors
@@ -19,18 +19,14 @@ from nats.js.api import (
     StoreCompression,
     StreamConfig,
 )
-from nats.js.client import JetStreamContext
 from nats.js.kv import KeyValue
 
 from engine import _codec, _jetstream, _reconcile, _scan, _tracing
 from engine._bus_errors import BusError, WrongLastSequence
-from engine._connect import default_replicas
+from engine._connection import Connection
 from engine._errors import FunctionError
-from engine._jetstream import StreamInfo
+from engine._jetstream_api import LastMessage, StreamInfo
 from engine._watch import Change, Op, SnapshotEnd, Watch
-
-if TYPE_CHECKING:
-    from engine._client import Client
 
 T = TypeVar("T")
 log = logging.getLogger("engine.state")
@@ -166,34 +162,38 @@ class Bucket:
     """A KV bucket. Values are msgspec JSON; `type=` decodes into a Struct.
 
     Made by `Client.bucket`. The bucket-wide operations (keys, scan, watch, info, purge)
-    need the Client it came from: a Bucket built by hand without one has only the per-key
-    operations."""
+    need the connection it came from (`Client.connection`): a Bucket built by hand without
+    one has only the per-key operations."""
 
     def __init__(
-        self, kv: KeyValue, bucket: str, client: Client | None = None, direct: bool = False
+        self,
+        kv: KeyValue,
+        bucket: str,
+        connection: Connection | None = None,
+        direct: bool = False,
     ) -> None:
         self.kv = kv
         self.bucket = bucket
-        self._client = client
+        self._conn = connection
         self._prefix = f"$KV.{bucket}."
         self._stream = f"KV_{bucket}"
-        self._direct = direct and client is not None
+        self._direct = direct and connection is not None
         """Its stream answers batched direct gets (`entries`): one server holds it."""
 
-    def _bus(self) -> Client:
-        if self._client is None:
+    def _bus(self) -> Connection:
+        if self._conn is None:
             raise RuntimeError(
-                f"Bucket {self.bucket!r} was made without its Client: open it with Client.bucket()"
+                f"Bucket {self.bucket!r} was made without its connection: open it with "
+                "Client.bucket()"
             )
-        return self._client
+        return self._conn
 
     @classmethod
     async def open(
         cls,
-        js: JetStreamContext,
+        conn: Connection,
         bucket: str,
         *,
-        client: Client | None = None,
         history: int | None = None,
         ttl: float | None = None,
         replicas: int | None = None,
@@ -216,7 +216,7 @@ class Bucket:
         applies to the blocks it writes from its next start."""
         declared = _declared(history, ttl, replicas, max_bytes, storage, marker_ttl, compression)
         if replicas is None:
-            replicas = client.replicas if client is not None else default_replicas()
+            replicas = conn.replicas
         # Direct gets are answered by any replica, a follower perhaps behind the last write:
         # allowed only where one server holds the bucket (then they cost the server a third
         # of a stream message get, and `entries` batches them). A bucket that exists keeps
@@ -233,31 +233,26 @@ class Bucket:
             direct=direct,
         )
         kv, direct = await _jetstream.patiently(
-            lambda: cls._open(js, bucket, config, client, declared), f"opening KV bucket {bucket}"
+            lambda: cls._open(conn, bucket, config, declared), f"opening KV bucket {bucket}"
         )
-        return cls(kv, bucket, client, direct)
+        return cls(kv, bucket, conn, direct)
 
     @staticmethod
     async def _open(
-        js: JetStreamContext,
-        bucket: str,
-        cfg: KeyValueConfig,
-        client: Client | None,
-        declared: dict[str, Any],
+        conn: Connection, bucket: str, cfg: KeyValueConfig, declared: dict[str, Any]
     ) -> tuple[KeyValue, bool]:
         """The bucket, and whether it answers direct gets (one replica: they are allowed,
         in place for a bucket made before)."""
+        js = conn.js
         try:
             kv = await js.key_value(bucket)
             stored = (await js.stream_info(f"KV_{bucket}")).config
             replicas = declared.get("num_replicas", stored.num_replicas or 1)
             if (replicas == 1) != bool(stored.allow_direct):
                 declared = {**declared, "allow_direct": replicas == 1}
-            if client is not None and declared:
-                await _reconcile.stream(
-                    client, f"KV_{bucket}", declared, what=f"KV bucket {bucket}"
-                )
-            return kv, replicas == 1  # (a Bucket without its Client reads key by key anyway)
+            if declared:
+                await _reconcile.stream(conn, f"KV_{bucket}", declared, what=f"KV bucket {bucket}")
+            return kv, replicas == 1
         except nats.js.errors.BucketNotFoundError:
             compression = declared.get("compression", "none")
             try:
@@ -268,8 +263,8 @@ class Bucket:
                     kv = await js.key_value(bucket)
             except nats.js.errors.BadRequestError:
                 kv = await js.key_value(bucket)  # a racing replica created it first
-            if (cfg.replicas or 1) > 1 and client is not None:
-                await _jetstream.wait_for_leader(client, f"KV_{bucket}", CREATE_TIMEOUT)
+            if (cfg.replicas or 1) > 1:
+                await _jetstream.wait_for_leader(conn, f"KV_{bucket}", CREATE_TIMEOUT)
         return kv, bool(cfg.direct)
 
     async def entry(self, key: str, type: type[T] | Any = Any) -> Entry[T] | None:
@@ -308,9 +303,7 @@ class Bucket:
                 return [self._entry_of(k, got.get(self._prefix + k), type) for k in keys]
         return list(await asyncio.gather(*(self.entry(k, type) for k in keys)))
 
-    def _entry_of(
-        self, key: str, msg: _jetstream.LastMessage | None, type: type[T] | Any
-    ) -> Entry[T] | None:
+    def _entry_of(self, key: str, msg: LastMessage | None, type: type[T] | Any) -> Entry[T] | None:
         if msg is None or not valid_key(key):
             return None
         if msg.headers.get("KV-Operation") in _DELETED or _MARKER in msg.headers:
@@ -321,10 +314,10 @@ class Bucket:
         # A key whose own TTL ran out in a bucket with `marker_ttl` holds the server's
         # marker: an empty message with a Nats-Marker-Reason header, which nats-py's KV get
         # returns as an empty value. Only an empty value is looked at twice.
-        if self._client is None:
+        if self._conn is None:
             return False
         try:
-            msg = await self._bus()._js.get_msg(self._stream, subject=self._prefix + key)
+            msg = await self._conn.js.get_msg(self._stream, subject=self._prefix + key)
         except nats.js.errors.NotFoundError:
             return False
         return bool(msg.headers and msg.headers.get(_MARKER))
@@ -367,7 +360,7 @@ class Bucket:
         try:
             if not over_tombstone and ttl is None:
                 return await self._create_on_empty_subject(key, _codec.encode(value))
-            if ttl is None and self._client is None:
+            if ttl is None and self._conn is None:
                 return await self.kv.create(key, _codec.encode(value))
             return await self._create(key, _codec.encode(value), ttl, over_tombstone)
         except nats.js.errors.KeyWrongLastSequenceError:
@@ -442,7 +435,7 @@ class Bucket:
         _check_key(self.bucket, key)
         span = _kv_span("update", self.bucket)
         try:
-            if ttl is not None or (revision == 0 and self._client is not None):
+            if ttl is not None or (revision == 0 and self._conn is not None):
                 if revision == 0:
                     got = await self._create(key, _codec.encode(value), ttl, True)
                     if got is None:

@@ -48,8 +48,8 @@ async def bus(inst: Instance, cfg: EngineConfig) -> AsyncIterator[Client]:
 
 async def delete_stream(inst: Instance, cfg: EngineConfig, name: str) -> str:
     async with bus(inst, cfg) as client:
-        info = await _jetstream.stream_info(client, name)
-        await _jetstream.delete(client, f"STREAM.DELETE.{name}")
+        info = await _jetstream.stream_info(client.connection, name)
+        await _jetstream.delete(client.connection, f"STREAM.DELETE.{name}")
     return (
         f"stream {name} deleted ({info.messages} messages); the next start creates it as declared"
     )
@@ -57,7 +57,7 @@ async def delete_stream(inst: Instance, cfg: EngineConfig, name: str) -> str:
 
 async def delete_consumer(inst: Instance, cfg: EngineConfig, stream: str, durable: str) -> str:
     async with bus(inst, cfg) as client:
-        if await _jetstream.consumer_config(client, stream, durable) is None:
+        if await _jetstream.consumer_config(client.connection, stream, durable) is None:
             return f"stream {stream} has no consumer {durable}"
-        await _jetstream.delete(client, f"CONSUMER.DELETE.{stream}.{durable}")
+        await _jetstream.delete(client.connection, f"CONSUMER.DELETE.{stream}.{durable}")
     return f"consumer {durable} of {stream} deleted; the next start creates it as declared"

@@ -4,16 +4,13 @@ by nats-py's object store and handed back whole."""
 from __future__ import annotations
 
 import io
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import nats.js.errors
 
 from engine import _jetstream, _reconcile
 from engine._bus_errors import translate
-
-if TYPE_CHECKING:
-    from engine._client import Client
-
+from engine._connection import Connection
 
 _FIELDS = {"ttl": "max_age", "replicas": "num_replicas"}
 
@@ -34,27 +31,27 @@ class Objects:
         self.bucket = bucket
 
     @classmethod
-    async def open(cls, client: Client, bucket: str, **config: Any) -> Objects:
+    async def open(cls, conn: Connection, bucket: str, **config: Any) -> Objects:
         """The bucket, created with `config` (nats-py's create_object_store arguments: ttl,
         max_bytes, storage, replicas, description) if missing, or brought to it where it
         exists with other settings (engine/_reconcile.py; only what is passed is declared)."""
-        js = client._js
+        js = conn.js
 
         async def once() -> Any:
             try:
                 store = await js.object_store(bucket)
                 if config:
                     await _reconcile.stream(
-                        client, f"OBJ_{bucket}", _declared(config), what=f"object store {bucket}"
+                        conn, f"OBJ_{bucket}", _declared(config), what=f"object store {bucket}"
                     )
             except nats.js.errors.BucketNotFoundError:
-                made = {"replicas": client.replicas, **config}
+                made = {"replicas": conn.replicas, **config}
                 try:
                     store = await js.create_object_store(bucket, **made)
                 except nats.js.errors.BadRequestError:
                     store = await js.object_store(bucket)  # a racing peer created it
                 if made["replicas"] > 1:
-                    await _jetstream.wait_for_leader(client, f"OBJ_{bucket}")
+                    await _jetstream.wait_for_leader(conn, f"OBJ_{bucket}")
             return store
 
         try:

@@ -23,15 +23,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from enum import Enum
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import msgspec
 
 from engine import _jetstream
+from engine._connection import Connection
 from engine._errors import FunctionError
-
-if TYPE_CHECKING:
-    from engine._client import Client
 
 log = logging.getLogger("engine.reconcile")
 
@@ -175,19 +173,19 @@ def delete_fix(kind: str, target: str, messages: int = 0) -> str:
 
 
 async def stream(
-    client: Client, name: str, declared: Mapping[str, Any], *, what: str = ""
+    conn: Connection, name: str, declared: Mapping[str, Any], *, what: str = ""
 ) -> list[Drift]:
     """Bring the existing stream `name` to the `declared` fields (API form); the changes
     made (none: it already was so). Raises ConfigDrift when JetStream cannot apply them."""
     what = what or f"stream {name}"
-    config, _ = await _jetstream.raw_stream_info(client, name)
+    config, _ = await _jetstream.raw_stream_info(conn, name)
     found = drifts(config, declared)
     if not found:
         return []
     refused = [(d, why) for d in found if (why := stream_refusal(d)) is not None]
     if refused:
         why = "; ".join(w for _, w in refused)
-        fix = delete_fix("stream", name, await _messages(client, name))
+        fix = delete_fix("stream", name, await _messages(conn, name))
         raise ConfigDrift(what, [d for d, _ in refused], why, fix)
     update = dict(config)
     for d in found:
@@ -196,25 +194,25 @@ async def stream(
     if age and window > age:  # the server refuses a duplicate window longer than max age
         update["duplicate_window"] = age
     try:
-        await _jetstream.update_stream(client, update)
+        await _jetstream.update_stream(conn, update)
     except FunctionError as err:
-        fix = delete_fix("stream", name, await _messages(client, name))
+        fix = delete_fix("stream", name, await _messages(conn, name))
         raise ConfigDrift(what, found, err.message, fix) from None
     log.warning("%s: %s (updated in place)", what, "; ".join(str(d) for d in found))
     return found
 
 
 async def consumer(
-    client: Client, stream_name: str, durable: str, declared: Mapping[str, Any]
+    conn: Connection, stream_name: str, durable: str, declared: Mapping[str, Any]
 ) -> list[Drift]:
     """Create the durable consumer as declared (API form), or bring an existing one to it;
     the changes made to an existing one. Raises ConfigDrift for a fixed field, NotFound
     when the stream does not exist."""
     what = f"consumer {durable} of stream {stream_name}"
-    stored = await _jetstream.consumer_config(client, stream_name, durable)
+    stored = await _jetstream.consumer_config(conn, stream_name, durable)
     if stored is None:
         fresh = {k: v for k, v in declared.items() if v != ""}
-        await _jetstream.create_consumer(client, stream_name, durable, fresh, "create")
+        await _jetstream.create_consumer(conn, stream_name, durable, fresh, "create")
         return []
     found = drifts(stored, declared)
     if not found:
@@ -230,7 +228,7 @@ async def consumer(
         raise ConfigDrift(what, [d for d, _ in refused], why, fix)
     update = {**stored, **{d.field: d.declared for d in found}}
     try:
-        await _jetstream.create_consumer(client, stream_name, durable, update, "update")
+        await _jetstream.create_consumer(conn, stream_name, durable, update, "update")
     except FunctionError as err:
         fix = f"delete it so it is made anew: python -m engine consumer delete {stream_name} {durable}"
         raise ConfigDrift(what, found, err.message, fix) from None
@@ -242,8 +240,8 @@ def _int(value: object) -> int:
     return value if isinstance(value, int) else 0
 
 
-async def _messages(client: Client, name: str) -> int:
+async def _messages(conn: Connection, name: str) -> int:
     try:
-        return (await _jetstream.stream_info(client, name)).messages
+        return (await _jetstream.stream_info(conn, name)).messages
     except FunctionError:
         return 0

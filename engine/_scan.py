@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncGenerator, AsyncIterator
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import msgspec
 from nats.aio.msg import Msg
@@ -20,9 +20,8 @@ from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
 from engine import _codec, _jetstream
 from engine._bus_errors import BusError, translate
-
-if TYPE_CHECKING:
-    from engine._client import Client
+from engine._connection import Connection
+from engine._jetstream_api import API, PullRequest
 
 T = TypeVar("T")
 
@@ -44,21 +43,11 @@ class StreamMessage(msgspec.Struct, frozen=True):
     message, whatever times the payloads carry."""
 
 
-class _Next(msgspec.Struct, frozen=True, omit_defaults=True):
-    """A pull request: up to `batch` messages. `no_wait`: what is there now, then 404 (the
-    scan's last page must not wait out `expires`); else the server answers 408 at `expires`
-    (ns) if fewer came."""
-
-    batch: int
-    expires: int
-    no_wait: bool = False
-
-
 _encode_next = msgspec.json.Encoder().encode
 
 
 async def _pages(
-    client: Client,
+    conn: Connection,
     stream: str,
     last: int,
     subject: str,
@@ -73,9 +62,9 @@ async def _pages(
     what = f"reading {stream}"
     if not config.filter_subjects:
         config.filter_subject = subject
-    nc = client.nc
+    nc = conn.nc
     try:
-        info = await client._js.add_consumer(stream, config)
+        info = await conn.js.add_consumer(stream, config)
     except Exception as exc:
         raise translate(exc, what) from None
     inbox = nc.new_inbox()
@@ -104,9 +93,9 @@ async def _pages(
             sub = await nc.subscribe(inbox, cb=on_msg)
         except Exception as exc:
             raise translate(exc, what) from None
-        request = f"$JS.API.CONSUMER.MSG.NEXT.{stream}.{info.name}"
-        now = _encode_next(_Next(page, int(timeout * 1e9), no_wait=True))
-        waiting = _encode_next(_Next(page, int(timeout * 1e9)))
+        request = f"{API}.CONSUMER.MSG.NEXT.{stream}.{info.name}"
+        now = _encode_next(PullRequest(page, int(timeout * 1e9), no_wait=True))
+        waiting = _encode_next(PullRequest(page, int(timeout * 1e9)))
         done = False
         while not done:
             for body in (now, waiting):  # the second only when the first brought nothing
@@ -134,11 +123,11 @@ async def _pages(
             with contextlib.suppress(Exception):
                 await sub.unsubscribe()
         with contextlib.suppress(Exception):  # else it expires after inactive_threshold
-            await asyncio.wait_for(client._js.delete_consumer(stream, info.name), 1.0)
+            await asyncio.wait_for(conn.js.delete_consumer(stream, info.name), 1.0)
 
 
 async def scan_bucket(
-    client: Client,
+    conn: Connection,
     bucket: str,
     keys: str | list[str],
     type_: Any,
@@ -150,7 +139,7 @@ async def scan_bucket(
     prefix = f"$KV.{bucket}."
     stream = f"KV_{bucket}"
     try:
-        info = await _jetstream.stream_info(client, stream)
+        info = await _jetstream.stream_info(conn, stream)
     except _jetstream.NotFound:
         return
     if info.messages == 0:
@@ -172,7 +161,7 @@ async def scan_bucket(
     else:
         subject = prefix + keys
     decoder = _codec.decoder(type_) if type_ is not bytes else None
-    async for msgs in _pages(client, stream, info.last_seq, subject, config, page, timeout):
+    async for msgs in _pages(conn, stream, info.last_seq, subject, config, page, timeout):
         for m in msgs:
             if m.headers and m.headers.get("KV-Operation") in _DELETED:
                 continue
@@ -189,7 +178,7 @@ async def scan_bucket(
 
 
 async def read_stream(
-    client: Client,
+    conn: Connection,
     stream: str,
     subject: str,
     after: int,
@@ -198,7 +187,7 @@ async def read_stream(
 ) -> AsyncGenerator[StreamMessage, None]:
     """The messages after sequence `after` on `subject` ("" for all), in order."""
     try:
-        info = await _jetstream.stream_info(client, stream)
+        info = await _jetstream.stream_info(conn, stream)
     except _jetstream.NotFound:
         return
     if info.last_seq <= after or info.messages == 0:
@@ -210,7 +199,7 @@ async def read_stream(
         inactive_threshold=30.0,
         mem_storage=True,
     )
-    async for msgs in _pages(client, stream, info.last_seq, subject, config, page, timeout):
+    async for msgs in _pages(conn, stream, info.last_seq, subject, config, page, timeout):
         for m in msgs:
             md = m.metadata
             yield StreamMessage(

@@ -15,7 +15,7 @@ import contextlib
 import logging
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import msgspec
 from nats.aio.msg import Msg
@@ -23,12 +23,10 @@ from nats.js.api import ConsumerConfig, DeliverPolicy, ExternalStream, StreamCon
 
 from engine import _codec, _jetstream, _reconcile, _scan, _tracing
 from engine._bus_errors import BusError, translate
+from engine._connection import Connection
 from engine._errors import FunctionError
-from engine._jetstream import PubAck, StreamInfo
+from engine._jetstream_api import PubAck, SourceInfo, StreamInfo
 from engine._scan import StreamMessage
-
-if TYPE_CHECKING:
-    from engine._client import Client
 
 log = logging.getLogger("engine.streams")
 
@@ -85,7 +83,7 @@ class Source(msgspec.Struct, frozen=True, omit_defaults=True):
         return StreamSource(name=self.stream, filter_subject=self.filter or None, external=ext)
 
     @classmethod
-    def from_info(cls, info: _jetstream.SourceInfo) -> Source:
+    def from_info(cls, info: SourceInfo) -> Source:
         api = info.external.api if info.external else ""
         domain = api.removeprefix("$JS.").removesuffix(".API") if api else None
         return cls(info.name, domain or None, info.filter_subject)
@@ -105,9 +103,9 @@ class Stream:
     """A handle on one stream (`Client.stream`); nothing is asked of the server until used."""
 
     def __init__(
-        self, client: Client, name: str, subjects: list[str] | None, config: dict[str, Any]
+        self, conn: Connection, name: str, subjects: list[str] | None, config: dict[str, Any]
     ) -> None:
-        self.client = client
+        self.connection = conn
         self.name = name
         self.subjects = subjects
         self.config = config
@@ -130,26 +128,26 @@ class Stream:
 
     async def _ensure(self) -> None:
         try:
-            await _reconcile.stream(self.client, self.name, self.declared())
+            await _reconcile.stream(self.connection, self.name, self.declared())
             return
         except _jetstream.NotFound:
             pass
-        config = {"num_replicas": self.client.replicas, **self.config}
+        config = {"num_replicas": self.connection.replicas, **self.config}
         if "sources" in config:
             config["sources"] = [
                 s.nats() if isinstance(s, Source) else s for s in config["sources"]
             ]
         cfg = StreamConfig(name=self.name, subjects=self.subjects, **config)
-        js = self.client._js
+        js = self.connection.js
         try:
             await js.add_stream(cfg)
         except Exception as exc:
             try:  # created by a peer meanwhile: then it must be as declared too
-                await _reconcile.stream(self.client, self.name, self.declared())
+                await _reconcile.stream(self.connection, self.name, self.declared())
             except _jetstream.NotFound:
                 raise translate(exc, f"creating stream {self.name}") from None
         if (cfg.num_replicas or 1) > 1:
-            await _jetstream.wait_for_leader(self.client, self.name)
+            await _jetstream.wait_for_leader(self.connection, self.name)
 
     async def ensure_consumer(
         self,
@@ -173,7 +171,7 @@ class Stream:
             "max_deliver": max_deliver,
             "filter_subject": filter_subject or "",
         }
-        await _reconcile.consumer(self.client, self.name, durable, declared)
+        await _reconcile.consumer(self.connection, self.name, durable, declared)
 
     async def publish(
         self,
@@ -208,12 +206,12 @@ class Stream:
                 )
         span = _producer_span(self.name, subject)
         if span is None:
-            return await _jetstream.publish(self.client, subject, data, hdrs, wait)
+            return await _jetstream.publish(self.connection, subject, data, hdrs, wait)
         if msg_id:
             span.set_attribute("messaging.message.id", msg_id)
         _tracing.inject(hdrs, span)
         try:
-            return await _jetstream.publish(self.client, subject, data, hdrs, wait)
+            return await _jetstream.publish(self.connection, subject, data, hdrs, wait)
         except FunctionError as err:
             _tracing.fail(span, err.code, err.message)
             raise
@@ -225,14 +223,14 @@ class Stream:
         Waits at most `timeout` seconds (default the JetStream API's), then raises BusError
         (DEADLINE_EXCEEDED): on a cluster a stream electing its leader answers nothing."""
         if timeout is None:
-            return await _jetstream.stream_info(self.client, self.name)
-        return await _jetstream.stream_info(self.client, self.name, timeout)
+            return await _jetstream.stream_info(self.connection, self.name)
+        return await _jetstream.stream_info(self.connection, self.name, timeout)
 
     async def get(self, seq: int, *, timeout: float | None = None) -> StreamMessage | None:
         """The message at `seq`, None when there is none (deleted, or not written yet).
         Raises BusError when no answer came within `timeout` (default the API's)."""
         got = await _jetstream.message(
-            self.client, self.name, seq, _jetstream.API_TIMEOUT if timeout is None else timeout
+            self.connection, self.name, seq, _jetstream.API_TIMEOUT if timeout is None else timeout
         )
         return StreamMessage(seq, got[0], got[1]) if got is not None else None
 
@@ -241,20 +239,23 @@ class Stream:
         none: how far a reader must have applied the stream to have seen that subject's
         writes. Raises BusError when no answer came within `timeout` (default the API's)."""
         return await _jetstream.last_seq(
-            self.client, self.name, subject, _jetstream.API_TIMEOUT if timeout is None else timeout
+            self.connection,
+            self.name,
+            subject,
+            _jetstream.API_TIMEOUT if timeout is None else timeout,
         )
 
     async def stored_at(self, seq: int, *, timeout: float | None = None) -> float | None:
         """When the server stored the message at `seq` (epoch seconds); None if there is none."""
         return await _jetstream.stored_at(
-            self.client, self.name, seq, _jetstream.API_TIMEOUT if timeout is None else timeout
+            self.connection, self.name, seq, _jetstream.API_TIMEOUT if timeout is None else timeout
         )
 
     async def seq_at(self, when: float, *, timeout: float | None = None) -> int | None:
         """The first sequence the server stored at or after `when` (epoch seconds); None when
         nothing was stored since: where to start reading what was written from a time on."""
         return await _jetstream.seq_at(
-            self.client, self.name, when, _jetstream.API_TIMEOUT if timeout is None else timeout
+            self.connection, self.name, when, _jetstream.API_TIMEOUT if timeout is None else timeout
         )
 
     def read(
@@ -268,7 +269,7 @@ class Stream:
         """The messages after sequence `after` on `subject` ("" for all), in order, `page`
         at a time; ends at the last message stored when it started. Close it (`aclosing`)
         when leaving early. Raises BusError if a page does not come within `timeout`."""
-        return _scan.read_stream(self.client, self.name, subject, after, page, timeout)
+        return _scan.read_stream(self.connection, self.name, subject, after, page, timeout)
 
     async def follow(
         self,
@@ -289,7 +290,7 @@ class Stream:
         config = ConsumerConfig(
             deliver_policy=DeliverPolicy.BY_START_SEQUENCE, opt_start_seq=max(start_seq, 1)
         )
-        js = self.client._js if timeout is None else self.client.nc.jetstream(timeout=timeout)
+        js = self.connection.jetstream(timeout)
         try:
             follower._sub = await js.subscribe(
                 subject,
@@ -307,30 +308,30 @@ class Stream:
         """Give an existing stream these settings (in the API's units: durations in
         nanoseconds) where it holds others, the rest of its config left as it is: what a
         layout change does to a stream an older version made. The names changed."""
-        raw, _ = await _jetstream.raw_stream_info(self.client, self.name)
+        raw, _ = await _jetstream.raw_stream_info(self.connection, self.name)
         changed = [k for k, v in config.items() if raw.get(k) != v]
         if changed:
             raw.update({k: config[k] for k in changed})
-            await _jetstream.update_stream(self.client, raw)
+            await _jetstream.update_stream(self.connection, raw)
         return changed
 
     async def stored_subjects(self) -> list[str]:
         """The subjects the stream is configured with now (NotFound if it does not exist):
         what `ensure` would change when this handle declares others."""
-        config, _ = await _jetstream.raw_stream_info(self.client, self.name)
+        config, _ = await _jetstream.raw_stream_info(self.connection, self.name)
         got = config.get("subjects")
         return [str(s) for s in got] if isinstance(got, list) else []
 
     async def set_sources(self, sources: list[Source]) -> None:
         """Copy from exactly these sources from now on (each keeps its place if it was one
         before); the rest of the stream's config is left as it is."""
-        config, _ = await _jetstream.raw_stream_info(self.client, self.name)
+        config, _ = await _jetstream.raw_stream_info(self.connection, self.name)
         config["sources"] = [s.wire() for s in sources]
-        await _jetstream.update_stream(self.client, config)
+        await _jetstream.update_stream(self.connection, config)
 
     async def sources(self) -> list[SourceStatus]:
         """The stream's sources and how far each has been copied."""
-        _, states = await _jetstream.raw_stream_info(self.client, self.name)
+        _, states = await _jetstream.raw_stream_info(self.connection, self.name)
         return [
             SourceStatus(
                 Source.from_info(st),
@@ -344,7 +345,7 @@ class Stream:
     async def purge(self, subject: str = "") -> int:
         """Remove the messages on `subject` (wildcards allowed; "" for all) with no
         tombstone; how many went (0 for a stream that does not exist)."""
-        return await _jetstream.purge(self.client, self.name, subject)
+        return await _jetstream.purge(self.connection, self.name, subject)
 
 
 class Follower:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import enum
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import msgspec
 from nats.aio.msg import Msg
@@ -25,9 +25,7 @@ from nats.js.api import DeliverPolicy
 
 from engine._bus_errors import translate
 from engine._connect import closed_event
-
-if TYPE_CHECKING:
-    from engine._client import Client
+from engine._connection import Connection
 
 Op = Literal["put", "delete"]
 QUEUE = 256
@@ -65,8 +63,8 @@ class Watch:
     """An async iterator of `Change` and one `SnapshotEnd`; `stop()` ends it (also as an
     async context manager)."""
 
-    def __init__(self, client: Client, bucket: str, pattern: str, *, values: bool) -> None:
-        self._client = client
+    def __init__(self, conn: Connection, bucket: str, pattern: str, *, values: bool) -> None:
+        self._conn = conn
         self._bucket = bucket
         self._pattern = pattern
         self._values = values
@@ -80,7 +78,7 @@ class Watch:
     async def start(self) -> Watch:
         what = f"watching {self._bucket}/{self._pattern}"
         try:
-            self._sub = await self._client._js.subscribe(
+            self._sub = await self._conn.js.subscribe(
                 f"$KV.{self._bucket}.{self._pattern}",
                 stream=f"KV_{self._bucket}",
                 cb=self._on_msg,
@@ -125,7 +123,7 @@ class Watch:
             await self._queue.put(_END)
 
     async def _on_close(self) -> None:
-        nc = self._client.nc
+        nc = self._conn.nc
         closed = closed_event(nc)
         if closed is not None:  # our own connection says when it closes: no polling
             await closed.wait()

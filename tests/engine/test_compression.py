@@ -25,7 +25,7 @@ async def read(st: Bucket, key: str) -> Any:
 
 
 async def compression(client: Client, stream: str) -> str:
-    return str((await raw_stream_info(client, stream))[0].get("compression", "none"))
+    return str((await raw_stream_info(client.connection, stream))[0].get("compression", "none"))
 
 
 async def test_a_new_bucket_is_made_compressed_and_an_old_one_is_brought_to_it(

@@ -30,7 +30,7 @@ async def fresh(server: NatsServer) -> Client:
 
 
 async def config(client: Client, stream: str) -> dict[str, Any]:
-    return (await raw_stream_info(client, stream))[0]
+    return (await raw_stream_info(client.connection, stream))[0]
 
 
 async def test_a_stream_declared_anew_is_updated_in_place(
@@ -162,7 +162,7 @@ async def test_a_consumer_is_updated_where_it_can_be_and_refused_where_not(
     s = await client.stream("WORK", subjects=["work.>"]).ensure()
     await s.ensure_consumer("d", filter_subject="work.a", max_ack_pending=1, ack_wait=6)
     await s.ensure_consumer("d", filter_subject="work.b", max_ack_pending=8, ack_wait=30)
-    got = await consumer_config(client, "WORK", "d")
+    got = await consumer_config(client.connection, "WORK", "d")
     assert got is not None
     assert got["filter_subject"] == "work.b" and got["max_ack_pending"] == 8
     assert got["ack_wait"] == 30 * NS
@@ -171,7 +171,7 @@ async def test_a_consumer_is_updated_where_it_can_be_and_refused_where_not(
                                 deliver_policy="new")  # fmt: skip
     assert err.value.field == "deliver_policy"
     assert "python -m engine consumer delete WORK d" in err.value.message
-    assert (await consumer_config(client, "WORK", "d") or {})["deliver_policy"] == "all"
+    assert (await consumer_config(client.connection, "WORK", "d") or {})["deliver_policy"] == "all"
 
 
 CONFIGURED = (

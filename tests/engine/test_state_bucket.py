@@ -56,7 +56,7 @@ async def test_scan_reads_every_live_key_over_several_pages(client: Client) -> N
     assert [kv async for kv in st.scan("none.>", Doc)] == []
     assert [kv async for kv in st.scan([], Doc)] == []
     # each scan's consumer is gone with it, not left to expire
-    assert (await client._js.stream_info("KV_scan1")).state.consumer_count == 0
+    assert (await client.connection.js.stream_info("KV_scan1")).state.consumer_count == 0
 
 
 async def test_scan_of_a_bucket_with_history_gives_each_keys_last_value(client: Client) -> None:
@@ -173,12 +173,14 @@ async def test_keys_and_watch_keep_working_on_the_new_watch(client: Client) -> N
     await changes.aclose()
 
 
-async def test_bucket_operations_need_the_client(client: Client) -> None:
+async def test_bucket_operations_need_the_connection(client: Client) -> None:
     st = await client.bucket("bare")
     from engine import Bucket
 
     bare = Bucket(st.kv, st.bucket)  # made by hand: per-key operations only
     await bare.put("k", 1)
     assert await bare.get("k") == 1
-    with pytest.raises(RuntimeError, match=r"Client\.state"):
+    with pytest.raises(RuntimeError, match=r"Client\.bucket\(\)"):
         await bare.info()
+    joined = Bucket(st.kv, st.bucket, client.connection)
+    assert (await joined.info()).messages == 1

@@ -46,12 +46,12 @@ async def test_entries_answer_like_entry_for_every_kind_of_key(client: Client) -
 
 async def test_an_old_bucket_is_opened_for_direct_gets(client: Client) -> None:
     # A bucket made before this layout (no direct gets): the first open allows them.
-    await client._js.create_key_value(KeyValueConfig(bucket="ent2"))
-    info = await client._js.stream_info("KV_ent2")
+    await client.connection.js.create_key_value(KeyValueConfig(bucket="ent2"))
+    info = await client.connection.js.stream_info("KV_ent2")
     assert not info.config.allow_direct
     st = await client.bucket("ent2")
     await st.put("a", Doc(1))
-    assert (await client._js.stream_info("KV_ent2")).config.allow_direct
+    assert (await client.connection.js.stream_info("KV_ent2")).config.allow_direct
     got = await st.entries(["a", "b"], Doc)
     assert got[0] is not None and got[0].value == Doc(1) and got[1] is None
 

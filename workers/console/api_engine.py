@@ -133,7 +133,7 @@ async def triggers(request: Request) -> Response:
         kv = await h.client.nc.jetstream().key_value(TRIGGERS_BUCKET)
     except Exception:
         return json_response({"triggers": []})  # no worker has declared one yet
-    store = Bucket(kv, TRIGGERS_BUCKET, h.client)
+    store = Bucket(kv, TRIGGERS_BUCKET, h.client.connection)
     out: list[TriggerSpec] = []
     for key in await store.keys():
         raw: Any = await store.get(key, Any)

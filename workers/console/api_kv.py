@@ -96,7 +96,9 @@ async def keys(request: Request) -> Response:
     kv = await _bucket(request)
     limit = query_int(request, "limit", 1000, 1, 10000)
     prefix = request.query_params.get("prefix", "")
-    found = await Bucket(kv, request.path_params["bucket"], hub(request).client).keys(prefix)
+    found = await Bucket(kv, request.path_params["bucket"], hub(request).client.connection).keys(
+        prefix
+    )
     found.sort()
     return json_response({"keys": found[:limit], "total": len(found)})
 
