@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from engine._connect import connect, reconnected_event
     from engine._context import Context
     from engine._discovery import FunctionInfo, discover, service_infos
-    from engine._errors import FunctionError, invalid_request
+    from engine._errors import ErrorCode, FunctionError, invalid_request
     from engine._jetstream_api import PubAck, StreamInfo
     from engine._kv import Bucket, CasConflict, Change, Entry, Presence
     from engine._objects import Objects
@@ -48,6 +48,7 @@ _WHERE = {
     "FunctionInfo": "engine._discovery",
     "discover": "engine._discovery",
     "service_infos": "engine._discovery",
+    "ErrorCode": "engine._errors",
     "FunctionError": "engine._errors",
     "invalid_request": "engine._errors",
     "Http": "engine._operations",
@@ -106,6 +107,7 @@ __all__ = [
     "ConfigDrift",
     "Context",
     "Entry",
+    "ErrorCode",
     "Follower",
     "FunctionError",
     "FunctionInfo",

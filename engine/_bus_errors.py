@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import nats.errors
 
-from engine._errors import FunctionError
+from engine._errors import ErrorCode, FunctionError
 
 WRONG_LAST_SEQUENCE = 10071
 """JetStream's error code for a write whose expected last (subject) sequence did not hold."""
@@ -17,7 +17,7 @@ class BusError(FunctionError):
     answer in time, a write refused for space. Retryable; `err_code` is JetStream's own
     error code when JetStream answered with one (0 otherwise)."""
 
-    def __init__(self, message: str, *, code: str = "UNAVAILABLE", err_code: int = 0) -> None:
+    def __init__(self, message: str, *, code: ErrorCode = "UNAVAILABLE", err_code: int = 0) -> None:
         super().__init__(code, message, retryable=True)
         self.err_code = err_code
 

@@ -6,7 +6,7 @@ import asyncio
 
 import msgspec
 
-from engine import Context, FunctionError, Http, Worker
+from engine import Context, ErrorCode, FunctionError, Http, Worker
 
 worker = Worker("example", description="echo, fail, sleep and a KV counter")
 
@@ -16,7 +16,7 @@ class Echo(msgspec.Struct):
 
 
 class Fail(msgspec.Struct):
-    code: str = "BAD_REQUEST"
+    code: ErrorCode = "BAD_REQUEST"
     message: str = "asked to fail"
     field: str | None = None
 

@@ -14,7 +14,7 @@ from urllib.parse import parse_qsl
 
 import msgspec
 
-from engine import Client, FunctionError, HttpRequest, discover, tracing
+from engine import Client, ErrorCode, FunctionError, HttpRequest, discover, tracing
 from engine.protocol import HDR_COERCE, HDR_TRIGGER, MAX_JSON_DEPTH, maybe_too_deep, too_deep
 from triggers.http.openapi import build_openapi
 from triggers.http.routes import Route, RouteConfig, RouteTable
@@ -53,7 +53,9 @@ class _Reply(msgspec.Struct, omit_defaults=True, kw_only=True):
 
 
 class _Reject(Exception):
-    def __init__(self, status: int, code: str, message: str, field: str | None = None) -> None:
+    def __init__(
+        self, status: int, code: ErrorCode, message: str, field: str | None = None
+    ) -> None:
         super().__init__(message)
         self.error = FunctionError(code, message, field=field, status=status)
 

@@ -229,11 +229,7 @@ async def _act(request: Request, function_id: str) -> Response:
         raise FunctionError("BAD_REQUEST", "give a seq, a queue, or all: true", field="seq")
     out = await traced_call(request, function_id, body, 30.0)
     if not out.ok and out.error:
-        raise FunctionError(
-            str(out.error.get("code", "INTERNAL")),
-            str(out.error.get("message", "")),
-            field=out.error.get("field"),
-        )
+        raise FunctionError.from_dict(out.error)
     return json_response(out)
 
 
