@@ -39,8 +39,9 @@ def _instance(
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from engine._bus_setup import StartError
     from engine._paths import load_settings
-    from engine._supervisor import StartError, Supervisor
+    from engine._supervisor import Supervisor
 
     try:
         cfg = load_config(args.config)

@@ -9,7 +9,7 @@ from engine._config import (
     WorkerConfig,
     load_config,
 )
-from engine._supervisor import process_usage
+from engine._worker_process import process_usage
 
 __all__ = [
     "ConfigError",

@@ -20,7 +20,7 @@ def test_the_closed_set_of_codes_is_the_status_table() -> None:
 
 def test_an_unknown_code_is_refused_naming_it() -> None:
     typo = cast(Any, "NOT_FOUNDD")
-    with pytest.raises(ValueError, match="unknown error code 'NOT_FOUNDD'.*NOT_FOUND"):
+    with pytest.raises(ValueError, match=r"unknown error code 'NOT_FOUNDD'.*NOT_FOUND"):
         FunctionError(typo, "no such thing")
 
 
