@@ -135,7 +135,7 @@ class Client:
         hdrs = dict(headers) if headers else {}
         hdrs[HDR_DEADLINE] = str(int(limit * 1000))  # docs/PROTOCOL.md: epoch milliseconds
         span = None
-        if _tracing._enabled:
+        if _tracing.active:
             span = _tracing.start(
                 f"call {function_id}",
                 SpanKind.CLIENT,

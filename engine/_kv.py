@@ -77,7 +77,7 @@ class CasConflict(FunctionError):
 
 def _kv_span(op: str, bucket: str) -> Any:
     # Only inside a recorded trace: a KV write is a child of the call that made it.
-    if not _tracing._enabled or not _tracing.current_span().is_recording():
+    if not _tracing.active or not _tracing.current_span().is_recording():
         return None
     return _tracing.start(
         f"kv.{op} {bucket}",

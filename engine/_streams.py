@@ -44,7 +44,7 @@ _PRODUCER = _tracing.SpanKind.PRODUCER
 
 def _producer_span(stream: str, subject: str) -> _tracing.LeanSpan | None:
     # As KV writes: only inside a recorded trace, a child of the call that made it.
-    if not _tracing._enabled or not _tracing.current_span().is_recording():
+    if not _tracing.active or not _tracing.current_span().is_recording():
         return None
     return _tracing.start(
         f"publish {stream}",
@@ -365,7 +365,7 @@ class Follower:
         sm = StreamMessage(seq, msg.subject, msg.data, md.num_pending, md.timestamp.timestamp())
         self.last_seq = seq
         span = None
-        if _tracing._enabled and msg.headers:
+        if _tracing.active and msg.headers:
             parent = _tracing.extract(msg.headers)
             if parent is not None:
                 span = _tracing.start(
@@ -380,7 +380,7 @@ class Follower:
                 )
         # The subscription's task keeps the context it was made in: the handler sees only
         # the message's own trace.
-        token = _tracing._current.set(span)
+        token = _tracing.current_parent.set(span)
         try:
             await self.handler(sm)
         except Exception as exc:
@@ -388,7 +388,7 @@ class Follower:
             if span is not None:
                 _tracing.fail(span, "INTERNAL", f"{type(exc).__name__}: {exc}")
         finally:
-            _tracing._current.reset(token)
+            _tracing.current_parent.reset(token)
             if span is not None:
                 span.end()
 

@@ -134,10 +134,14 @@ class LeanSpan(SpanRecord, gc=False):
 # The current span itself (or a context from outside): a parent needs only its ids and flag,
 # and building a SpanContext per attach and inject was a measurable part of a traced call.
 Parent = SpanContext | LeanSpan
-_current: contextvars.ContextVar[Parent | None] = contextvars.ContextVar(
+current_parent: contextvars.ContextVar[Parent | None] = contextvars.ContextVar(
     "engine_span", default=None
 )
-_enabled = False
+"""The parent of a span started now. The call and execution paths set it themselves
+(`attach` without the function call)."""
+active = False
+"""Tracing is on in this process (`setup` ran, not paused): read on every call, so a
+module attribute rather than `enabled()`."""
 _service = ""
 _rate_bound = 1 << 64
 _exporter: _Exporter | None = None
@@ -191,7 +195,7 @@ def start(
 ) -> LeanSpan:
     """A span under `parent`, else under the current span, else a new root."""
     if parent is None:
-        parent = _current.get()
+        parent = current_parent.get()
     try:
         span_id = _span_ids.pop()
     except IndexError:
@@ -247,27 +251,27 @@ def extract(headers: Mapping[str, str] | None) -> SpanContext | None:
 
 
 def inject(headers: dict[str, str], span: LeanSpan | None = None) -> None:
-    ctx = span if span is not None else _current.get()
+    ctx = span if span is not None else current_parent.get()
     if ctx is not None and (ctx.__class__ is LeanSpan or ctx.is_valid):
         headers["traceparent"] = f"00-{ctx.trace_id}-{ctx.span_id}-{'01' if ctx.sampled else '00'}"
 
 
 def attach(span: LeanSpan) -> contextvars.Token[Parent | None]:
-    return _current.set(span)
+    return current_parent.set(span)
 
 
 def detach(token: Any) -> None:
-    _current.reset(token)
+    current_parent.reset(token)
 
 
 def current_context() -> SpanContext | None:
-    ctx = _current.get()
+    ctx = current_parent.get()
     return ctx.context if isinstance(ctx, LeanSpan) else ctx
 
 
 def current_span() -> Any:
     """The current span's context holder: `.is_recording()`, `.get_span_context()`."""
-    ctx = _current.get()
+    ctx = current_parent.get()
     if ctx is None:
         return _INVALID
     return ctx if isinstance(ctx, LeanSpan) else _ContextView(ctx)
@@ -292,11 +296,11 @@ _INVALID = _ContextView(SpanContext("", "", False))
 @contextlib.contextmanager
 def untraced() -> Iterator[None]:
     """Calls made inside are part of an unsampled trace (errors are still kept)."""
-    token = _current.set(SpanContext(_new_trace_id(), _new_span_id(), False))
+    token = current_parent.set(SpanContext(_new_trace_id(), _new_span_id(), False))
     try:
         yield
     finally:
-        _current.reset(token)
+        current_parent.reset(token)
 
 
 def fail(span: LeanSpan, code: str, message: str, **_: Any) -> None:
@@ -403,27 +407,27 @@ def setup(
     service: str, nc: Any | None = None, loop: asyncio.AbstractEventLoop | None = None
 ) -> None:
     """Turn tracing on for this process (unless ENGINE_TRACING=off)."""
-    global _enabled, _rate_bound, _exporter, _service
+    global active, _rate_bound, _exporter, _service
     if os.environ.get("ENGINE_TRACING", "on").lower() in ("off", "0", "false", "no"):
         return
     _service = service
     rate = min(max(float(os.environ.get("ENGINE_TRACE_SAMPLING", "1.0")), 0.0), 1.0)
     _rate_bound = int(rate * (1 << 64))
-    _enabled = True
+    active = True
     if nc is not None:
         _exporter = _Exporter(service, nc)
         _exporter.task = (loop or asyncio.get_running_loop()).create_task(_exporter.run())
 
 
 def enabled() -> bool:
-    return _enabled
+    return active
 
 
 def set_enabled(on: bool) -> None:
     """Pause (or resume) tracing in this process once `setup` ran: benchmarks compare
     traced and untraced calls in one process."""
-    global _enabled
-    _enabled = bool(on) and _service != ""
+    global active
+    active = bool(on) and _service != ""
 
 
 async def shutdown() -> None:

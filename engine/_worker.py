@@ -410,7 +410,7 @@ class Worker:
         headers = msg.headers or {}
         span = None
         token: Any = None
-        if _tracing._enabled:
+        if _tracing.active:
             span = _tracing.start(
                 spec.id,
                 SpanKind.SERVER,
@@ -422,7 +422,7 @@ class Worker:
                 },
                 _tracing.extract(headers),
             )
-            token = _tracing._current.set(span)  # attach(), without the call
+            token = _tracing.current_parent.set(span)  # attach(), without the call
         try:
             if limit <= now:
                 raise FunctionError(
@@ -456,7 +456,7 @@ class Worker:
             await self._reply_error(spec, msg, internal)
         finally:
             if span is not None:
-                _tracing._current.reset(token)
+                _tracing.current_parent.reset(token)
                 span.end()
             elapsed = time.perf_counter_ns() - started
             st = self._stats[spec.id]

@@ -133,7 +133,7 @@ _OWN_LAST: _Table = [
 # These rules are written in lower case and matched against the lower-cased text, with the
 # spans applied to the original: Python's IGNORECASE alternations cost ~25x more.
 _ON_LOWER = frozenset({"private", "bearer", "secret_assignment", "secret_flag"})
-_RULE_SET = secret_rules.load()
+RULE_SET = secret_rules.load()
 
 
 def _needles_of(rule: secret_rules.Rule) -> tuple[str, ...]:
@@ -143,7 +143,7 @@ def _needles_of(rule: secret_rules.Rule) -> tuple[str, ...]:
 _NEEDLES = tuple(
     dict.fromkeys(
         [h for t in (_OWN_FIRST, _OWN_LAST) for _k, _p, _g, hs, _a in t for h in hs]
-        + [n for r in _RULE_SET.rules for n in _needles_of(r)]
+        + [n for r in RULE_SET.rules for n in _needles_of(r)]
     )
 )
 _INDEX = {n: i for i, n in enumerate(_NEEDLES)}
@@ -176,8 +176,8 @@ class _Set:
 # gitleaks' catch-all runs after the provider rules, so that a provider's key is named by
 # its own rule ("stripe-access-token", not "generic-api-key")
 _CATCH_ALL = "generic-api-key"
-_PROVIDERS = [_Set(r) for r in _RULE_SET.rules if r.id != _CATCH_ALL]
-_CATCH_ALLS = [_Set(r) for r in _RULE_SET.rules if r.id == _CATCH_ALL]
+_PROVIDERS = [_Set(r) for r in RULE_SET.rules if r.id != _CATCH_ALL]
+_CATCH_ALLS = [_Set(r) for r in RULE_SET.rules if r.id == _CATCH_ALL]
 
 
 class _Group:
@@ -375,13 +375,13 @@ def _set_spans(view: _View, step: _Set) -> list[tuple[int, int]]:
             m = rule.pattern.match(text, p)
             if m is not None:
                 span = rule.secret_span(m)
-                if rule.accepts(text, m, span, _RULE_SET.allowlist):
+                if rule.accepts(text, m, span, RULE_SET.allowlist):
                     spans.append(span)
                     last = m.end()
     else:
         for m in rule.pattern.finditer(text):
             span = rule.secret_span(m)
-            if rule.accepts(text, m, span, _RULE_SET.allowlist):
+            if rule.accepts(text, m, span, RULE_SET.allowlist):
                 spans.append(span)
     return spans
 

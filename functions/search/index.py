@@ -119,7 +119,7 @@ class SearchIndex:
         self.graph = EntityGraph(ents_of=DocEntities(self.spill), spill=self.spill)
         self.meta = MetaTable(self.spill)
         """What each slot's hit shows, packed (functions/search/tables.py)."""
-        self.doc_of = IdSlots(self._id_of)
+        self.doc_of = IdSlots(self.id_of)
         """Record id -> slot of live documents (hashes, not strings: tables.py)."""
         self.alive = array("b")
         self.project = array("i")
@@ -145,8 +145,15 @@ class SearchIndex:
         """The full record of observation slots, in a local file (the search worker's; None:
         hits read their records from KV)."""
 
-    def _id_of(self, n: int) -> str | None:
-        return self.meta.id_of(n)  # the table in place now (a snapshot load replaces it)
+    def id_of(self, n: int) -> str | None:
+        """The record id in slot `n`, by the table in place now (a snapshot load replaces it)."""
+        return self.meta.id_of(n)
+
+    def forget_scopes(self) -> None:
+        """Drop the scopes held for queries: the index was replaced wholesale (a snapshot
+        loaded) or its ranking settings changed, so each is made again when next asked."""
+        self._version += 1
+        self._scopes.clear()
 
     # ---- writes ------------------------------------------------------------------
     def add(self, record: Record) -> None:

@@ -283,9 +283,9 @@ def load(blob: Buffer, index: SearchIndex) -> SearchIndex:
     else:
         index.meta = MetaTable.load(snap.meta_buf, snap.meta_end, snap.meta_live, index.spill)
     if snap.ids_keys:
-        index.doc_of = IdSlots.load(index._id_of, snap.ids_keys, snap.ids_slots)
+        index.doc_of = IdSlots.load(index.id_of, snap.ids_keys, snap.ids_slots)
     else:
-        index.doc_of = IdSlots(index._id_of)
+        index.doc_of = IdSlots(index.id_of)
         for n, i in index.meta.ids():
             index.doc_of[i] = n
     for name, code in (("alive", "b"), ("project", "i"), ("agent", "i"), ("kind", "b"),
@@ -337,6 +337,5 @@ def load(blob: Buffer, index: SearchIndex) -> SearchIndex:
             index.pending_text = dict(index.texts)
     if index.shown is not None:
         index.shown.open(len(index.meta), snap.shown_id, snap.shown_first, bytes(snap.shown_end))
-    index._version += 1
-    index._scopes.clear()
+    index.forget_scopes()
     return index

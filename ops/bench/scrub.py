@@ -116,7 +116,7 @@ def main() -> None:
     rounds, repeat, n = (5, 3, 48) if args.quick else (15, 5, 96)
     base = load_base(args.base)
     data = mixes(n)
-    figures: dict[str, Any] = {"base": args.base, "rules": len(new._RULE_SET.rules)}
+    figures: dict[str, Any] = {"base": args.base, "rules": len(new.RULE_SET.rules)}
     for name, payloads in data.items():
         for m in (base, new):  # warm-up: caches, lazily built state
             per_obs_us(m, payloads, 1)

@@ -182,7 +182,7 @@ def applied(index: SearchIndex, values: Values, streams: tuple[str, ...]) -> Ite
     index.bm25.prefix_weight = values["bm25.prefix_weight"]
     for attr in ("max_hops", "fanout", "hop_decay", "max_share", "sample"):
         setattr(index.graph, attr, values[f"graph.{attr}"])
-    index._scopes.clear()
+    index.forget_scopes()
     modules = {"bm25": bm25_module, "streams": streams_module, "temporal": temporal_module}
     saved: list[tuple[Any, str, Any]] = []
     for name, value in values.items():
@@ -195,7 +195,7 @@ def applied(index: SearchIndex, values: Values, streams: tuple[str, ...]) -> Ite
     finally:
         for mod_, attr, old in saved:
             setattr(mod_, attr, old)
-        index._scopes.clear()
+        index.forget_scopes()
 
 
 def index_key(values: Values) -> tuple[Any, ...]:

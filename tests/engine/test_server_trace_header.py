@@ -20,11 +20,11 @@ async def _headers_of_a_call(client: Client, rate_bound: int) -> dict[str, str]:
 
     await client.nc.subscribe(subject_for("probe::headers"), cb=responder)
     await client.nc.flush()
-    _tracing._enabled, _tracing._rate_bound = True, rate_bound
+    _tracing.active, _tracing._rate_bound = True, rate_bound
     try:
         await client.call("probe::headers", None, timeout=5)
     finally:
-        _tracing._enabled = False
+        _tracing.active = False
     msg = await asyncio.wait_for(seen.get(), 5)
     return dict(msg.headers or {})
 

@@ -17,7 +17,7 @@ from engine.tracing import LeanSpan, SpanContext, SpanKind
 def spans(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[LeanSpan]]:
     """Tracing on in this process, every finished span collected."""
     sink = SimpleNamespace(buffer=[], pending=asyncio.Event())
-    monkeypatch.setattr(_tracing, "_enabled", True)
+    monkeypatch.setattr(_tracing, "active", True)
     monkeypatch.setattr(_tracing, "_rate_bound", _tracing._SAMPLE_ALL)
     monkeypatch.setattr(_tracing, "_exporter", sink)
     yield sink.buffer

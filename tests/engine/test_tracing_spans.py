@@ -112,11 +112,11 @@ def test_inject_then_extract_gives_back_the_span_context() -> None:
     headers = {}
     _tracing.inject(headers, None)  # no current span: nothing to send
     assert headers == {}
-    token = _tracing._current.set(SpanContext("", "", True))
+    token = _tracing.current_parent.set(SpanContext("", "", True))
     try:
         _tracing.inject(headers)  # an invalid context is not sent either
     finally:
-        _tracing._current.reset(token)
+        _tracing.current_parent.reset(token)
     assert headers == {}
 
 

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from functions.kernel.scrub import (
     _NEEDLES,
     _PLAN,
-    _RULE_SET,
+    RULE_SET,
     _lower,
     _Own,
     _replace,
@@ -129,7 +129,7 @@ def _every_rule(text: str) -> str:
                 rule, pos = s.rule, 0
                 while (m := rule.pattern.search(text, pos)) is not None:
                     span = rule.secret_span(m)
-                    if rule.accepts(text, m, span, _RULE_SET.allowlist):
+                    if rule.accepts(text, m, span, RULE_SET.allowlist):
                         found.append((*span, rank, s.kind))
                         pos = max(m.end(), m.start() + 1)
                     else:

@@ -7,12 +7,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from functions.kernel.scrub import _RULE_SET, _lower, scrub
+from functions.kernel.scrub import RULE_SET, _lower, scrub
 from functions.kernel.secret_rules import Rule, shannon
 from ops.secret_rules import anchors, convert, main, strip_lazy_prefix, translate
 
 
-@pytest.mark.parametrize("rule", _RULE_SET.rules, ids=lambda r: r.id)
+@pytest.mark.parametrize("rule", RULE_SET.rules, ids=lambda r: r.id)
 @settings(
     max_examples=12,
     deadline=None,
@@ -28,7 +28,7 @@ def test_every_rule_is_found_wherever_its_pattern_matches(rule: Rule, data: st.D
         assert _lower(example).startswith(tuple(rule.anchors))
     span = rule.secret_span(m)
     secret = example[span[0] : span[1]]
-    if len(secret) < 8 or not rule.accepts(example, m, span, _RULE_SET.allowlist):
+    if len(secret) < 8 or not rule.accepts(example, m, span, RULE_SET.allowlist):
         return  # gitleaks would not report it either (entropy, allowlists)
     # without anchors a rule runs only where one of its keywords occurs, as in gitleaks
     keyword = "" if rule.anchors else f"\n{rule.keywords[0]}"
@@ -36,9 +36,9 @@ def test_every_rule_is_found_wherever_its_pattern_matches(rule: Rule, data: st.D
 
 
 def test_the_rule_set_mirrors_gitleaks_and_names_its_source() -> None:
-    ids = [r.id for r in _RULE_SET.rules]
+    ids = [r.id for r in RULE_SET.rules]
     assert len(ids) == len(set(ids)) >= 200
-    assert len(_RULE_SET.gitleaks_commit) == 40
+    assert len(RULE_SET.gitleaks_commit) == 40
     assert {"stripe-access-token", "generic-api-key", "dockerhub-access-token"} <= set(ids)
 
 
@@ -118,17 +118,17 @@ def test_a_rule_keeps_only_the_allowlists_that_apply_to_text() -> None:
 
 
 def test_gitleaks_filters_a_candidate_by_entropy_and_allowlists() -> None:
-    rules = {r.id: r for r in _RULE_SET.rules}
+    rules = {r.id: r for r in RULE_SET.rules}
     assert shannon("aaaa") == 0 and round(shannon("abcd"), 3) == 2
     key = "AKIA" + "QYLPMN5HHHFPZAM2"
     assert "[REDACTED" in scrub(f"id {key}")
     aws = rules["aws-access-token"]
     example = "AKIA" + "IOSFODNN7EXAMPLE"  # the documentation's own example, allowlisted
     m = aws.pattern.match(example)
-    assert m is not None and not aws.accepts(example, m, aws.secret_span(m), _RULE_SET.allowlist)
+    assert m is not None and not aws.accepts(example, m, aws.secret_span(m), RULE_SET.allowlist)
     generic = rules["generic-api-key"]
     for text in ("api_version = 2023-10-16abc", "secret_name = my-db-secret-name"):
         m = generic.pattern.search(text)
         assert m is None or not generic.accepts(
-            text, m, generic.secret_span(m), _RULE_SET.allowlist
+            text, m, generic.secret_span(m), RULE_SET.allowlist
         ), text

@@ -79,7 +79,7 @@ def pre_tool_use(settings: core.Settings, base: dict[str, Any], p: dict[str, Any
     tool, tool_input = str(p.get("tool_name") or ""), p.get("tool_input")
     if not settings.inject or not core.captured(settings, tool, tool_input):
         return
-    files = core._paths(tool_input)
+    files = core.tool_paths(tool_input)
     if not files:
         return
     body = {**base, "files": files, "terms": [], "toolName": tool}

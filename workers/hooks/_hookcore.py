@@ -82,7 +82,7 @@ def captured(settings: Settings, tool_name: str, tool_input: Any) -> bool:
         return True
     from fnmatch import fnmatchcase
 
-    subjects = [tool_name, *_paths(tool_input)]
+    subjects = [tool_name, *tool_paths(tool_input)]
     if any(fnmatchcase(s, g) for s in subjects for g in settings.deny):
         return False
     if settings.allow:
@@ -90,7 +90,7 @@ def captured(settings: Settings, tool_name: str, tool_input: Any) -> bool:
     return True
 
 
-def _paths(tool_input: Any) -> list[str]:
+def tool_paths(tool_input: Any) -> list[str]:
     if not isinstance(tool_input, dict):
         return []
     keys = ("file_path", "path", "notebook_path", "filePath")
