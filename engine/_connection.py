@@ -10,7 +10,6 @@ them imports the module that imports them all (engine/_client.py).
 from __future__ import annotations
 
 from nats.aio.client import Client as NATS
-from nats.aio.msg import Msg
 from nats.js.client import JetStreamContext
 
 from engine._requests import Requester
@@ -30,9 +29,3 @@ class Connection:
     def jetstream(self, timeout: float | None = None) -> JetStreamContext:
         """The shared JetStream context, or one whose API requests wait `timeout` seconds."""
         return self.js if timeout is None else self.nc.jetstream(timeout=timeout)
-
-    async def request(
-        self, subject: str, data: bytes, timeout: float, headers: dict[str, str] | None = None
-    ) -> Msg:
-        """A request on the shared reply inbox; raises nats-py's errors as they are."""
-        return await self.requester.request(subject, data, timeout, headers)
