@@ -1,6 +1,7 @@
 """`python -m engine run|stop|status`: the supervisor's command line; `stream delete NAME`
 and `consumer delete STREAM DURABLE` remove what JetStream cannot change in place (a start
-that meets one says so), so the next start creates it as declared."""
+that meets one says so), so the next start creates it as declared; `settings` checks the
+environment as `run` would, `settings --markdown` prints the table of every variable."""
 
 from __future__ import annotations
 
@@ -12,10 +13,12 @@ import os
 import signal
 import sys
 import time
+from pathlib import Path
 
-from engine._config import ConfigError, load_config
+from engine import settings
+from engine._config import ConfigError, EngineConfig, load_config
 from engine._instance import Instance, InstanceBusy
-from engine._paths import ENV_CONFIG, Layout, current_layout, default_config, read_layout
+from engine._paths import Layout, current_layout, default_config, load_settings, read_layout
 from engine._runtime import install_uvloop, setup_logging
 
 
@@ -29,18 +32,16 @@ def _instance(
     """The instance named by the command line, else by the layout's settings
     (`<PREFIX>_INSTANCE`, `_PORT`, `_DATA_DIR`), else by the config file."""
     lay = layout or current_layout()
-    env = os.environ
     number = args.instance
     if number is None:
-        number = lay.default_instance() if env.get(lay.env("INSTANCE")) else cfg_instance
-    port = args.port or (None if env.get(lay.env("PORT")) else cfg_port)
-    data_dir = args.data_dir or (None if env.get(lay.env("DATA_DIR")) else cfg_dir)
+        number = lay.default_instance() if settings.is_set(lay.env("INSTANCE")) else cfg_instance
+    port = args.port or (None if settings.is_set(lay.env("PORT")) else cfg_port)
+    data_dir = args.data_dir or (None if settings.is_set(lay.env("DATA_DIR")) else cfg_dir)
     return Instance.resolve(number, data_dir, port, lay)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     from engine._bus_setup import StartError
-    from engine._paths import load_settings
     from engine._supervisor import Supervisor
 
     try:
@@ -49,6 +50,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     load_settings(cfg.layout)
+    # Every setting of every worker, checked before any process starts: a bad value stops
+    # the start here, naming the variable, rather than a worker's start later.
+    problems = check_settings(cfg)
+    if problems:
+        print("\n".join(f"error: {p}" for p in problems), file=sys.stderr)
+        return 2
     inst = _instance(args, cfg.instance, cfg.port, cfg.data_dir, cfg.layout)
 
     async def main() -> int:
@@ -87,6 +94,39 @@ def cmd_run(args: argparse.Namespace) -> int:
     setup_logging()
     install_uvloop()
     return asyncio.run(main())
+
+
+def check_settings(cfg: EngineConfig) -> list[str]:
+    """What is wrong in the environment of the supervisor and of each worker it would start
+    (the process's, the config's `env:`, the worker's own), the layout's variables too."""
+    base = settings.environ()
+    envs = [("the supervisor", base)] + [
+        (f"worker {w.name}", {**base, **cfg.env, **w.env}) for w in cfg.workers if w.enabled
+    ]
+    lay = cfg.layout
+    own = [lay.setting(n) for n in ("DATA_DIR", "INSTANCE", "PORT")]
+    own += [lay.setting(f"{p}_PORT") for p in lay.ports]
+    return settings.check(envs, own)
+
+
+def cmd_settings(args: argparse.Namespace) -> int:
+    """`settings --markdown`: the table of every variable (docs/CONFIG.md); without it,
+    check this environment (and the settings file) as `run` would."""
+    lay = read_layout(args.config)
+    if args.markdown:
+        home = str(lay.settings_file()).replace(str(Path.home()), "~", 1)
+        print(settings.markdown(home), end="")
+        return 0
+    try:
+        cfg = load_config(args.config)
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    load_settings(cfg.layout)
+    problems = check_settings(cfg)
+    for p in problems:
+        print(f"error: {p}", file=sys.stderr)
+    return 2 if problems else 0
 
 
 def cmd_stop(args: argparse.Namespace) -> int:
@@ -170,16 +210,21 @@ def cmd_delete(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        config = settings.read(settings.declared(settings.WorkerIdentity, "config"))
+    except settings.SettingsError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     ap = argparse.ArgumentParser(prog="python -m engine", description=__doc__)
     sub = ap.add_subparsers(dest="cmd", required=True)
-    for name in ("run", "stop", "status", "stream", "consumer"):
+    for name in ("run", "stop", "status", "stream", "consumer", "settings"):
         p = sub.add_parser(name)
         p.add_argument("--data-dir", default=None)
         p.add_argument("--instance", type=int, default=None)
         p.add_argument("--port", type=int, default=None, help="anchor of the port block")
         p.add_argument(
             "--config",
-            default=os.environ.get(ENV_CONFIG) or str(default_config()),
+            default=str(config or default_config()),
             help="the engine's config (its `layout` names the data dir and ports)",
         )
         if name == "run":
@@ -188,6 +233,10 @@ def main(argv: list[str] | None = None) -> int:
             p.add_argument("--timeout", type=float, default=60.0)
         if name == "status":
             p.add_argument("--json", action="store_true")
+        if name == "settings":
+            p.add_argument(
+                "--markdown", action="store_true", help="print the table of every variable"
+            )
         if name == "stream":
             p.add_argument("action", choices=["delete"])
             p.add_argument("name")
@@ -195,9 +244,14 @@ def main(argv: list[str] | None = None) -> int:
             p.add_argument("action", choices=["delete"])
             p.add_argument("stream")
             p.add_argument("durable")
-    args = ap.parse_args(argv)
-    commands = {"run": cmd_run, "stop": cmd_stop, "status": cmd_status}
-    return commands.get(args.cmd, cmd_delete)(args)
+    try:
+        args = ap.parse_args(argv)
+        commands = {"run": cmd_run, "stop": cmd_stop, "status": cmd_status}
+        commands["settings"] = cmd_settings
+        return commands.get(args.cmd, cmd_delete)(args)
+    except settings.SettingsError as exc:  # one read outside the start's check
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

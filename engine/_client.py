@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import os
+import functools
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar, overload
@@ -29,11 +29,18 @@ from engine.protocol import (
     HDR_DEADLINE,
     subject_for,
 )
+from engine.settings import engine_settings
 
 T = TypeVar("T")
 HDR_TRACE_DEST = "Nats-Trace-Dest"
 TRACE_DEST_DISABLED = "trace disabled"
-_SKIP_SERVER_TRACE = os.environ.get("ENGINE_NATS_MSG_TRACE", "off").lower() in ("off", "0", "no")
+
+
+@functools.cache
+def _skip_server_trace() -> bool:
+    return not engine_settings().server_trace
+
+
 LocalCall = Callable[[bytes, dict[str, str]], Awaitable[tuple[bytes, dict[str, str]]]]
 """A function served in this process: (request bytes, headers) -> (reply bytes, headers)."""
 
@@ -144,7 +151,7 @@ class Client:
                     "faas.invoked_provider": "engine",
                 },
             )
-            if span.sampled and _SKIP_SERVER_TRACE:
+            if span.sampled and _skip_server_trace():
                 # A sampled traceparent makes nats-server (2.11+) parse every header into a
                 # map and check the account for its own message tracing, then drop it when
                 # none is configured: a few µs per request. Its documented "disabled" value,

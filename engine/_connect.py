@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
 import weakref
 from pathlib import Path
 from typing import Any
@@ -14,14 +13,10 @@ import nats
 from nats.aio.client import Client as NATS
 
 from engine import _natspy
+from engine.settings import worker_identity
 
 log = logging.getLogger("engine.connect")
 
-ENV_URL = "ENGINE_NATS_URL"
-ENV_CREDENTIALS = "ENGINE_NATS_CREDENTIALS"
-ENV_REPLICAS = "ENGINE_REPLICAS"
-"""JetStream replicas of the buckets and streams a process creates (`nats.replicas` of the
-instance's config, set by the supervisor for its workers): 3 on a three-node cluster."""
 _CLOSED: weakref.WeakKeyDictionary[NATS, asyncio.Event] = weakref.WeakKeyDictionary()
 _RECONNECTED: weakref.WeakKeyDictionary[NATS, asyncio.Event] = weakref.WeakKeyDictionary()
 
@@ -35,19 +30,8 @@ def default_url() -> str:
 
 
 def default_replicas() -> int:
-    """The instance's JetStream replica count (ENGINE_REPLICAS), 1 when unset."""
-    raw = os.environ.get(ENV_REPLICAS, "").strip()
-    if not raw:
-        return 1
-    try:
-        n = int(raw)
-    except ValueError:
-        raise ValueError(
-            f"{ENV_REPLICAS} must be a whole number from 1 to 5, got {raw!r}"
-        ) from None
-    if not 1 <= n <= 5:
-        raise ValueError(f"{ENV_REPLICAS} must be from 1 to 5 (JetStream's range), got {n}")
-    return n
+    """The instance's JetStream replica count (ENGINE_REPLICAS, 1 to 5), 1 when unset."""
+    return worker_identity().replicas
 
 
 def closed_event(nc: NATS) -> asyncio.Event | None:
@@ -73,11 +57,10 @@ def connect_options(
 ) -> dict[str, Any]:
     """Options for nats.connect: `credentials` is our 0600 JSON user/password file or a
     NATS `.creds` file; reconnects forever so a restarted server is picked up again."""
+    ident = worker_identity()
     opts: dict[str, Any] = {
-        "servers": [
-            u.strip() for u in (url or os.environ.get(ENV_URL) or default_url()).split(",")
-        ],
-        "name": name or os.environ.get("ENGINE_WORKER_NAME", "engine-client"),
+        "servers": [u.strip() for u in (url or ident.nats_url or default_url()).split(",")],
+        "name": name or ident.worker or "engine-client",
         "max_reconnect_attempts": -1,
         "reconnect_time_wait": 0.2,
         "connect_timeout": 2,
@@ -88,7 +71,7 @@ def connect_options(
         "ping_interval": PING_INTERVAL,
         "max_outstanding_pings": MAX_OUTSTANDING_PINGS,
     }
-    creds = credentials or os.environ.get(ENV_CREDENTIALS)
+    creds = credentials or ident.credentials
     if creds:
         path = Path(creds)
         if path.suffix == ".creds":

@@ -14,18 +14,18 @@ from __future__ import annotations
 import asyncio
 import ctypes
 import logging
-import os
 import platform
 import resource
 import time
 from collections.abc import Callable
 from typing import Any
 
+from engine.settings import engine_settings
+
 log = logging.getLogger("engine.heap")
 
 ENV_TRIM_SECONDS = "ENGINE_HEAP_TRIM_SECONDS"
-TRIM_SECONDS = 30.0
-"""How often a busy process gives freed memory back (0: never)."""
+"""How often a busy process gives freed memory back (0: never; engine/settings.py)."""
 BUSY_CPU_SECONDS = 0.5
 """CPU a process must have used since the last trim for the next one to run: an idle
 service (most of a laptop's day) is not woken to trim a heap that has not changed."""
@@ -71,16 +71,9 @@ _M_MMAP_THRESHOLD = -3
 
 
 def trim_seconds() -> float:
-    raw = os.environ.get(ENV_TRIM_SECONDS, "")
-    if not raw:
-        return TRIM_SECONDS
-    try:
-        value = float(raw)
-    except ValueError:
-        raise ValueError(f"{ENV_TRIM_SECONDS} must be a number of seconds, got {raw!r}") from None
-    if value < 0:
-        raise ValueError(f"{ENV_TRIM_SECONDS} must be 0 (off) or more, got {raw!r}")
-    return value
+    """ENGINE_HEAP_TRIM_SECONDS (a SettingsError names it when it is not a number of 0 or
+    more)."""
+    return engine_settings().heap_trim_seconds
 
 
 def _cpu() -> float:

@@ -18,6 +18,8 @@ import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from engine import settings
+
 _log = logging.getLogger("engine.server")
 
 _LISTEN_RE = re.compile(r"Listening for client connections on [^\s:]+:(\d+)")
@@ -270,9 +272,9 @@ class NatsServer:
         self.store_dir.mkdir(parents=True, exist_ok=True)
         conf = self.store_dir / "nats-server.conf"
         write_private(conf, self._config())  # holds the bus password: never on argv
-        env = dict(os.environ)
-        if self.memory_limit and "GOMEMLIMIT" not in env:  # an operator's own setting wins
-            env["GOMEMLIMIT"] = self.memory_limit
+        env = settings.environ()
+        if self.memory_limit and not settings.engine_settings().gomemlimit:
+            env["GOMEMLIMIT"] = self.memory_limit  # an operator's own setting wins
         self.proc = subprocess.Popen(
             self.argv(conf),
             env=env,

@@ -29,7 +29,6 @@ never in site-packages, and only on the nats-py versions they were checked again
 
 from __future__ import annotations
 
-import os
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, ParamSpec, Protocol, TypeVar
 
@@ -37,6 +36,8 @@ from nats import errors
 from nats.aio import client as _nats_client
 from nats.aio.client import Client as NATS
 from nats.protocol.command import hpub_cmd
+
+from engine.settings import engine_settings
 
 VERIFIED_NATS_PY = frozenset({"2.16.0"})
 """nats-py versions whose `_parse_header_lines`, `_process_headers` and `_send_publish` these
@@ -164,9 +165,7 @@ def _send_publish(nc: NATS) -> _SendPublish:
 
 
 def _verified() -> bool:
-    return _nats_client.__version__ in VERIFIED_NATS_PY and os.environ.get(
-        "ENGINE_NATSPY_FAST", "on"
-    ).lower() not in ("off", "0", "no")
+    return _nats_client.__version__ in VERIFIED_NATS_PY and engine_settings().natspy_fast
 
 
 def install(nc: NATS) -> bool:

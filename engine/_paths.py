@@ -18,6 +18,8 @@ from typing import Any
 import msgspec
 import yaml
 
+from engine import settings
+
 ENGINE_PORTS = ("nats", "nats_monitor")
 ENV_CONFIG = "ENGINE_CONFIG"
 """The config file a process reads its layout from (set by the supervisor for workers)."""
@@ -79,21 +81,31 @@ class Layout(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
         return Path.home() / f".{self.name}" / "instances"
 
     def data_root(self) -> Path:
-        env = os.environ.get(self.env("DATA_DIR"))
-        if env:
-            return Path(env).expanduser()
-        xdg = os.environ.get("XDG_DATA_HOME")
-        return (Path(xdg) if xdg else Path.home() / ".local" / "share") / self.name
+        given = settings.read(self.setting("DATA_DIR"))
+        if given is not None:
+            return Path(given)
+        xdg = settings.engine_settings().data_home
+        return (xdg or Path.home() / ".local" / "share") / self.name
 
     def data_dir(self, instance: int = 0) -> Path:
         root = self.data_root()
         return root if instance == 0 else root / f"instance-{instance}"
 
+    def setting(self, name: str) -> settings.Setting:
+        """The declaration of `<PREFIX>_<NAME>` (DATA_DIR, INSTANCE, PORT or a port's)."""
+        if name == "DATA_DIR":
+            return settings.Setting((self.env(name),), "path", None, "the data dir")
+        if name == "INSTANCE":
+            doc = "the instance number"
+            return settings.Setting((self.env(name),), "int", 0, doc, lo=0)
+        return settings.Setting((self.env(name),), "int", 0, "a port", lo=0, hi=65535)
+
     def default_instance(self) -> int:
-        return int(os.environ.get(self.env("INSTANCE"), "0") or 0)
+        instance: int = settings.read(self.setting("INSTANCE"))
+        return instance
 
     def ports_for(self, instance: int = 0, anchor: int | None = None) -> Ports:
-        base = anchor or int(os.environ.get(self.env("PORT"), 0) or self.anchor)
+        base = anchor or settings.read(self.setting("PORT")) or self.anchor
         base += 100 * instance
         return Ports({name: base + i for i, name in enumerate(self.ports)})
 
@@ -142,7 +154,7 @@ def read_layout(path: str | os.PathLike[str] | None) -> Layout:
 @functools.cache
 def current_layout() -> Layout:
     """This process's layout: from `ENGINE_CONFIG`, else the default config file."""
-    return read_layout(os.environ.get(ENV_CONFIG) or default_config())
+    return read_layout(settings.worker_identity().config or default_config())
 
 
 def default_data_dir(instance: int = 0) -> Path:
@@ -162,4 +174,4 @@ def load_settings(layout: Layout | None = None) -> None:
         key, _, value = line.partition("=")
         key = key.strip().removeprefix("export ").strip()
         value = value.strip().strip('"').strip("'")
-        os.environ.setdefault(key, value)
+        settings.set_default(key, value)

@@ -18,10 +18,8 @@ from engine._client import Client
 from engine._connect import connect
 from engine._heap import keep_trimmed, trim_seconds
 from engine._logs import attach_log_stream
-from engine._plugins import ENV_TRIGGERS, TriggerHost, host, hosted_kinds
-
-ENV_LIFELINE = "ENGINE_SUPERVISOR_FD"
-"""The read end of the supervisor's lifeline pipe, inherited by every worker."""
+from engine._plugins import TriggerHost, host
+from engine.settings import engine_settings, worker_identity
 
 
 class Servable(TriggerHost, Protocol):
@@ -49,7 +47,7 @@ def install_uvloop() -> None:
 
 
 def setup_logging() -> None:
-    level = os.environ.get("ENGINE_LOG_LEVEL", "INFO").upper()
+    level = engine_settings().log_level
     logging.basicConfig(
         level=level,
         stream=sys.stderr,
@@ -103,8 +101,8 @@ async def _exit_with_supervisor(stop: asyncio.Event) -> None:
     # supervisor dies without stopping us, we drain and exit rather than linger. The
     # supervisor holds the write end of a pipe whose read end we inherit: it reads as
     # end-of-file the moment the supervisor is gone, however it died, with no polling.
-    fd = int(os.environ.get(ENV_LIFELINE, "-1") or -1)
-    sup = int(os.environ.get("ENGINE_SUPERVISOR_PID", "0") or 0)
+    ident = worker_identity()
+    fd, sup = ident.lifeline_fd, ident.supervisor_pid
     loop = asyncio.get_running_loop()
     if fd >= 0:
         try:
@@ -148,5 +146,5 @@ def run_workers(workers: Sequence[Servable]) -> None:
     first worker, then every worker serves until SIGTERM/SIGINT."""
     setup_logging()
     install_uvloop()
-    host(workers[0], hosted_kinds(os.environ.get(ENV_TRIGGERS)))
+    host(workers[0], list(engine_settings().triggers))
     asyncio.run(serve_all(workers))

@@ -29,6 +29,8 @@ from typing import Any
 
 import msgspec
 
+from engine.settings import engine_settings, worker_identity
+
 log = logging.getLogger("engine.tracing")
 
 TRACES_STREAM = "ENGINE_TRACES"
@@ -329,9 +331,8 @@ class _Exporter:
         self.enc = msgspec.json.Encoder()
         self.otlp: Any = None
         self.resource: Any = None
-        if os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or os.environ.get(
-            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
-        ):
+        settings = engine_settings()
+        if settings.otlp_endpoint or settings.otlp_traces_endpoint:
             from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
             from opentelemetry.sdk.resources import Resource
 
@@ -340,7 +341,7 @@ class _Exporter:
                 {
                     "service.name": service,
                     # The instance's layout name (the supervisor passes it to workers).
-                    "service.namespace": os.environ.get("ENGINE_NAMESPACE", "engine"),
+                    "service.namespace": worker_identity().namespace,
                 }
             )
         self.task: asyncio.Task[None] | None = None
@@ -408,10 +409,11 @@ def setup(
 ) -> None:
     """Turn tracing on for this process (unless ENGINE_TRACING=off)."""
     global active, _rate_bound, _exporter, _service
-    if os.environ.get("ENGINE_TRACING", "on").lower() in ("off", "0", "false", "no"):
+    settings = engine_settings()
+    if not settings.tracing:
         return
     _service = service
-    rate = min(max(float(os.environ.get("ENGINE_TRACE_SAMPLING", "1.0")), 0.0), 1.0)
+    rate = settings.trace_sampling
     _rate_bound = int(rate * (1 << 64))
     active = True
     if nc is not None:

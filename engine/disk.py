@@ -13,7 +13,6 @@ import os
 import re
 from pathlib import Path
 
-ENV_MIN_FREE = "ENGINE_MIN_FREE_DISK"
 DEFAULT_MIN_FREE = 64 << 20
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)i?B?\s*$", re.IGNORECASE)
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
@@ -28,8 +27,9 @@ def parse_size(text: str) -> int:
 
 
 def min_free_disk() -> int:
-    raw = os.environ.get(ENV_MIN_FREE, "")
-    return parse_size(raw) if raw else DEFAULT_MIN_FREE
+    from engine.settings import worker_identity
+
+    return worker_identity().min_free_disk
 
 
 def free_bytes(path: Path) -> int:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from engine._connect import ENV_REPLICAS, default_replicas
+from engine._connect import default_replicas
+
+ENV_REPLICAS = "ENGINE_REPLICAS"
 
 
 def test_the_replica_setting_is_checked(monkeypatch: pytest.MonkeyPatch) -> None:

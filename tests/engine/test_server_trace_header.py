@@ -48,7 +48,7 @@ async def test_unsampled_or_opted_in_calls_leave_the_server_alone(
     assert headers["traceparent"].endswith("-00")
     assert _client.HDR_TRACE_DEST not in headers
     # ENGINE_NATS_MSG_TRACE=on: an operator who traces messages in NATS keeps it.
-    monkeypatch.setattr(_client, "_SKIP_SERVER_TRACE", False)
+    monkeypatch.setattr(_client, "_skip_server_trace", lambda: False)
     headers = await _headers_of_a_call(client, _tracing._SAMPLE_ALL)
     assert headers["traceparent"].endswith("-01")
     assert _client.HDR_TRACE_DEST not in headers
