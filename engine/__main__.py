@@ -103,10 +103,7 @@ def check_settings(cfg: EngineConfig) -> list[str]:
     envs = [("the supervisor", base)] + [
         (f"worker {w.name}", {**base, **cfg.env, **w.env}) for w in cfg.workers if w.enabled
     ]
-    lay = cfg.layout
-    own = [lay.setting(n) for n in ("DATA_DIR", "INSTANCE", "PORT")]
-    own += [lay.setting(f"{p}_PORT") for p in lay.ports]
-    return settings.check(envs, own)
+    return settings.check(envs, cfg.layout.variables())
 
 
 def cmd_settings(args: argparse.Namespace) -> int:
@@ -115,7 +112,7 @@ def cmd_settings(args: argparse.Namespace) -> int:
     lay = read_layout(args.config)
     if args.markdown:
         home = str(lay.settings_file()).replace(str(Path.home()), "~", 1)
-        print(settings.markdown(home), end="")
+        print(settings.markdown(home, lay.variables()), end="")
         return 0
     try:
         cfg = load_config(args.config)

@@ -92,13 +92,34 @@ class Layout(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
         return root if instance == 0 else root / f"instance-{instance}"
 
     def setting(self, name: str) -> settings.Setting:
-        """The declaration of `<PREFIX>_<NAME>` (DATA_DIR, INSTANCE, PORT or a port's)."""
+        """The declaration of `<PREFIX>_<NAME>`: DATA_DIR, INSTANCE, PORT (the anchor) or
+        `<PORT>_PORT`, one of the block's."""
+        names = (self.env(name),)
         if name == "DATA_DIR":
-            return settings.Setting((self.env(name),), "path", None, "the data dir")
+            doc = "The instance's data dir (the supervisor sets it for its workers)."
+            home = f"<XDG_DATA_HOME>/{self.name}"
+            return settings.Setting(names, "path", None, doc, shown=home)
         if name == "INSTANCE":
-            doc = "the instance number"
-            return settings.Setting((self.env(name),), "int", 0, doc, lo=0)
-        return settings.Setting((self.env(name),), "int", 0, "a port", lo=0, hi=65535)
+            doc = "The instance: its ports are shifted by 100 per instance, its data dir is "
+            doc += "`instance-<K>` of the data dir."
+            return settings.Setting(names, "int", 0, doc, lo=0)
+        if name == "PORT":
+            doc = "The first port of the instance's block (the others follow it)."
+            return settings.Setting(names, "int", None, doc, lo=1, hi=65535, shown=str(self.anchor))
+        port = name.removesuffix("_PORT").lower()
+        doc = f"The instance's `{port}` port (the supervisor sets it for its workers)."
+        return settings.Setting(names, "int", None, doc, lo=1, hi=65535, shown="from the block")
+
+    def variables(self) -> list[settings.Setting]:
+        """Every variable the layout names, for the start's check and docs/CONFIG.md."""
+        named = ["DATA_DIR", "INSTANCE", "PORT", *(f"{p.upper()}_PORT" for p in self.ports)]
+        return [self.setting(n) for n in named]
+
+    def given_port(self, port: str) -> int | None:
+        """`<PREFIX>_<PORT>_PORT` when set (the supervisor gives each worker its instance's
+        ports), else None."""
+        value: int | None = settings.read(self.setting(f"{port.upper()}_PORT"))
+        return value
 
     def default_instance(self) -> int:
         instance: int = settings.read(self.setting("INSTANCE"))

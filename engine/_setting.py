@@ -129,11 +129,13 @@ class Setting:
             if self.hi is not None and n > self.hi
             else None
         )
-        if bound is None:
-            return n
-        if not self.clamp:
-            raise SettingsError(name, raw, self.accepted())
-        return int(bound) if self.kind == "int" else float(bound)
+        if bound is not None:
+            if not self.clamp:
+                raise SettingsError(name, raw, self.accepted())
+            n = bound
+        # A whole number stays one: a duration whose default is an int (milliseconds) too.
+        whole = self.kind == "int" or type(self.default) is int
+        return int(n) if whole else float(n)
 
     def _choice(self, value: str, raw: str, name: str) -> str:
         low = value.lower()

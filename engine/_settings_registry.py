@@ -69,8 +69,9 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def markdown(settings_file: str) -> str:
-    """docs/CONFIG.md: how a value is read, then each area's variables."""
+def markdown(settings_file: str, layout: list[Setting]) -> str:
+    """docs/CONFIG.md: how a value is read, then each area's variables (the layout's after
+    the engine's: their names come from the engine's config)."""
     out = [
         "# Configuration",
         "",
@@ -88,12 +89,20 @@ def markdown(settings_file: str) -> str:
         "- Several names: the first one set is read (upstream's name first).",
         "",
     ]
-    for area, cls in areas().items():
-        doc = (cls.__doc__ or "").strip().split("\n\n")[0]
+    sections = [
+        (area, (cls.__doc__ or "").strip().split("\n\n")[0], settings_of(cls))
+        for area, cls in areas().items()
+    ]
+    sections.insert(2, ("layout", _LAYOUT_DOC, layout))
+    for area, doc, declared in sections:
         out += [f"## {area}", "", " ".join(line.strip() for line in doc.splitlines()), ""]
         out += ["| variable | type | default | what it does |", "|---|---|---|---|"]
-        for s in settings_of(cls):
+        for s in declared:
             names = " or ".join(f"`{n}`" for n in s.names)
             out.append(f"| {names} | {_cell(_type(s))} | {_cell(_default(s))} | {_cell(s.doc)} |")
         out.append("")
     return "\n".join(out)
+
+
+_LAYOUT_DOC = """Where the instance lives, under the names the engine config's `layout:`
+gives them (its `env_prefix`); the command line's --data-dir, --instance and --port win."""

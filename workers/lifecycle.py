@@ -10,7 +10,7 @@ from functions.flows.flow_service import FlowService
 from functions.graph import mirror
 from functions.graph.ops import GraphOps
 from functions.insights.insight_service import InsightService
-from functions.kernel.config import LifecycleConfig
+from functions.lifecycle.settings import LifecycleConfig
 from functions.lessons.lesson_service import LessonService
 from functions.lifecycle.lifecycle_service import LONG, LifecycleService
 

@@ -21,6 +21,7 @@ import msgspec
 
 from engine import FunctionError, Tool, operation
 from functions.bridge import markdown
+from functions.bridge.settings import bridge_settings
 from functions.kernel.clock import now_iso
 from functions.kernel.ids import new_id
 from functions.kernel.owned import OwnedService, routes
@@ -32,20 +33,16 @@ from functions.memory.remember import remember
 from functions.memory.wire import RememberIn
 
 SETTING = "CLAUDE_MEMORY_BRIDGE"
-DEFAULT_BUDGET = 200
 NAME_MAX = 255
 """Bytes of a file name (the project's folder is one)."""
 
 
 def _on() -> bool:
-    return os.environ.get(SETTING, "").strip().lower() in ("1", "true", "yes", "on")
+    return bridge_settings().enabled
 
 
 def _budget() -> int:
-    try:
-        return max(10, int(os.environ.get("CLAUDE_MEMORY_LINE_BUDGET", "") or DEFAULT_BUDGET))
-    except ValueError:
-        return DEFAULT_BUDGET
+    return bridge_settings().line_budget
 
 
 class BridgeIn(msgspec.Struct, rename="camel", kw_only=True):
@@ -97,7 +94,7 @@ class BridgeService(OwnedService[StoreOwner]):
                 f"the Claude bridge is not enabled: set {SETTING}=true and CLAUDE_PROJECT_PATH",
                 field=SETTING,
             )
-        project = req.project_path or os.environ.get("CLAUDE_PROJECT_PATH", "")
+        project = req.project_path or bridge_settings().project_path
         if not project:
             raise FunctionError(
                 "UNPROCESSABLE",

@@ -5,7 +5,6 @@ like secrets and symlinks are refused. (Transcript imports: functions/replay.)""
 from __future__ import annotations
 
 import asyncio
-import os
 import re
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
@@ -14,6 +13,7 @@ import msgspec
 
 from engine import FunctionError, Tool, operation
 from functions.files.markdown import compress_markdown, problems
+from functions.files.settings import file_settings
 from functions.kernel.clock import now_iso
 from functions.kernel.models import clients
 from functions.kernel.names import choices_pattern, chosen
@@ -32,7 +32,7 @@ _UNSAFE = re.compile(r'[<>:"/\\|?*\x00-\x1f]')
 
 
 def export_root() -> Path:
-    return Path(os.environ.get("AGENTMEMORY_EXPORT_ROOT") or Path.home() / ".agentmemory")
+    return file_settings().export_root or Path.home() / ".agentmemory"
 
 
 def checked_path(raw: str, field: str) -> Path:

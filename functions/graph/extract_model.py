@@ -11,13 +11,13 @@ modifies, causes, fixes, depends_on, related_to. Anything else in a reply is dro
 
 from __future__ import annotations
 
-import os
 from typing import Annotated
 
 import msgspec
 
 from functions.graph.extract import Entity
 from functions.graph.persist import Extracted
+from functions.graph.settings import graph_settings
 from functions.kernel.models.client import ModelClient
 from functions.kernel.records import Observation
 
@@ -57,12 +57,11 @@ class GraphReply(msgspec.Struct, kw_only=True):
 
 
 def enabled() -> bool:
-    return os.environ.get("GRAPH_EXTRACTION_ENABLED", "").strip().lower() in ("1", "true")
+    return graph_settings().extraction
 
 
 def batch_size() -> int:
-    raw = os.environ.get("GRAPH_EXTRACTION_BATCH_SIZE", "").strip()
-    return max(1, int(raw)) if raw.isdigit() else 10
+    return graph_settings().batch_size
 
 
 def prompt(batch: list[Observation]) -> str:

@@ -10,17 +10,16 @@ replicas and survive restarts. One row per session holds its last search.
 
 from __future__ import annotations
 
-import os
 import time
 
 import msgspec
 
 from engine import Client
 from functions.kernel.ids import kv_key
+from functions.kernel.settings import kernel_settings
 
 FOLLOWUP_BUCKET = "mem_followup"  # key: counts, last.<sessionId>
 COUNTS = "counts"
-DEFAULT_WINDOW = 30
 
 
 class Counts(msgspec.Struct, kw_only=True):
@@ -36,8 +35,7 @@ class LastSearch(msgspec.Struct, kw_only=True):
 
 def window_seconds() -> int:
     """AGENTMEMORY_FOLLOWUP_WINDOW_SECONDS (upstream's; at least 1, default 30)."""
-    raw = os.environ.get("AGENTMEMORY_FOLLOWUP_WINDOW_SECONDS", "").strip()
-    return max(1, int(raw)) if raw.isdigit() else DEFAULT_WINDOW
+    return kernel_settings().followup_window
 
 
 def is_followup(prior: LastSearch | None, query: str, ids: list[str], now: float) -> bool:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import secrets
 import time
 from contextlib import aclosing
@@ -14,6 +13,7 @@ from typing import Any, Literal, Protocol, TypeVar, cast
 import msgspec
 
 from engine import BUS_ERRORS, Bucket, Client, Entry, Presence, Stream
+from engine.settings import worker_identity
 from functions.kernel.clock import now_iso
 from functions.kernel.ids import kv_key, new_id
 from functions.kernel.records import (
@@ -35,6 +35,7 @@ from functions.kernel.records import (
     SummaryAdded,
     observation_events_subject,
 )
+from functions.kernel.settings import kernel_settings
 
 T = TypeVar("T")
 log = logging.getLogger("functions.kernel.store")
@@ -68,12 +69,12 @@ class MemoryStore:
         self.events: Stream = events_stream(client)
         # The instance's boot (the supervisor gives every worker the same), so replicas
         # behind one port answer one bootId; a process run alone gets its own.
-        self.boot_id = os.environ.get("ENGINE_BOOT_ID") or secrets.token_hex(8)
+        self.boot_id = worker_identity().boot_id or secrets.token_hex(8)
         self.started = time.time()
-        self.isolated = os.environ.get("AGENTMEMORY_AGENT_SCOPE", "").lower() == "isolated"
+        settings = kernel_settings()
+        self.isolated = settings.agent_scope == "isolated"
         # upstream's AGENT_ID first (trimmed, 128 characters), ours as the older name
-        agent = os.environ.get("AGENT_ID") or os.environ.get("AGENTMEMORY_AGENT_ID") or ""
-        self._default_agent = agent.strip()[:128]
+        self._default_agent = settings.agent_id[:128]
         self.observations: Bucket
         self.memories: Bucket
         self.sessions: Bucket
@@ -314,13 +315,7 @@ def store_compression() -> Compression:
     second). `events`: MEM_EVENTS alone (the log every read model follows in order).
     `none`: nothing. A change applies to the blocks nats-server writes from its next
     start; blocks already written stay as they are and read back either way."""
-    name = "AGENTMEMORY_STORE_COMPRESSION"
-    raw = os.environ.get(name, "all").strip().lower() or "all"
-    if raw == "s2":  # the first name of `all`
-        return "all"
-    if raw not in ("events", "all", "none"):
-        raise ValueError(f"{name} must be events, all or none, got {raw!r}")
-    return cast(Compression, raw)
+    return cast(Compression, kernel_settings().store_compression)
 
 
 def events_compression() -> Literal["s2", "none"]:

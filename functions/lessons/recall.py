@@ -12,12 +12,12 @@ from datetime import datetime
 
 from engine import FunctionError
 from functions.kernel import clock
-from functions.kernel.config import DecayConfig
 from functions.kernel.records import LESSONS_BUCKET, Lesson
 from functions.kernel.scrub import scrub
 from functions.kernel.store import MemoryStore
 from functions.lessons.wire import LessonListIn, LessonRecallIn, LessonSaveIn
 from functions.lifecycle.decay import current_lesson_strength, reinforce_lesson
+from functions.lifecycle.settings import DecayConfig
 
 _TOKEN = re.compile(r"[a-z0-9_./-]{2,}")
 

@@ -17,8 +17,8 @@ from __future__ import annotations
 from datetime import datetime
 
 from functions.kernel import clock
-from functions.kernel.config import DecayConfig
 from functions.kernel.records import Lesson, Memory
+from functions.lifecycle.settings import DecayConfig
 
 HOT, WARM, COLD = 0.5, 0.2, 0.05
 

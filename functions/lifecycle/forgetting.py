@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from functions.kernel import clock
-from functions.kernel.config import DecayConfig, ForgetConfig
 from functions.kernel.records import Memory, Observation
 from functions.lifecycle.decay import COLD, decayed, half_life
+from functions.lifecycle.settings import DecayConfig, ForgetConfig
 
 CONSOLIDATED = ("semantic", "procedural")
 

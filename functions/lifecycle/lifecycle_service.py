@@ -17,7 +17,6 @@ from functions.graph.query import GraphQuery
 from functions.graph.wire import GraphQueryIn, GraphStatsIn
 from functions.kernel import clock
 from functions.kernel.clock import when
-from functions.kernel.config import LifecycleConfig
 from functions.kernel.digest import Sink, digest
 from functions.kernel.models import clients
 from functions.kernel.models.client import ModelClient
@@ -49,6 +48,7 @@ from functions.lifecycle.maintenance import (
     run_decay,
 )
 from functions.lifecycle.profile import ProfileFeed, profile_wire
+from functions.lifecycle.settings import LifecycleConfig
 from functions.lifecycle.wire import (
     AutoForgetIn,
     ConsolidateIn,

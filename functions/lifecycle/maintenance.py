@@ -12,12 +12,12 @@ from datetime import datetime
 
 import msgspec
 
-from functions.kernel.config import LifecycleConfig
 from functions.kernel.records import LESSONS_BUCKET, Lesson, Memory, Observation, Session
 from functions.kernel.store import MemoryStore
 from functions.lifecycle.decay import decay_lesson, decay_memory, reinforce_memory, tier
 from functions.lifecycle.forgetting import ForgetPlan, MemoryRules, low_value
 from functions.lifecycle.session_cap import SessionCap
+from functions.lifecycle.settings import LifecycleConfig
 from functions.memory.forget import forget
 from functions.memory.wire import ForgetIn
 

@@ -26,7 +26,6 @@ from typing import Any
 
 from engine import Bucket, Entry
 from functions.kernel import clock
-from functions.kernel.config import ProfileConfig
 from functions.kernel.records import (
     MemEvent,
     Observation,
@@ -37,6 +36,7 @@ from functions.kernel.records import (
 )
 from functions.kernel.scrub import scrub
 from functions.kernel.steps import command_head, command_of, error_key
+from functions.lifecycle.settings import ProfileConfig
 
 RECENT_SESSIONS = 16
 SHOWN = 15

@@ -17,7 +17,6 @@ characters) is asked once more with a stricter instruction, then the keyless rec
 from __future__ import annotations
 
 import logging
-import os
 
 import msgspec
 
@@ -25,6 +24,7 @@ from functions.kernel.ids import kv_key
 from functions.kernel.models.client import ModelClient
 from functions.kernel.records import Observation, ObservationAdded
 from functions.kernel.store import MemoryStore
+from functions.memory.settings import memory_settings
 
 log = logging.getLogger("functions.memory")
 QUEUE = "compress"
@@ -84,8 +84,7 @@ class CompressOut(msgspec.Struct, kw_only=True):
 
 def requested() -> bool:
     """AGENTMEMORY_AUTO_COMPRESS is on (upstream: `true`; off by default)."""
-    flag = os.environ.get("AGENTMEMORY_AUTO_COMPRESS", "").strip().lower()
-    return flag in ("1", "true", "yes", "on")
+    return memory_settings().auto_compress
 
 
 def enabled(model: ModelClient) -> bool:

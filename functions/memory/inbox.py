@@ -22,6 +22,7 @@ import msgspec
 
 from engine.disk import free_bytes, mb, min_free_disk
 from functions.kernel.records import Observation
+from functions.memory.settings import memory_settings
 
 log = logging.getLogger("functions.memory.inbox")
 
@@ -53,9 +54,9 @@ StoreFn = Callable[[Pending], Awaitable[object]]
 
 
 def default_dir() -> Path:
-    env = os.environ.get("AGENTMEMORY_INBOX_DIR")
-    if env:
-        return Path(env).expanduser()
+    given = memory_settings().inbox_dir
+    if given is not None:
+        return given
     from engine.paths import default_data_dir
 
     return default_data_dir() / "memory" / "inbox"
@@ -74,8 +75,9 @@ class Inbox:
         self.root = root or default_dir()
         self.pending_dir = self.root / "pending"
         self.dead_dir = self.root / "dead"
-        self.max_entries = max_entries or int(os.environ.get("AGENTMEMORY_INBOX_MAX", "10000"))
-        self.max_attempts = max_attempts or int(os.environ.get("AGENTMEMORY_INBOX_ATTEMPTS", "8"))
+        settings = memory_settings()
+        self.max_entries = max_entries or settings.inbox_max
+        self.max_attempts = max_attempts or settings.inbox_attempts
         self.base_delay = base_delay
         self.max_delay = max_delay
         self._wake = asyncio.Event()

@@ -5,18 +5,19 @@ from __future__ import annotations
 
 import functools
 import html
-import os
 import time
 
 from engine import FunctionError
 from engine.disk import mb
-from engine.paths import ENV_CONFIG, Instance
+from engine.paths import Instance, current_layout
+from engine.settings import worker_identity
 from functions.kernel.models import usage as model_usage
 from functions.kernel.models.settings import ModelSettings
 from functions.kernel.models.usage import UsageOut
 from functions.kernel.records import EVENTS_STREAM
 from functions.kernel.store import STORE_ERRORS, MemoryStore
 from functions.memory.inbox import Inbox
+from functions.memory.settings import memory_settings
 from functions.memory.wire import Check, Health, Livez, StatusOut
 
 SERVICE = "agentmemory"
@@ -30,11 +31,11 @@ VIEWER_MODULE = "workers.viewer"
 def viewer_configured() -> bool:
     """Whether this instance runs the viewer: `AGENTMEMORY_VIEWER` (on/off) when set, else
     whether the engine config this worker was started from has the viewer worker."""
-    raw = os.environ.get("AGENTMEMORY_VIEWER", "").strip().lower()
-    if raw:
-        return raw in ("1", "true", "on", "yes")
-    path = os.environ.get(ENV_CONFIG)
-    if not path:
+    given = memory_settings().viewer
+    if given is not None:
+        return given
+    path = worker_identity().config
+    if path is None:
         return False
     from engine.config import ConfigError, load_config
 
@@ -56,8 +57,9 @@ def viewer_configured() -> bool:
 def livez(store: MemoryStore) -> Livez:
     # The supervisor passes the instance's real ports (they move with --port/--instance).
     ports = Instance.resolve().ports
-    streams = int(os.environ.get("AGENTMEMORY_STREAMS_PORT", ports.streams))
-    viewer = int(os.environ.get("AGENTMEMORY_VIEWER_PORT", ports.viewer))
+    lay = current_layout()
+    streams = lay.given_port("streams") or ports.streams
+    viewer = lay.given_port("viewer") or ports.viewer
     on = viewer_configured()
     return Livez(
         status="ok",

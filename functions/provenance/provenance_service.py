@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 import msgspec
 
 from engine import FunctionError, Tool, operation
+from engine.settings import environ
 from functions.kernel.clock import now_iso
 from functions.kernel.ids import kv_key
 from functions.kernel.owned import OwnedService, routes
@@ -403,7 +404,7 @@ async def _run_git(cwd: Path | str, *args: str) -> tuple[int, str]:
         "git",
         *args,
         cwd=cwd,
-        env={**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "LC_ALL": "C", "GIT_TERMINAL_PROMPT": "0"},
+        env=environ(GIT_CONFIG_NOSYSTEM="1", LC_ALL="C", GIT_TERMINAL_PROMPT="0"),
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.DEVNULL,

@@ -25,14 +25,16 @@ from typing import Any
 import msgspec
 
 from engine import Client, Follower, Objects, Stream, StreamMessage
-from functions.kernel.config import data_dir
+from engine.settings import worker_identity
 from functions.kernel.records import EVENTS_SUBJECT, MemEvent, observation_events_subject
+from functions.kernel.settings import data_dir
 from functions.kernel.store import events_stream
 from functions.search import index_snapshot
 from functions.search.embed_queue import QueueEmbedding
 from functions.search.embedding import ensure_model, store_batch, take_batch
 from functions.search.index import SearchIndex
 from functions.search.mapped import Spill
+from functions.search.settings import search_settings
 from functions.search.shown import ShownRecords
 from functions.search.vectors import Embedder, VectorIndex, provider_from_env
 
@@ -68,9 +70,9 @@ _decoder = msgspec.json.Decoder(MemEvent)
 def _local_dir() -> Path | None:
     """SEARCH_INDEX_DIR, else `search/` in the instance's data dir; None for a process run
     without either."""
-    raw = os.environ.get("SEARCH_INDEX_DIR")
-    if raw:
-        return Path(raw).expanduser()
+    given = search_settings().index_dir
+    if given is not None:
+        return given
     data = data_dir()
     return data / "search" if data is not None else None
 
@@ -87,14 +89,22 @@ class IndexHolder:
         index: SearchIndex | None = None,
         embedder: Embedder | None = None,
         *,
-        snapshot_every: float = float(os.environ.get("SEARCH_SNAPSHOT_SECONDS", "60")),
+        snapshot_every: float | None = None,
         snapshot_name: str = "index",
         local_dir: Path | None = None,
-        trim_every: float = float(os.environ.get("SEARCH_TRIM_SECONDS", "10")),
+        trim_every: float | None = None,
         load_embedder: bool = True,
-        embed_via_queue: bool = os.environ.get("SEARCH_EMBED_QUEUE", "").lower()
-        in ("1", "true", "yes"),
+        embed_via_queue: bool | None = None,
     ) -> None:
+        """`snapshot_every`, `trim_every` and `embed_via_queue` default to the settings
+        (SEARCH_SNAPSHOT_SECONDS, SEARCH_TRIM_SECONDS, SEARCH_EMBED_QUEUE)."""
+        settings = search_settings()
+        if snapshot_every is None:
+            snapshot_every = settings.snapshot_seconds
+        if trim_every is None:
+            trim_every = settings.trim_seconds
+        if embed_via_queue is None:
+            embed_via_queue = settings.embed_queue
         if embedder is None and load_embedder:
             embedder = provider_from_env()
         self.embedder = embedder
@@ -117,8 +127,8 @@ class IndexHolder:
         self.shown: ShownRecords | None = None
         """The records of hits, in a file of this replica's own beside the snapshot."""
         if self.local_dir is not None:
-            owner = os.environ.get("ENGINE_WORKER_NAME", "local")
-            replica = os.environ.get("ENGINE_WORKER_REPLICA", "0")
+            ident = worker_identity()
+            owner, replica = ident.worker or "local", ident.replica
             self.shown = ShownRecords(
                 self.local_dir / f"{self.snapshot_name}.shown.{owner}-{replica}"
             )

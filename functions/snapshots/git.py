@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 
 from engine import FunctionError
+from engine.settings import environ
 
 TIMEOUT = 120.0
 _ENV = {
@@ -52,7 +53,7 @@ async def run(repo: Path, *args: str, check: bool = True) -> bytes:
         binary(),
         *args,
         cwd=repo,
-        env={**os.environ, **_ENV},
+        env=environ(**_ENV),
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,

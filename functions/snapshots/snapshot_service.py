@@ -6,7 +6,6 @@ default 3600, or the cron expression SNAPSHOT_SCHEDULE)."""
 from __future__ import annotations
 
 import asyncio
-import os
 from pathlib import Path
 from typing import Annotated
 
@@ -14,24 +13,23 @@ import msgspec
 
 from engine import FunctionError, Tool, operation
 from functions.kernel.clock import now_iso
-from functions.kernel.config import data_dir
 from functions.kernel.owned import OwnedService, routes
+from functions.kernel.settings import data_dir
 from functions.kernel.store import StoreOwner
 from functions.snapshots import state
 from functions.snapshots.git import GitError, ensure_repo, git, run
+from functions.snapshots.settings import snapshot_settings
 
 Hash = Annotated[str, msgspec.Meta(pattern=r"^[0-9a-fA-F]{7,40}$")]
 """A snapshot's commit hash, full or abbreviated (7 or more hex digits)."""
-DEFAULT_INTERVAL = 3600
-MIN_INTERVAL = 1
 DIFF_IDS = 100
 """Ids listed per bucket and kind of change in a diff (the counts are whole)."""
 
 
 def snapshot_dir() -> Path:
-    raw = os.environ.get("SNAPSHOT_DIR", "").strip()
-    if raw:
-        return Path(raw).expanduser()
+    given = snapshot_settings().dir
+    if given is not None:
+        return given
     data = data_dir()
     if data is not None:
         return data / "snapshots"
@@ -40,16 +38,10 @@ def snapshot_dir() -> Path:
 
 def schedule() -> str | None:
     """The cron schedule of automatic snapshots, or None when they are off."""
-    if os.environ.get("SNAPSHOT_ENABLED", "").strip().lower() not in ("1", "true", "yes", "on"):
+    settings = snapshot_settings()
+    if not settings.enabled:
         return None
-    expr = os.environ.get("SNAPSHOT_SCHEDULE", "").strip()
-    if expr:
-        return expr
-    try:
-        interval = int(os.environ.get("SNAPSHOT_INTERVAL", "") or DEFAULT_INTERVAL)
-    except ValueError:
-        interval = DEFAULT_INTERVAL
-    return f"@every {max(interval, MIN_INTERVAL)}s"
+    return settings.schedule or f"@every {settings.interval}s"
 
 
 class CreateIn(msgspec.Struct, rename="camel", kw_only=True):

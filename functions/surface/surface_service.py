@@ -4,20 +4,20 @@ made up. (The viewer is its own worker: workers/viewer.)"""
 
 from __future__ import annotations
 
-import os
 from typing import Annotated
 
 import msgspec
 
 from engine import FunctionError, Tool, operation
-from functions.kernel.config import LifecycleConfig
 from functions.kernel.names import TEXT, at_least_one_of
 from functions.kernel.owned import OwnedService, routes
+from functions.kernel.settings import kernel_settings
 from functions.kernel.store import StoreOwner
+from functions.lifecycle.settings import LifecycleConfig
+from functions.surface.settings import IMAGE_SETTING, surface_settings
 
 VERSION = "0.9.29"
 """The upstream API version this surface answers as."""
-IMAGE_SETTING = "AGENTMEMORY_IMAGE_EMBEDDINGS"
 
 
 class Flag(msgspec.Struct, rename="camel", kw_only=True):
@@ -67,16 +67,11 @@ class VisionOut(msgspec.Struct, kw_only=True):
     results: list[dict[str, object]]
 
 
-def _on(name: str, default: bool = False) -> bool:
-    raw = os.environ.get(name, "").strip().lower()
-    return default if not raw else raw in ("1", "true", "yes", "on")
-
-
 def no_image_provider() -> FunctionError:
     why = (
         f"{IMAGE_SETTING}=true is set, but no image-capable (CLIP) embedding provider is "
         "available in this build"
-        if _on(IMAGE_SETTING)
+        if surface_settings().image_embeddings
         else f"image embeddings are off: set {IMAGE_SETTING}=true with an image-capable "
         "(CLIP) embedding provider to enable vision-embed and vision-search"
     )
@@ -85,12 +80,13 @@ def no_image_provider() -> FunctionError:
 
 def flags() -> list[Flag]:
     cfg = LifecycleConfig.from_env()
-    embed = os.environ.get("EMBEDDING_PROVIDER", "none") or "none"
+    shared = kernel_settings()
+    embed = shared.embedding_provider
     return [
         Flag(
             key="CONSOLIDATION_ENABLED",
             label="LLM-rewritten consolidation",
-            enabled=cfg.consolidation_llm and cfg.llm.enabled,
+            enabled=bool(cfg.consolidation_llm) and cfg.llm.enabled,
             default=False,
             needs_llm=True,
             description="Consolidated facts and procedures are worded by the model; on by "
@@ -103,7 +99,7 @@ def flags() -> list[Flag]:
         Flag(
             key="AGENTMEMORY_INJECT_CONTEXT",
             label="In-conversation context injection",
-            enabled=_on("AGENTMEMORY_INJECT_CONTEXT"),
+            enabled=surface_settings().inject_context,
             default=False,
             needs_llm=False,
             description="The hooks write recalled context into the agent's conversation; off "
@@ -113,7 +109,7 @@ def flags() -> list[Flag]:
         Flag(
             key="EMBEDDING_PROVIDER",
             label="Vector search",
-            enabled=embed not in ("none", "off"),
+            enabled=embed != "none",
             default=False,
             needs_llm=False,
             value=embed,
@@ -133,7 +129,7 @@ def flags() -> list[Flag]:
         Flag(
             key="AGENTMEMORY_AGENT_SCOPE",
             label="Per-agent isolation",
-            enabled=os.environ.get("AGENTMEMORY_AGENT_SCOPE", "") == "isolated",
+            enabled=shared.agent_scope == "isolated",
             default=False,
             needs_llm=False,
             description="Each agent reads only its own records.",
@@ -154,7 +150,7 @@ def flags() -> list[Flag]:
             enabled=True,
             default=True,
             needs_llm=False,
-            value=os.environ.get("AGENTMEMORY_TOOLS", "all") or "all",
+            value=shared.tools,
             description="Which MCP tools clients see: core (8), basic (14) or all.",
             enable_how="Set AGENTMEMORY_TOOLS=core|basic|all for the MCP server.",
         ),
@@ -174,11 +170,11 @@ class SurfaceService(OwnedService[StoreOwner]):
     )
     async def config_flags(self) -> FlagsOut:
         cfg = LifecycleConfig.from_env()
-        embed = os.environ.get("EMBEDDING_PROVIDER", "none") or "none"
+        embed = kernel_settings().embedding_provider
         return FlagsOut(
             version=VERSION,
             provider="llm" if cfg.llm.enabled else "noop",
-            embedding_provider="none" if embed in ("none", "off") else "embeddings",
+            embedding_provider="none" if embed == "none" else "embeddings",
             flags=flags(),
         )
 

@@ -5,10 +5,12 @@ among the linked instances."""
 from __future__ import annotations
 
 import getpass
-import os
 import re
 
 import msgspec
+
+from engine.settings import worker_identity
+from functions.team.settings import team_settings
 
 LOCAL = "local"
 """The origin of an instance without a domain: it shares within itself only."""
@@ -31,16 +33,14 @@ class TeamConfig(msgspec.Struct, frozen=True, kw_only=True):
 
     @classmethod
     def from_env(cls) -> TeamConfig:
-        env = os.environ
-        user = env.get("USER_ID") or env.get("AGENTMEMORY_AGENT_ID") or _login()
-        peers = [p.strip() for p in env.get("AGENTMEMORY_MESH_PEERS", "").split(",")]
-        origin = env.get("ENGINE_NATS_DOMAIN", "").strip() or LOCAL
+        s = team_settings()
+        origin = worker_identity().domain or LOCAL
         return cls(
-            team=env.get("TEAM_ID", "").strip() or "default",
-            user=user.strip()[:128] or "me",
-            mode="shared" if env.get("TEAM_MODE", "").strip() == "shared" else "private",
+            team=s.team,
+            user=(s.user or _login())[:128] or "me",
+            mode=s.mode,
             origin=origin,
-            peers=tuple(p for p in dict.fromkeys(peers) if p and NAME.match(p) and p != origin),
+            peers=tuple(p for p in dict.fromkeys(s.peers) if NAME.match(p) and p != origin),
         )
 
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
-import os
 import socket
 from typing import Any
 from urllib.parse import urlsplit
@@ -24,6 +23,7 @@ import httpx
 import msgspec
 
 from engine import FunctionError
+from functions.team.settings import team_settings
 
 TIMEOUT = 30.0
 ALLOW_PRIVATE = "AGENTMEMORY_MESH_ALLOW_PRIVATE"
@@ -57,7 +57,7 @@ async def check_url(url: str) -> str:
         raise bad("it must be an http(s) URL with a host")
     if parts.username or parts.password:
         raise bad("it must not carry credentials")
-    if os.environ.get(ALLOW_PRIVATE, "").strip().lower() in ("1", "true"):
+    if team_settings().allow_private:
         return url.strip().rstrip("/")
     host = parts.hostname
     if host == "localhost" or host.endswith(".localhost"):
@@ -77,7 +77,7 @@ async def check_url(url: str) -> str:
 
 
 def secret() -> str:
-    return os.environ.get("AGENTMEMORY_SECRET", "").strip()
+    return team_settings().secret
 
 
 async def exchange(url: str, since: str, push: dict[str, list[dict[str, Any]]]) -> Pulled:

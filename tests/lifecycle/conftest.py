@@ -11,7 +11,7 @@ import msgspec
 import pytest
 
 from engine import Client
-from functions.kernel.config import LifecycleConfig
+from functions.lifecycle.settings import LifecycleConfig
 from functions.kernel.store import MemoryStore
 from functions.lifecycle.lifecycle_service import LifecycleService
 

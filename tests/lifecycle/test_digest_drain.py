@@ -11,7 +11,7 @@ from collections.abc import Callable
 from engine import Client, Worker, connect
 from engine.server import NatsServer
 from functions.graph.keys import node_id, node_key
-from functions.kernel.config import GraphConfig, LifecycleConfig
+from functions.lifecycle.settings import GraphConfig, LifecycleConfig
 from functions.kernel.digest import cursor_key, digest
 from functions.kernel.records import (
     GRAPH_BUCKET,

@@ -12,7 +12,7 @@ from functions.graph.feed import GraphFeed
 from functions.graph.keys import node_id
 from functions.graph.wire import GraphQueryIn, GraphStatsIn
 from functions.kernel.clock import iso
-from functions.kernel.config import ProfileConfig
+from functions.lifecycle.settings import ProfileConfig
 from functions.kernel.digest import digest
 from functions.kernel.records import (
     GRAPH_BUCKET,

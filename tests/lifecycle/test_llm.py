@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from engine import Client
-from functions.kernel.config import LifecycleConfig, LlmConfig
+from functions.lifecycle.settings import LifecycleConfig, LlmConfig
 from functions.kernel.models.settings import BreakerSettings, ModelSettings
 from functions.kernel.records import Memory
 from functions.kernel.store import MemoryStore

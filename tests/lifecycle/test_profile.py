@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from engine import Client
-from functions.kernel.config import LifecycleConfig, ProfileConfig
+from functions.lifecycle.settings import LifecycleConfig, ProfileConfig
 from functions.kernel.records import PROFILES_BUCKET, ProjectProfile, profile_key
 from functions.kernel.store import MemoryStore
 from functions.lifecycle.lifecycle_service import LifecycleService

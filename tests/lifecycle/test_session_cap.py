@@ -4,7 +4,7 @@ cap go through auto-forget's audited removal."""
 from __future__ import annotations
 
 from engine import Client
-from functions.kernel.config import ForgetConfig, LifecycleConfig
+from functions.lifecycle.settings import ForgetConfig, LifecycleConfig
 from functions.kernel.records import AuditEntry, Observation, Session
 from functions.kernel.store import MemoryStore
 from functions.lifecycle.lifecycle_service import LifecycleService

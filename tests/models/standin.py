@@ -21,8 +21,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from engine import Client
-from functions.kernel.config import LifecycleConfig, LlmConfig
 from functions.lifecycle.lifecycle_service import LifecycleService
+from functions.lifecycle.settings import LifecycleConfig, LlmConfig
 
 
 @dataclass

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 import msgspec
 import pytest
 
+from engine.settings import SettingsError
 from functions.kernel.models.breaker import Breaker
 from functions.kernel.models.client import ModelClient
 from functions.kernel.models.settings import ModelSettings
@@ -87,10 +88,10 @@ def test_precedence_and_fallbacks_are_upstreams() -> None:
     assert forced.primary == "gemini"
     assert not ModelSettings.from_env({**both, "AGENTMEMORY_PROVIDER": "noop"}).enabled
     assert not ModelSettings.from_env({"OPENAI_API_KEY": "  "}).enabled
-    t = ModelSettings.from_env(
-        {"OPENAI_API_KEY": "o", "OPENAI_TIMEOUT_MS": "30ms", "AGENTMEMORY_LLM_TIMEOUT_MS": "1500"}
-    )
-    assert t.chain[0].timeout == 1.5  # "30ms" is a typo, not 30 ms
+    t = ModelSettings.from_env({"OPENAI_API_KEY": "o", "AGENTMEMORY_LLM_TIMEOUT_MS": "1500"})
+    assert t.chain[0].timeout == 1.5
+    with pytest.raises(SettingsError, match="OPENAI_TIMEOUT_MS"):  # a typo, not 30 ms
+        ModelSettings.from_env({"OPENAI_API_KEY": "o", "OPENAI_TIMEOUT_MS": "30ms"})
     assert (
         ModelSettings.from_env({"OPENAI_API_KEY": "o", "OPENAI_TIMEOUT_MS": "900"}).chain[0].timeout
         == 0.9

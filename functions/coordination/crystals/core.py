@@ -8,7 +8,6 @@ by parent (else project) and crystallizes each group; a daily cron runs it."""
 from __future__ import annotations
 
 import logging
-import os
 import re
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -27,6 +26,7 @@ from functions.coordination.crystals.wire import (
     CrystalView,
 )
 from functions.coordination.records import Action, Crystal, CrystalMethod
+from functions.coordination.settings import coordination_settings
 from functions.coordination.store import CoordStore
 from functions.kernel.clock import ms_of, now_iso, now_ms
 from functions.kernel.ids import kv_key, new_id
@@ -134,13 +134,7 @@ def parse_digest(text: str) -> Digest | None:
 def llm_enabled() -> bool:
     """A provider is configured (functions/kernel/models) and AGENTMEMORY_CRYSTALS_LLM is not
     `false` (upstream asks its provider whenever one is configured)."""
-    off = os.environ.get("AGENTMEMORY_CRYSTALS_LLM", "").strip().lower() in (
-        "0",
-        "false",
-        "off",
-        "no",
-    )
-    return not off and ModelSettings.from_env().enabled
+    return coordination_settings().crystals_llm and ModelSettings.from_env().enabled
 
 
 async def _llm_digest(cs: CoordStore, chain: list[Action]) -> Digest | None:

@@ -7,17 +7,17 @@ Upstream picks the first provider whose key is set: OpenAI-compatible (unless
 its own default model. Our additions, all optional: `AGENTMEMORY_PROVIDER=<name>` puts that
 provider first (`noop` turns models off), `GEMINI_BASE_URL` / `OPENROUTER_BASE_URL` for
 proxies (upstream has fixed URLs), `OPENAI_AZURE=true` for an Azure resource behind a custom
-domain, and the breaker's three numbers. docs/MODELS.md lists every name.
+domain, and the breaker's three numbers. `ProviderSettings` declares every name
+(docs/CONFIG.md lists them; docs/MODELS.md says how they combine).
 """
 
 from __future__ import annotations
 
-import os
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
+from engine.settings import choice, duration, flag, integer, items, load, text
 from functions.kernel.models.urls import is_azure
 
 Format = Literal["openai", "anthropic"]
@@ -35,18 +35,6 @@ OPENROUTER_URL = "https://openrouter.ai/api/v1"
 AZURE_API_VERSION = "2024-08-01-preview"
 REFERER = "https://github.com/rohitg00/agentmemory"
 """OpenRouter's attribution header, as upstream sends it."""
-
-
-def _real(v: str | None) -> str:
-    return v.strip() if v and v.strip() else ""
-
-
-def _positive_int(raw: str | None) -> int | None:
-    """Digits only: "30ms" or "1_000" is a typo, not 30 or 1 (as upstream)."""
-    if raw is None or not re.fullmatch(r"\d+", raw.strip()):
-        return None
-    n = int(raw.strip())
-    return n if n > 0 else None
 
 
 @dataclass(frozen=True)
@@ -78,12 +66,101 @@ class BreakerSettings:
 
 
 @dataclass(frozen=True)
+class ProviderSettings:
+    """Model providers, under upstream agentmemory's names and in its order: the first
+    provider with a key is the primary, FALLBACK_PROVIDERS the ones tried after it."""
+
+    provider: str = choice(
+        "AGENTMEMORY_PROVIDER",
+        "",
+        (*PROVIDERS, "noop"),
+        "Put this provider first (noop: no model at all).",
+        shown="upstream's order",
+    )
+    fallbacks: tuple[str, ...] = items(
+        "FALLBACK_PROVIDERS",
+        (),
+        "Providers tried after the primary, in order (a name this build does not know is "
+        "skipped, as upstream skips it).",
+    )
+    openai_key: str = text("OPENAI_API_KEY", "", "OpenAI-compatible provider's key.")
+    openai_for_llm: bool = flag(
+        "OPENAI_API_KEY_FOR_LLM",
+        True,
+        "false: OPENAI_API_KEY serves embeddings only, never the model.",
+    )
+    openai_url: str = text("OPENAI_BASE_URL", "https://api.openai.com", "OpenAI-compatible URL.")
+    openai_model: str = text("OPENAI_MODEL", DEFAULT_MODELS["openai"], "OpenAI model.")
+    openai_azure: bool = flag(
+        "OPENAI_AZURE", False, "An Azure resource behind a custom domain (azure.com is seen)."
+    )
+    openai_api_version: str = text("OPENAI_API_VERSION", AZURE_API_VERSION, "Azure API version.")
+    openai_reasoning_effort: str = text(
+        "OPENAI_REASONING_EFFORT", "", "Sent as `reasoning_effort` (low, medium, high)."
+    )
+    openai_timeout_ms: int | None = duration(
+        "OPENAI_TIMEOUT_MS",
+        None,
+        "OpenAI's own timeout; wins over AGENTMEMORY_LLM_TIMEOUT_MS for it.",
+        unit="milliseconds",
+        lo=1,
+    )
+    minimax_key: str = text("MINIMAX_API_KEY", "", "MiniMax's key.")
+    minimax_url: str = text(
+        "MINIMAX_BASE_URL", "https://api.minimax.io/anthropic", "MiniMax's Anthropic-format URL."
+    )
+    minimax_model: str = text("MINIMAX_MODEL", DEFAULT_MODELS["minimax"], "MiniMax model.")
+    anthropic_key: str = text("ANTHROPIC_API_KEY", "", "Anthropic's key.")
+    anthropic_url: str = text("ANTHROPIC_BASE_URL", "https://api.anthropic.com", "Anthropic URL.")
+    anthropic_model: str = text("ANTHROPIC_MODEL", DEFAULT_MODELS["anthropic"], "Claude model.")
+    gemini_key: str = text(("GEMINI_API_KEY", "GOOGLE_API_KEY"), "", "Gemini's key.")
+    gemini_url: str = text("GEMINI_BASE_URL", GEMINI_URL, "Gemini's OpenAI-format URL.")
+    gemini_model: str = text("GEMINI_MODEL", DEFAULT_MODELS["gemini"], "Gemini model.")
+    openrouter_key: str = text("OPENROUTER_API_KEY", "", "OpenRouter's key.")
+    openrouter_url: str = text("OPENROUTER_BASE_URL", OPENROUTER_URL, "OpenRouter URL.")
+    openrouter_model: str = text(
+        "OPENROUTER_MODEL", DEFAULT_MODELS["openrouter"], "OpenRouter model."
+    )
+    timeout_ms: int = duration(
+        "AGENTMEMORY_LLM_TIMEOUT_MS",
+        60_000,
+        "One model call, retries included (at most 170000).",
+        unit="milliseconds",
+        lo=1,
+    )
+    max_tokens: int = integer("MAX_TOKENS", 4096, "Tokens a model reply may take.", lo=1)
+    breaker_failures: int = integer(
+        "AGENTMEMORY_LLM_BREAKER_FAILURES",
+        3,
+        "Failures within the window that open a provider's breaker.",
+        lo=1,
+    )
+    breaker_window_ms: int = duration(
+        "AGENTMEMORY_LLM_BREAKER_WINDOW_MS",
+        60_000,
+        "After this long an old failure no longer counts.",
+        unit="milliseconds",
+        lo=1,
+    )
+    breaker_recovery_ms: int = duration(
+        "AGENTMEMORY_LLM_BREAKER_RECOVERY_MS",
+        30_000,
+        "An open breaker waits this long before it lets one call probe.",
+        unit="milliseconds",
+        lo=1,
+    )
+    nothink: bool = flag(
+        "AGENTMEMORY_LLM_NOTHINK", False, "Ask reasoning models to skip thinking (graph prompts)."
+    )
+
+
+@dataclass(frozen=True)
 class ModelSettings:
     chain: tuple[Provider, ...] = ()
     """The primary first, then the fallbacks; empty: no model (keyless)."""
     breaker: BreakerSettings = field(default_factory=BreakerSettings)
     nothink: bool = False
-    """AGENTMEMORY_LLM_NOTHINK=1: ask reasoning models to skip thinking (graph prompts)."""
+    """AGENTMEMORY_LLM_NOTHINK: ask reasoning models to skip thinking (graph prompts)."""
 
     @property
     def enabled(self) -> bool:
@@ -95,88 +172,70 @@ class ModelSettings:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> ModelSettings:
-        e = dict(os.environ if env is None else env)
+        """The providers the environment (or `env`) configures."""
+        e = load(ProviderSettings, env)
         breaker = BreakerSettings(
-            failures=_positive_int(e.get("AGENTMEMORY_LLM_BREAKER_FAILURES")) or 3,
-            window=(_positive_int(e.get("AGENTMEMORY_LLM_BREAKER_WINDOW_MS")) or 60_000) / 1000,
-            recovery=(_positive_int(e.get("AGENTMEMORY_LLM_BREAKER_RECOVERY_MS")) or 30_000) / 1000,
+            failures=e.breaker_failures,
+            window=e.breaker_window_ms / 1000,
+            recovery=e.breaker_recovery_ms / 1000,
         )
-        nothink = e.get("AGENTMEMORY_LLM_NOTHINK", "") == "1"
-        forced = e.get("AGENTMEMORY_PROVIDER", "").strip().lower()
-        if forced == "noop":
-            return cls(breaker=breaker, nothink=nothink)
+        if e.provider == "noop":
+            return cls(breaker=breaker, nothink=e.nothink)
         order = [p for p in PROVIDERS if provider(p, e) is not None]
-        if forced in order:
-            order.remove(forced)
-            order.insert(0, forced)
+        if e.provider in order:
+            order.remove(e.provider)
+            order.insert(0, e.provider)
         if not order:
-            return cls(breaker=breaker, nothink=nothink)
+            return cls(breaker=breaker, nothink=e.nothink)
         names = [order[0]]
-        for raw in e.get("FALLBACK_PROVIDERS", "").split(","):
-            name = raw.strip().lower()
+        for name in (n.lower() for n in e.fallbacks):
             if name in PROVIDERS and name not in names and provider(name, e) is not None:
                 names.append(name)
         chain = tuple(p for p in (provider(n, e) for n in names) if p is not None)
-        return cls(chain=chain, breaker=breaker, nothink=nothink)
+        return cls(chain=chain, breaker=breaker, nothink=e.nothink)
 
 
-def _timeout(e: Mapping[str, str], name: str) -> float:
-    ms = None
-    if name == "openai":  # upstream's OpenAI-scoped alias wins for back-compat
-        ms = _positive_int(e.get("OPENAI_TIMEOUT_MS"))
-    ms = ms or _positive_int(e.get("AGENTMEMORY_LLM_TIMEOUT_MS")) or 60_000
-    return min(ms, 170_000) / 1000  # upstream's hard cap, under any invocation timeout
-
-
-def provider(name: str, e: Mapping[str, str]) -> Provider | None:
-    """The provider `name` as the environment configures it, or None without its key."""
-    tokens = _positive_int(e.get("MAX_TOKENS")) or 4096
-    timeout = _timeout(e, name)
-    model = _real(e.get(f"{name.upper()}_MODEL")) or DEFAULT_MODELS[name]
+def provider(name: str, e: ProviderSettings) -> Provider | None:
+    """The provider `name` as the settings configure it, or None without its key."""
+    # upstream's OpenAI-scoped alias wins for back-compat; its hard cap stays under any
+    # invocation timeout
+    ms = (e.openai_timeout_ms if name == "openai" else None) or e.timeout_ms
+    timeout = min(ms, 170_000) / 1000
+    tokens = e.max_tokens
     if name == "openai":
-        key = _real(e.get("OPENAI_API_KEY"))
-        if not key or e.get("OPENAI_API_KEY_FOR_LLM", "").strip().lower() == "false":
+        if not e.openai_key or not e.openai_for_llm:
             return None
-        base = _real(e.get("OPENAI_BASE_URL")) or "https://api.openai.com"
         return Provider(
             name,
             "openai",
-            key,
-            model,
-            base,
+            e.openai_key,
+            e.openai_model,
+            e.openai_url,
             timeout,
             tokens,
-            azure=is_azure(base) or e.get("OPENAI_AZURE", "").strip().lower() == "true",
-            api_version=_real(e.get("OPENAI_API_VERSION")) or AZURE_API_VERSION,
-            reasoning_effort=_real(e.get("OPENAI_REASONING_EFFORT")),
+            azure=is_azure(e.openai_url) or e.openai_azure,
+            api_version=e.openai_api_version,
+            reasoning_effort=e.openai_reasoning_effort,
         )
-    if name == "minimax":
-        key = _real(e.get("MINIMAX_API_KEY"))
-        base = _real(e.get("MINIMAX_BASE_URL")) or "https://api.minimax.io/anthropic"
-        return Provider(name, "anthropic", key, model, base, timeout, tokens) if key else None
-    if name == "anthropic":
-        key = _real(e.get("ANTHROPIC_API_KEY"))
-        base = _real(e.get("ANTHROPIC_BASE_URL")) or "https://api.anthropic.com"
-        return Provider(name, "anthropic", key, model, base, timeout, tokens) if key else None
-    if name == "gemini":
-        key = _real(e.get("GEMINI_API_KEY")) or _real(e.get("GOOGLE_API_KEY"))
-        base = _real(e.get("GEMINI_BASE_URL")) or GEMINI_URL
-        return Provider(name, "openai", key, model, base, timeout, tokens) if key else None
-    if name == "openrouter":
-        key = _real(e.get("OPENROUTER_API_KEY"))
-        base = _real(e.get("OPENROUTER_BASE_URL")) or OPENROUTER_URL
-        return (
-            Provider(
-                name,
-                "openai",
-                key,
-                model,
-                base,
-                timeout,
-                tokens,
-                headers=(("HTTP-Referer", REFERER),),
-            )
-            if key
-            else None
+    if name == "minimax" and e.minimax_key:
+        return Provider(
+            name, "anthropic", e.minimax_key, e.minimax_model, e.minimax_url, timeout, tokens
+        )
+    if name == "anthropic" and e.anthropic_key:
+        return Provider(
+            name, "anthropic", e.anthropic_key, e.anthropic_model, e.anthropic_url, timeout, tokens
+        )
+    if name == "gemini" and e.gemini_key:
+        return Provider(name, "openai", e.gemini_key, e.gemini_model, e.gemini_url, timeout, tokens)
+    if name == "openrouter" and e.openrouter_key:
+        return Provider(
+            name,
+            "openai",
+            e.openrouter_key,
+            e.openrouter_model,
+            e.openrouter_url,
+            timeout,
+            tokens,
+            headers=(("HTTP-Referer", REFERER),),
         )
     return None
