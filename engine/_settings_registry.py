@@ -4,7 +4,6 @@ points), checked in an environment, and written out as the table of every variab
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +15,8 @@ AREA_GROUP = "engine.settings"
 
 def areas() -> dict[str, type[Any]]:
     """Area name -> its class: the engine's two, then the installed ones by name."""
+    from importlib.metadata import entry_points  # ~0.1 s: only the start's check pays it
+
     from engine.settings import EngineSettings, WorkerIdentity
 
     out: dict[str, type[Any]] = {"engine": EngineSettings, "engine worker": WorkerIdentity}

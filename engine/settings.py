@@ -75,7 +75,7 @@ class EngineSettings:
     trace_sampling: float = number(
         "ENGINE_TRACE_SAMPLING",
         1.0,
-        "Fraction of root spans kept (0 to 1; out of range reads as the nearest bound).",
+        "Fraction of root spans kept.",
         lo=0.0,
         hi=1.0,
         clamp=True,

@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 from typing import Any
 
 import msgspec
@@ -28,7 +27,7 @@ from starlette.routing import WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from engine import Client, TriggerSpec, Worker
-from engine.paths import Instance
+from engine.paths import Instance, current_layout
 from triggers.http.secret import bearer_matches
 from triggers.http.settings import HttpSettings
 from triggers.serving import QuietServer, listen_socket, serve_in_background
@@ -79,8 +78,8 @@ class StreamGateway:
     async def start(self, client: Client) -> None:
         self._client = client
         settings = self.settings = self.settings or HttpSettings.from_env()
-        env_port = os.environ.get("AGENTMEMORY_STREAMS_PORT")
-        port = self.port or (int(env_port) if env_port else Instance.resolve().ports.streams)
+        given = current_layout().given_port("streams")
+        port = self.port or given or Instance.resolve().ports.streams
         app = Starlette(routes=[WebSocketRoute("/ws", self._follow)])
         config = uvicorn.Config(
             app,

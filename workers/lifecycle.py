@@ -10,9 +10,9 @@ from functions.flows.flow_service import FlowService
 from functions.graph import mirror
 from functions.graph.ops import GraphOps
 from functions.insights.insight_service import InsightService
-from functions.lifecycle.settings import LifecycleConfig
 from functions.lessons.lesson_service import LessonService
 from functions.lifecycle.lifecycle_service import LONG, LifecycleService
+from functions.lifecycle.settings import LifecycleConfig
 
 
 def schedules(cfg: LifecycleConfig) -> dict[str, str]:

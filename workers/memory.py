@@ -6,8 +6,6 @@ coordination layer, and, unless AGENTMEMORY_SEARCH=off, retrieval in the same pr
 
 from __future__ import annotations
 
-import os
-
 from engine import Client, Worker
 from functions.coordination.actions.action_service import ActionService
 from functions.coordination.checkpoints.checkpoint_service import CheckpointService
@@ -28,6 +26,7 @@ from functions.mcp_content.mcp_content_service import McpContentService
 from functions.memory.compress_model import QUEUE as COMPRESS_QUEUE
 from functions.memory.compress_model import requested as auto_compress_requested
 from functions.memory.memory_service import MemoryService
+from functions.memory.settings import memory_settings
 from functions.provenance.provenance_service import ProvenanceService
 from functions.relations.relation_service import RelationService
 from functions.replay.replay_service import ReplayService
@@ -112,7 +111,7 @@ def build() -> Worker:
     serve_coordination(worker)
     # AGENTMEMORY_SEARCH=off runs the write path alone (tests of the write path, or a
     # deployment that hosts retrieval in another worker).
-    if os.environ.get("AGENTMEMORY_SEARCH", "on").lower() not in ("0", "off", "false", "no"):
+    if memory_settings().search:
         # imported here: the index's libraries (numpy, faiss) are ~20 MB a replica that
         # the write path alone never uses
         from workers.search import serve_search

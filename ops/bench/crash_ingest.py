@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import random
 import re
 import shutil
@@ -36,6 +35,7 @@ sys.path.insert(0, str(ROOT))
 
 from engine import Client, FunctionError, connect  # noqa: E402
 from engine.server import NatsServer  # noqa: E402
+from engine.settings import environ  # noqa: E402
 from functions.kernel.records import EVENTS_STREAM, OBSERVATIONS_BUCKET, Observation  # noqa: E402
 from functions.memory.wire import ObserveOut  # noqa: E402
 from ops.bench.harness import free_port, spawn_python  # noqa: E402
@@ -50,8 +50,7 @@ class WorkerProc:
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
-        env = dict(
-            os.environ,
+        env = environ(
             ENGINE_NATS_URL=self.url,
             PYTHONPATH=str(ROOT),
             AGENTMEMORY_INBOX_DIR=str(self.inbox),

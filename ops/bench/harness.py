@@ -42,7 +42,9 @@ from typing import Any
 
 import msgspec
 
+from engine.settings import environ
 from ops.procfs import cmdline, kb_fields, process_tree
+from ops.settings import ops_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -99,7 +101,7 @@ def spawn_python(
     args: list[str], env: dict[str, str] | None = None, ready_mark: str | None = None
 ) -> subprocess.Popen[bytes]:
     """`python <args>` with this environment plus `env` and the repository importable."""
-    e = dict(os.environ, PYTHONPATH=str(ROOT))
+    e = environ(PYTHONPATH=str(ROOT))
     e.update(env or {})
     return spawn([sys.executable, *args], e, ready_mark)
 
@@ -301,8 +303,8 @@ class Engine:
 
     def start(self) -> float:
         # BENCH_LOG_LEVEL=INFO keeps what the workers say of their start and stop.
-        level = os.environ.get("BENCH_LOG_LEVEL", "WARNING")
-        env = dict(os.environ, HOME=str(self.tmp / "home"), PYTHONPATH=str(ROOT),
+        level = ops_settings().bench_log_level
+        env = environ(HOME=str(self.tmp / "home"), PYTHONPATH=str(ROOT),
                    AGENTMEMORY_SECRET=SECRET, ENGINE_LOG_LEVEL=level)  # fmt: skip
         t0 = time.monotonic()
         self.proc = subprocess.Popen(

@@ -24,6 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from engine.settings import environ
 from ops.bench.harness import ROOT, emit, free_block, median, pct
 from workers.hooks import SCRIPTS
 
@@ -77,9 +78,7 @@ def main() -> None:
         if "workers.memory" not in config.read_text():
             config = root / "engine.yaml"
             config.write_text(CONFIG.format(python=json.dumps(sys.executable)))
-        base = {
-            k: v for k, v in os.environ.items() if not k.startswith(("AGENTMEMORY_", "ENGINE_"))
-        }
+        base = {k: v for k, v in environ().items() if not k.startswith(("AGENTMEMORY_", "ENGINE_"))}
         env = {**base, "HOME": str(home), "PYTHONPATH": str(ROOT)}
         target = ["--data-dir", str(data), "--port", str(anchor)]
         subprocess.run(

@@ -26,6 +26,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from engine.settings import environ  # noqa: E402
 from ops.bench.harness import emit  # noqa: E402
 from ops.procfs import cmdline, process_tree  # noqa: E402
 
@@ -83,7 +84,7 @@ def measure(pids: list[int], seconds: float) -> dict[str, Any]:
 def run_engine(
     config: Path, data: Path, home: Path, seconds: float, settle: float
 ) -> dict[str, Any]:
-    env = dict(os.environ, HOME=str(home), PYTHONPATH=str(ROOT), AGENTMEMORY_SECRET="idle-bench")
+    env = environ(HOME=str(home), PYTHONPATH=str(ROOT), AGENTMEMORY_SECRET="idle-bench")
     started = time.monotonic()
     proc = subprocess.Popen(
         [

@@ -32,6 +32,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from engine.config import process_usage
+from engine.settings import environ
 from ops.bench.harness import free_port, payload_template, run_wrk, spawn, wait_http
 
 SECRET = "bench-secret"
@@ -171,8 +172,7 @@ def main() -> None:
     srv = NatsServer(store_dir=tmp / "js").start()
     procs: list[subprocess.Popen[bytes]] = []
     try:
-        env = dict(
-            os.environ,
+        env = environ(
             ENGINE_NATS_URL=srv.url,
             PYTHONPATH=str(ROOT),
             AGENTMEMORY_INBOX_DIR=str(tmp / "inbox"),

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import secrets
 import signal
 import subprocess
@@ -47,6 +46,7 @@ from nats.aio.msg import Msg
 from nats.js.api import StreamConfig
 
 from engine import Client, Source, connect
+from engine.settings import environ
 from ops.bench.harness import ROOT, emit, free_block, free_port, machine, median, pct, run_async
 from ops.tcp_relay import Relay
 
@@ -103,7 +103,7 @@ class Stack:
     def start(self) -> Stack:
         argv = [sys.executable, "-m", "engine", "run", "--config", str(self.config)]
         argv += ["--data-dir", str(self.data), "--port", str(self.anchor), "--quiet"]
-        env = dict(os.environ, PYTHONPATH=str(ROOT))
+        env = environ(PYTHONPATH=str(ROOT))
         proc = subprocess.Popen(argv, cwd=ROOT, env=env, stderr=subprocess.PIPE, text=True)
         self.proc = proc
         err = proc.stderr

@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import random
 import resource
 import statistics
@@ -33,6 +32,7 @@ import tantivy  # noqa: E402
 
 from engine import Client, connect  # noqa: E402
 from engine.server import NatsServer  # noqa: E402
+from engine.settings import environ  # noqa: E402
 from functions.kernel.records import Observation  # noqa: E402
 from functions.search import index_snapshot  # noqa: E402
 from functions.search.index import SearchIndex  # noqa: E402
@@ -141,8 +141,7 @@ def tantivy_searcher(docs: list[Observation]) -> Callable[[str, str], list[str]]
 
 
 def _spawn(url: str) -> subprocess.Popen[bytes]:
-    env = dict(
-        os.environ,
+    env = environ(
         ENGINE_NATS_URL=url,
         PYTHONPATH=str(ROOT),
         EMBEDDING_PROVIDER="none",

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -26,6 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from engine import Context, HttpRequest, HttpResponse, Worker  # noqa: E402
+from engine.settings import engine_settings, environ  # noqa: E402
 from ops.bench.harness import free_port, run_wrk, spawn, wait_http  # noqa: E402
 
 SECRET = "bench-secret"
@@ -106,8 +106,7 @@ def main() -> None:
         nats = NatsServer(store_dir=Path(tmp) / "js").start()
         try:
             trigger_port, bare_port = free_port(), free_port()
-            env = dict(
-                os.environ,
+            env = environ(
                 ENGINE_NATS_URL=nats.url,
                 PYTHONPATH=str(ROOT),
                 AGENTMEMORY_SECRET=SECRET,
@@ -162,7 +161,7 @@ def main() -> None:
                 "bench": "http",
                 "connections": a.connections,
                 "tracing": not a.no_tracing,
-                "trace_sampling": os.environ.get("ENGINE_TRACE_SAMPLING", "1.0"),
+                "trace_sampling": str(engine_settings().trace_sampling),
                 "seconds": seconds,
                 "trigger_rps": round(trig["rps"], 1),
                 "bare_rps": round(bare["rps"], 1),

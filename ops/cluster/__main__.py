@@ -11,19 +11,19 @@ drains its workers), then the nodes. Data stays under the data dir for the next 
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import signal
 import sys
 import threading
 from pathlib import Path
 
+from engine.settings import engine_settings
 from ops.cluster.cluster import HOSTS, Cluster, block_is_free
 
 
 def default_root() -> Path:
-    xdg = os.environ.get("XDG_DATA_HOME")
-    return (Path(xdg) if xdg else Path.home() / ".local" / "share") / "agentmemory-cluster"
+    xdg = engine_settings().data_home
+    return (xdg or Path.home() / ".local" / "share") / "agentmemory-cluster"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -20,6 +20,7 @@ from typing import Any
 import yaml
 
 from engine.server import ensure_credentials
+from engine.settings import environ
 from ops.cluster.hosts import Host
 from ops.cluster.nodes import NatsCluster, NodePorts
 
@@ -99,7 +100,7 @@ class Cluster:
         self.nats = NatsCluster(
             root / "nats", ports, user=user, password=password, addresses=addresses, wraps=wraps
         )
-        base_env = dict(os.environ, PYTHONPATH=str(ROOT))
+        base_env = environ(PYTHONPATH=str(ROOT))
         base_env.update(env or {})
         self.hosts = [
             Host(

@@ -25,7 +25,6 @@ cached on disk (`$XDG_CACHE_HOME/agentmemory/eval`).
 from __future__ import annotations
 
 import hashlib
-import os
 import time
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -55,6 +54,7 @@ from ops.eval.knobs import (
     stream_key,
 )
 from ops.eval.locomo_data import Conversation, session_of
+from ops.settings import ops_settings
 
 LIMIT = 50
 MIN_GAIN = 0.001
@@ -72,9 +72,8 @@ class Embeddings:
     def __init__(self, texts: Iterable[str], cache_dir: Path | None = None) -> None:
         unique = sorted(set(texts))
         digest = hashlib.sha256("\x00".join([LocalEmbedder.name, *unique]).encode()).hexdigest()
-        base = cache_dir or Path(
-            os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"), "agentmemory", "eval"
-        )
+        cache = ops_settings().cache_home or Path.home() / ".cache"
+        base = cache_dir or cache / "agentmemory" / "eval"
         path = base / f"minilm-{digest[:24]}.npy"
         if path.exists():
             vectors = np.load(path)

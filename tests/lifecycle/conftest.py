@@ -11,9 +11,9 @@ import msgspec
 import pytest
 
 from engine import Client
-from functions.lifecycle.settings import LifecycleConfig
 from functions.kernel.store import MemoryStore
 from functions.lifecycle.lifecycle_service import LifecycleService
+from functions.lifecycle.settings import LifecycleConfig
 
 
 @pytest.fixture

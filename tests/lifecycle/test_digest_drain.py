@@ -11,7 +11,6 @@ from collections.abc import Callable
 from engine import Client, Worker, connect
 from engine.server import NatsServer
 from functions.graph.keys import node_id, node_key
-from functions.lifecycle.settings import GraphConfig, LifecycleConfig
 from functions.kernel.digest import cursor_key, digest
 from functions.kernel.records import (
     GRAPH_BUCKET,
@@ -22,6 +21,7 @@ from functions.kernel.records import (
 )
 from functions.kernel.store import MemoryStore
 from functions.lifecycle.lifecycle_service import LifecycleService
+from functions.lifecycle.settings import GraphConfig, LifecycleConfig
 from functions.lifecycle.wire import DigestOut
 from tests.helpers import eventually
 from tests.lifecycle._data import obs

@@ -12,7 +12,6 @@ from functions.graph.feed import GraphFeed
 from functions.graph.keys import node_id
 from functions.graph.wire import GraphQueryIn, GraphStatsIn
 from functions.kernel.clock import iso
-from functions.lifecycle.settings import ProfileConfig
 from functions.kernel.digest import digest
 from functions.kernel.records import (
     GRAPH_BUCKET,
@@ -27,6 +26,7 @@ from functions.kernel.records import (
 from functions.kernel.store import MemoryStore
 from functions.lifecycle.lifecycle_service import LifecycleService
 from functions.lifecycle.profile import ProfileFeed
+from functions.lifecycle.settings import ProfileConfig
 from functions.lifecycle.wire import DecayIn, DigestIn
 from functions.memory.forget import forget
 from functions.memory.wire import ForgetIn

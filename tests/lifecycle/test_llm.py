@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 
 from engine import Client
-from functions.lifecycle.settings import LifecycleConfig, LlmConfig
 from functions.kernel.models.settings import BreakerSettings, ModelSettings
 from functions.kernel.records import Memory
 from functions.kernel.store import MemoryStore
 from functions.lifecycle.lifecycle_service import LifecycleService
+from functions.lifecycle.settings import LifecycleConfig, LlmConfig
 from functions.lifecycle.wire import ConsolidateIn
 from tests.lifecycle._data import at
 from tests.lifecycle.conftest import wire

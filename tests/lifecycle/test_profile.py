@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 
 from engine import Client
-from functions.lifecycle.settings import LifecycleConfig, ProfileConfig
 from functions.kernel.records import PROFILES_BUCKET, ProjectProfile, profile_key
 from functions.kernel.store import MemoryStore
 from functions.lifecycle.lifecycle_service import LifecycleService
+from functions.lifecycle.settings import LifecycleConfig, ProfileConfig
 from functions.lifecycle.wire import DigestIn, ProjectProfileIn
 from tests.lifecycle._data import at, obs, put_obs
 from tests.lifecycle.conftest import wire

@@ -4,10 +4,10 @@ cap go through auto-forget's audited removal."""
 from __future__ import annotations
 
 from engine import Client
-from functions.lifecycle.settings import ForgetConfig, LifecycleConfig
 from functions.kernel.records import AuditEntry, Observation, Session
 from functions.kernel.store import MemoryStore
 from functions.lifecycle.lifecycle_service import LifecycleService
+from functions.lifecycle.settings import ForgetConfig, LifecycleConfig
 from functions.lifecycle.wire import AutoForgetIn
 from tests.lifecycle._data import at, obs, put_obs
 from tests.lifecycle.conftest import wire

@@ -62,9 +62,9 @@ async def test_the_lifecycle_service_sweeps_nothing_once_draining(client: Client
 async def test_an_auto_forget_pass_ends_its_scan_when_the_worker_drains(client: Client) -> None:
     # Low-value records (old, unimportant) are judged one by one: those the scan reached
     # before the stop are removed, the rest wait for the next pass.
-    from functions.lifecycle.settings import LifecycleConfig
     from functions.kernel.records import Observation
     from functions.lifecycle.maintenance import auto_forget
+    from functions.lifecycle.settings import LifecycleConfig
 
     store = await MemoryStore(client).open()
     await put_obs(

@@ -10,9 +10,30 @@ import fcntl
 import hmac
 import os
 import secrets
+from dataclasses import dataclass
 from pathlib import Path
 
+from engine.settings import load, text
+
 ENV_SECRET = "AGENTMEMORY_SECRET"
+
+
+@dataclass(frozen=True)
+class SecretSettings:
+    """The bearer secret of the REST surface (and the console, the viewer, the MCP server
+    and the CLI, which reuse it)."""
+
+    secret: str = text(
+        ENV_SECRET,
+        "",
+        "The REST bearer secret.",
+        shown="~/.agentmemory/secret (generated once, 0600)",
+    )
+
+
+def given_secret() -> str:
+    """AGENTMEMORY_SECRET, or "" when the secret file is meant."""
+    return load(SecretSettings).secret
 
 
 def secret_file() -> Path:
@@ -20,9 +41,9 @@ def secret_file() -> Path:
 
 
 def load_secret(path: Path | None = None) -> str:
-    env = os.environ.get(ENV_SECRET, "").strip()
-    if env:
-        return env
+    given = given_secret()
+    if given:
+        return given
     path = path or secret_file()
     text = _read(path)
     if text:

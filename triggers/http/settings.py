@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import os
-from dataclasses import dataclass, field
+import dataclasses
+from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from engine.paths import Instance
+from engine.paths import Instance, current_layout
+from engine.settings import items, load, text
 from triggers.http.secret import load_secret
 
 LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
@@ -14,31 +15,35 @@ LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
 
 @dataclass
 class HttpSettings:
-    host: str = "127.0.0.1"
-    """Bind address (`AGENTMEMORY_REST_HOST`); loopback unless the operator says otherwise."""
+    """The REST server (the `http` trigger plug-in)."""
+
+    host: str = text(
+        "AGENTMEMORY_REST_HOST",
+        "127.0.0.1",
+        "The REST server's bind address: loopback unless the operator says otherwise.",
+    )
     port: int = 3111
-    """`AGENTMEMORY_REST_PORT`, else the instance's REST port."""
+    """The layout's REST port (`AGENTMEMORY_REST_PORT`), else the instance's."""
     secret: str = ""
-    """Bearer secret: `AGENTMEMORY_SECRET`, else `~/.agentmemory/secret`."""
-    allowed_origins: frozenset[str] = field(default_factory=frozenset)
-    """`VIEWER_ALLOWED_ORIGINS`, comma separated; loopback origins are always allowed."""
-    openapi_paths: tuple[str, ...] = ("/openapi.json",)
-    """`HTTP_OPENAPI_PATHS`, comma separated: where the OpenAPI document is served."""
-    title: str = "agentmemory"
+    """Bearer secret: `AGENTMEMORY_SECRET`, else `~/.agentmemory/secret` (secret.py)."""
+    allowed_origins: tuple[str, ...] = items(
+        "VIEWER_ALLOWED_ORIGINS",
+        (),
+        "Browser origins allowed besides loopback ones (the viewer's too).",
+    )
+    openapi_paths: tuple[str, ...] = items(
+        "HTTP_OPENAPI_PATHS", ("/openapi.json",), "Where the OpenAPI document is served."
+    )
+    title: str = text("HTTP_OPENAPI_TITLE", "agentmemory", "The OpenAPI document's title.")
 
     @classmethod
     def from_env(cls) -> HttpSettings:
-        env = os.environ
-        port = env.get("AGENTMEMORY_REST_PORT")
-        origins = {o.strip().rstrip("/") for o in env.get("VIEWER_ALLOWED_ORIGINS", "").split(",")}
-        paths = [p.strip() for p in env.get("HTTP_OPENAPI_PATHS", "/openapi.json").split(",")]
-        return cls(
-            host=env.get("AGENTMEMORY_REST_HOST", "127.0.0.1"),
-            port=int(port) if port else Instance.resolve().ports.rest,
+        s = load(cls)
+        return dataclasses.replace(
+            s,
+            port=current_layout().given_port("rest") or Instance.resolve().ports.rest,
             secret=load_secret(),
-            allowed_origins=frozenset(o for o in origins if o),
-            openapi_paths=tuple(p for p in paths if p),
-            title=env.get("HTTP_OPENAPI_TITLE", "agentmemory"),
+            allowed_origins=tuple(o.rstrip("/") for o in s.allowed_origins),
         )
 
     def origin_allowed(self, origin: str) -> bool:

@@ -8,13 +8,13 @@ their CLI reads: Cline's is the file its 3.x CLI opens, not the one upstream wri
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from workers.cli.settings import cli_settings
 from workers.hooks.claude_code import EVENT_ORDER
 
 Format = Literal["json", "toml", "yaml", "extension", "none"]
@@ -77,8 +77,7 @@ class Agent:
 
 
 def _xdg_config(home: Path) -> Path:
-    xdg = os.environ.get("XDG_CONFIG_HOME")
-    return Path(xdg) if xdg else home / ".config"
+    return cli_settings().config_home or home / ".config"
 
 
 def _antigravity(home: Path) -> Path:
@@ -88,15 +87,15 @@ def _antigravity(home: Path) -> Path:
 
 
 def _copilot(home: Path) -> Path:
-    return Path(os.environ.get("COPILOT_HOME") or home / ".copilot")
+    return cli_settings().copilot_home or home / ".copilot"
 
 
 def _cline(home: Path) -> Path:
-    return Path(os.environ.get("CLINE_DIR") or home / ".cline") / "data" / "settings"
+    return (cli_settings().cline_dir or home / ".cline") / "data" / "settings"
 
 
 def _dsh(home: Path) -> Path:
-    return Path(os.environ.get("DSH_HOME") or home / ".dsh")
+    return cli_settings().dsh_home or home / ".dsh"
 
 
 def _devin(home: Path) -> Path:

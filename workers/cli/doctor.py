@@ -20,10 +20,12 @@ import httpx
 from engine.config import ConfigError, load_config
 from engine.disk import DEFAULT_MIN_FREE, free_bytes, mb, parse_size
 from engine.paths import default_config
+from triggers.http.secret import given_secret
 from workers.cli import connect
+from workers.cli.settings import cli_settings
 from workers.cli.target import Target, secret_path
 from workers.hooks import SCRIPTS, _delivery
-from workers.hooks._hookcore import DEFAULT_URL, Settings
+from workers.hooks._settings import DEFAULT_URL, Settings
 
 
 @dataclass
@@ -137,7 +139,7 @@ def _disk(dd: Path) -> Check:
 
 def _secret_file() -> Check:
     sp = secret_path()
-    if os.environ.get("AGENTMEMORY_SECRET"):
+    if given_secret():
         return Check("secret", True, "AGENTMEMORY_SECRET is set")
     if not sp.exists():
         return Check("secret", True, f"{sp} is generated on first start")
@@ -231,7 +233,8 @@ def _hooks(target: Target, agent: str, w: connect.Wiring, reconnect: str) -> Che
         )
     urls = {connect.hook_target(cmd)[0] for cmd in w.hook_commands}
     # A hook without its own AGENTMEMORY_URL reads the agent's environment, else the default.
-    sends_to = {(u or os.environ.get("AGENTMEMORY_URL") or DEFAULT_URL).rstrip("/") for u in urls}
+    default = cli_settings().url or DEFAULT_URL
+    sends_to = {(u or default).rstrip("/") for u in urls}
     if sends_to != {target.url}:
         return Check(
             name,

@@ -74,13 +74,12 @@ def main() -> None:
             + f"{ADVICE}\n"
         )
         raise SystemExit(2)
-    import os
-
+    from engine.settings import set_default
     from workers import ENGINE_CONFIG
 
     # The layout every command and the processes it starts read, without a search of the
     # installed distributions for the engine's default.
-    os.environ.setdefault("ENGINE_CONFIG", str(ENGINE_CONFIG))
+    set_default("ENGINE_CONFIG", str(ENGINE_CONFIG))
     from workers.cli.service_cmds import main as run
 
     run()

@@ -13,6 +13,7 @@ from rich.progress import Progress
 from rich.table import Table
 
 from workers.cli.app import DataDir, InstanceOpt, Port, UrlOpt, app, err, fail, out, target_of
+from workers.cli.settings import cli_settings
 from workers.cli.target import ServiceError
 
 
@@ -253,7 +254,7 @@ def import_jsonl(
                 for text in tr.chunks(f):
                     body: dict[str, Any] = {"content": text, "name": f.name}
                     # As the hooks name it: AGENTMEMORY_PROJECT_NAME wins over the cwd's.
-                    named = project or os.environ.get("AGENTMEMORY_PROJECT_NAME", "")
+                    named = project or cli_settings().project_name
                     if named:
                         body["project"] = named
                     got = rest.call("POST", "/agentmemory/replay/import-jsonl", body)

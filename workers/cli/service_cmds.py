@@ -47,12 +47,12 @@ def root(
 def _viewer_url(port: int, ttl: float) -> str:
     """The viewer's URL with a one-time login token (workers/viewer/tokens.py), made with
     the REST secret this user may read; the plain URL when the login is off."""
-    import os
-
+    from engine.settings import load
     from triggers.http.secret import load_secret
+    from workers.viewer.settings import ViewerSettings
     from workers.viewer.tokens import login_url
 
-    if os.environ.get("VIEWER_AUTH", "").strip().lower() == "none":
+    if load(ViewerSettings).auth == "none":
         return f"http://127.0.0.1:{port}/"
     return login_url(port, load_secret(), ttl)
 
@@ -261,8 +261,8 @@ def mcp(
 ) -> None:
     """Serve MCP on stdio (for an agent's mcpServers entry). Starts the service when none
     runs on the instance (AGENTMEMORY_MCP_AUTOSTART=false: report it instead)."""
-    import os
-
+    from engine import settings
+    from engine.paths import current_layout
     from workers.mcp.server import main as serve
 
     base: dict[str, Any] = ctx.obj or {}
@@ -270,9 +270,9 @@ def mcp(
     if any(v is not None for v in chosen):
         # The server resolves its instance from the environment, as an agent's config sets it.
         chosen_env = target_of(ctx, data_dir, port, instance, url).selection_env()
-        for name in ("INSTANCE", "DATA_DIR", "PORT", "URL"):
-            os.environ.pop(f"AGENTMEMORY_{name}", None)
-        os.environ.update(chosen_env)
+        lay = current_layout()
+        chosen_names = [lay.env(n) for n in ("INSTANCE", "DATA_DIR", "PORT")]
+        settings.update(chosen_env, remove=[*chosen_names, "AGENTMEMORY_URL"])
     serve()
 
 

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 from importlib.resources import files
 from pathlib import Path
@@ -11,6 +10,8 @@ from typing import Annotated
 
 import typer
 
+from engine.settings import worker_identity
+from workers import ENGINE_CONFIG
 from workers.cli import connect, datadir, supervisor
 from workers.cli.app import DataDir, InstanceOpt, Port, UrlOpt, app, fail, out, target_of
 from workers.cli.target import Target, register, registry_dir, secret_path
@@ -93,7 +94,7 @@ def upgrade(
                 raise fail(f"could not stop the instance to upgrade its data: {text}")
         steps = datadir.migrate(data)
         if running:
-            pid = supervisor.start_detached(target, Path(os.environ["ENGINE_CONFIG"]))
+            pid = supervisor.start_detached(target, worker_identity().config or ENGINE_CONFIG)
             register(target.instance)
             out.print(f"restarted (pid {pid})")
     out.print(

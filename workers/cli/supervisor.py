@@ -11,6 +11,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from engine.settings import environ
+from functions.kernel.settings import kernel_settings
+from functions.search.settings import search_settings
 from workers.cli.target import CHECKOUT, ROOT, ServiceError, Target
 from workers.hooks import SCRIPTS
 
@@ -35,7 +38,7 @@ def engine_command(target: Target, config: Path, *extra: str) -> list[str]:
 
 
 def _env() -> dict[str, str]:
-    env = dict(os.environ)
+    env = environ()
     if CHECKOUT:  # the engine and its workers import the same tree as this process
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     return env
@@ -172,7 +175,7 @@ def wait_serving(target: Target, timeout: float = 15.0) -> bool:
 
 def drain_spool(target: Target) -> None:
     """Replay hook events spooled while the server was down, in a detached process."""
-    env = dict(os.environ, AGENTMEMORY_URL=target.url)
+    env = environ(AGENTMEMORY_URL=target.url)
     subprocess.Popen(
         [sys.executable, "-S", str(SCRIPTS["claude-code"]), "--drain"],
         stdin=subprocess.DEVNULL,
@@ -185,9 +188,9 @@ def drain_spool(target: Target) -> None:
 
 def embedding_mode() -> str:
     """As the search workers read it (`EMBEDDING_PROVIDER`, process env or ~/.agentmemory/.env)."""
-    mode = (os.environ.get("EMBEDDING_PROVIDER") or "none").strip().lower()
+    mode = kernel_settings().embedding_provider
     if mode == "none":
         return "none (keyless: BM25 + graph)"
     if mode == "openai":
-        return f"openai-compatible ({os.environ.get('EMBEDDING_MODEL', 'text-embedding-3-small')})"
+        return f"openai-compatible ({search_settings().embedding_model})"
     return mode

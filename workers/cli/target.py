@@ -13,6 +13,9 @@ from typing import Any
 import httpx
 
 from engine.paths import Instance, Ports, current_layout, default_data_dir
+from engine.settings import engine_settings, is_set
+from triggers.http.secret import given_secret
+from workers.cli.settings import cli_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 CHECKOUT = (ROOT / "pyproject.toml").exists()
@@ -45,11 +48,11 @@ class Target:
     ) -> Target:
         """`local`: the command acts on the instance itself (start, stop, console), so a
         server named by --url or AGENTMEMORY_URL is not the one meant."""
-        env = os.environ
-        number_given = instance is not None or bool(env.get("AGENTMEMORY_INSTANCE"))
-        number = instance if instance is not None else int(env.get("AGENTMEMORY_INSTANCE") or 0)
+        lay = current_layout()
+        number_given = instance is not None or is_set(lay.env("INSTANCE"))
+        number = instance if instance is not None else lay.default_instance()
         inst = Instance.resolve(number, data_dir, port)
-        if not data_dir and not env.get("AGENTMEMORY_DATA_DIR") and inst.running_pid() is None:
+        if not data_dir and not is_set(lay.env("DATA_DIR")) and inst.running_pid() is None:
             # Started elsewhere (--data-dir, or AGENTMEMORY_DATA_DIR in another shell):
             # `start` noted where, so `--instance K` alone still finds it.
             noted = registered_data_dir(number)
@@ -57,9 +60,9 @@ class Target:
                 found = Instance.resolve(number, noted, port)
                 if found.running_pid() is not None:  # a note of a stopped one is history
                     inst = found
-        port_given = port is not None or bool(env.get("AGENTMEMORY_PORT"))
+        port_given = port is not None or is_set(lay.env("PORT"))
         inst = _as_running(inst, number_given, port_given)
-        explicit = None if local else url or env.get("AGENTMEMORY_URL")
+        explicit = None if local else url or cli_settings().url
         rest = explicit or f"http://127.0.0.1:{inst.ports.rest}"
         return cls(inst, rest.rstrip("/"), read_secret(), bool(explicit), bool(data_dir))
 
@@ -99,8 +102,8 @@ class Target:
             return {"AGENTMEMORY_URL": self.url}
         lay, number = self.instance.layout, self.instance.number
         data = self.instance.data_dir
-        xdg = os.environ.get("XDG_DATA_HOME")
-        pristine = ((Path(xdg) if xdg else Path.home() / ".local" / "share") / lay.name).resolve()
+        xdg = engine_settings().data_home
+        pristine = ((xdg or Path.home() / ".local" / "share") / lay.name).resolve()
         env: dict[str, str] = {}
         root = data.parent if number and data.name == f"instance-{number}" else data
         if number and root == data:
@@ -175,9 +178,9 @@ def secret_path() -> Path:
 
 
 def read_secret() -> str:
-    env = os.environ.get("AGENTMEMORY_SECRET")
-    if env:
-        return env
+    given = given_secret()
+    if given:
+        return given
     try:
         return secret_path().read_text().strip()
     except OSError:

@@ -2,47 +2,48 @@
 
 from __future__ import annotations
 
-import os
+import dataclasses
 from dataclasses import dataclass
 
-from engine.paths import Instance
+from engine.paths import Instance, current_layout
+from engine.settings import integer, items, load
 from triggers.http.secret import load_secret
 
 
 @dataclass(frozen=True)
 class ConsoleSettings:
+    """The engine console: inspect and operate a running engine, on a loopback port."""
+
     port: int = 3114
-    """`AGENTMEMORY_CONSOLE_PORT`, else the instance's console port."""
+    """The layout's console port (`AGENTMEMORY_CONSOLE_PORT`), else the instance's."""
     rest_port: int = 3111
-    """`AGENTMEMORY_REST_PORT`: where "send a test HTTP request" is proxied."""
+    """The layout's REST port: where "send a test HTTP request" is proxied."""
     viewer_port: int = 3113
-    """`AGENTMEMORY_VIEWER_PORT`: the viewer, where memory records are read and edited."""
-    readonly_buckets: tuple[str, ...] = ("mem_",)
-    """`CONSOLE_READONLY_BUCKETS` (comma-separated prefixes): buckets the KV browser shows
-    but does not write (the memory domain's records; see workers/console/records.py)."""
+    """The layout's viewer port: the viewer, where memory records are read and edited."""
+    readonly_buckets: tuple[str, ...] = items(
+        "CONSOLE_READONLY_BUCKETS",
+        ("mem_",),
+        "Bucket name prefixes the KV browser shows but does not write.",
+    )
     secret: str = ""
     """The REST bearer secret (`AGENTMEMORY_SECRET`, else `~/.agentmemory/secret`)."""
-    max_spans: int = 20000
-    """`CONSOLE_MAX_SPANS`: spans kept in memory for trace search (the newest win)."""
-    max_logs: int = 5000
-    """`CONSOLE_MAX_LOGS`: log records kept in memory for the logs page."""
+    max_spans: int = integer(
+        "CONSOLE_MAX_SPANS", 20000, "Spans kept in memory for trace search (the newest).", lo=1
+    )
+    max_logs: int = integer(
+        "CONSOLE_MAX_LOGS", 5000, "Log records kept in memory for the logs page.", lo=1
+    )
     host: str = "127.0.0.1"
     """Always loopback: the console can invoke any function and edit any state."""
 
     @classmethod
     def from_env(cls) -> ConsoleSettings:
-        env = os.environ
         ports = Instance.resolve().ports
-        return cls(
-            port=int(env.get("AGENTMEMORY_CONSOLE_PORT") or ports.console),
-            rest_port=int(env.get("AGENTMEMORY_REST_PORT") or ports.rest),
-            viewer_port=int(env.get("AGENTMEMORY_VIEWER_PORT") or ports.viewer),
-            readonly_buckets=tuple(
-                p.strip()
-                for p in env.get("CONSOLE_READONLY_BUCKETS", "mem_").split(",")
-                if p.strip()
-            ),
+        lay = current_layout()
+        return dataclasses.replace(
+            load(cls),
+            port=lay.given_port("console") or ports.console,
+            rest_port=lay.given_port("rest") or ports.rest,
+            viewer_port=lay.given_port("viewer") or ports.viewer,
             secret=load_secret(),
-            max_spans=int(env.get("CONSOLE_MAX_SPANS") or 20000),
-            max_logs=int(env.get("CONSOLE_MAX_LOGS") or 5000),
         )

@@ -21,58 +21,13 @@ if TYPE_CHECKING:
 # the script never imports the package (its __init__ would load pathlib and more). mypy
 # reads the package form; at run time TYPE_CHECKING is False and `__package__` decides.
 if TYPE_CHECKING or __package__:
-    from workers.hooks import _wire
+    from workers.hooks import _settings, _wire
 else:
+    import _settings
     import _wire
 
-DEFAULT_URL = "http://127.0.0.1:3111"
-OUTPUT_MAX = 8000
-CONTEXT_MAX = 8000  # Claude Code cuts hook output at 10,000 characters
-
-
-class Settings:
-    """The hook's view of its environment, read once per process."""
-
-    def __init__(self, env: dict[str, str] | None = None) -> None:
-        e = os.environ if env is None else env
-        self.url = (e.get("AGENTMEMORY_URL") or DEFAULT_URL).rstrip("/")
-        self.secret = e.get("AGENTMEMORY_SECRET") or _read_secret(e)
-        self.timeout = _float(e.get("AGENTMEMORY_HOOK_TIMEOUT_MS"), 800.0) / 1000.0
-        self.output_max = int(_float(e.get("AGENTMEMORY_CAPTURE_OUTPUT_MAX"), OUTPUT_MAX))
-        self.context_max = min(
-            int(_float(e.get("AGENTMEMORY_CONTEXT_MAX_CHARS"), CONTEXT_MAX)), 9000
-        )
-        self.inject = (e.get("AGENTMEMORY_INJECT_CONTEXT") or "").lower() in ("1", "true", "yes")
-        self.allow = _globs(e.get("AGENTMEMORY_CAPTURE_ALLOW"))
-        self.deny = _globs(e.get("AGENTMEMORY_CAPTURE_DENY"))
-        self.project = e.get("AGENTMEMORY_PROJECT_NAME") or ""
-        self.spool_dir = e.get("AGENTMEMORY_SPOOL_DIR") or os.path.join(_home(e), "spool")
-        self.spool_max_bytes = int(_float(e.get("AGENTMEMORY_SPOOL_MAX_BYTES"), 5_000_000))
-        self.spool_max_age = _float(e.get("AGENTMEMORY_SPOOL_MAX_AGE_HOURS"), 168.0) * 3600
-        self.disabled = (e.get("AGENTMEMORY_HOOKS_DISABLED") or "").lower() in ("1", "true")
-
-
-def _home(e: Any) -> str:
-    return os.path.join(e.get("HOME") or os.path.expanduser("~"), ".agentmemory")
-
-
-def _read_secret(e: Any) -> str:
-    try:
-        with open(os.path.join(_home(e), "secret")) as f:
-            return f.read().strip()
-    except OSError:
-        return ""
-
-
-def _float(value: str | None, default: float) -> float:
-    try:
-        return float(value) if value else default
-    except ValueError:
-        return default
-
-
-def _globs(value: str | None) -> list[str]:
-    return [g.strip() for g in (value or "").split(",") if g.strip()]
+Settings = _settings.Settings
+"""The hook's view of its environment (workers/hooks/_settings.py)."""
 
 
 # ---- what to capture ---------------------------------------------------------------

@@ -5,12 +5,12 @@ reply, as JSON text and as structured content."""
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import msgspec
 
 from engine import FunctionError, FunctionInfo
+from functions.kernel.settings import kernel_settings
 
 SETS = ("core", "basic", "all")
 """`AGENTMEMORY_TOOLS`: which tools an MCP client is shown, as upstream documents them:
@@ -74,7 +74,7 @@ def tiers_of(tier: str) -> set[str]:
 
 
 def visible(tools: list[ToolDef], setting: str | None = None) -> list[ToolDef]:
-    chosen = (setting or os.environ.get("AGENTMEMORY_TOOLS") or "all").strip().lower()
+    chosen = (setting or kernel_settings().tools).strip().lower()
     if chosen not in SETS or chosen == "all":
         return tools
     return [t for t in tools if chosen in tiers_of(t.tier)]

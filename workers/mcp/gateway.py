@@ -18,6 +18,8 @@ import msgspec
 
 from engine import TRIGGERS_BUCKET, Client, FunctionError, HttpRequest, TriggerSpec, discover
 from engine.protocol import HDR_COERCE
+from triggers.http.secret import given_secret
+from workers.cli.settings import cli_settings
 from workers.mcp.catalog import (
     ToolDef,
     error_text,
@@ -26,6 +28,7 @@ from workers.mcp.catalog import (
     tool_defs,
     visible,
 )
+from workers.mcp.settings import mcp_settings
 
 
 class GatewayError(Exception):
@@ -229,8 +232,8 @@ async def connect_gateway() -> Gateway:
     With no URL and no engine on the instance, the service is started first (detached, as
     `agentmemory start --detach` would), so an agent that launches the MCP server before
     the service never meets "server down"; AGENTMEMORY_MCP_AUTOSTART=false turns it off."""
-    url = os.environ.get("AGENTMEMORY_URL")
-    if not url and os.environ.get("AGENTMEMORY_MCP_TRANSPORT", "auto") != "rest":
+    url = cli_settings().url
+    if not url and mcp_settings().transport != "rest":
         bus = await _local_bus()
         if bus is None and _autostart_enabled() and await _start_service():
             bus = await _local_bus()
@@ -240,8 +243,7 @@ async def connect_gateway() -> Gateway:
 
 
 def _autostart_enabled() -> bool:
-    value = (os.environ.get("AGENTMEMORY_MCP_AUTOSTART") or "true").strip().lower()
-    return value not in ("0", "false", "no", "off")
+    return mcp_settings().autostart
 
 
 async def _start_service() -> bool:
@@ -305,7 +307,7 @@ def _local_url() -> str:
 
 
 def _secret() -> str:
-    value = os.environ.get("AGENTMEMORY_SECRET")
+    value = given_secret()
     if value:
         return value
     try:
