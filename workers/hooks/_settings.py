@@ -128,33 +128,39 @@ class Settings:
     """The hook's view of its environment, read once per process."""
 
     def __init__(self, env: Mapping[str, str] | None = None) -> None:
-        e = os.environ if env is None else env
-        self._env = e
-        self.url = self._str("AGENTMEMORY_URL", DEFAULT_URL).rstrip("/")
-        self.secret = self._str("AGENTMEMORY_SECRET", "") or _read_secret(e)
-        self.timeout = self._num("AGENTMEMORY_HOOK_TIMEOUT_MS", 800.0) / 1000.0
-        self.output_max = int(self._num("AGENTMEMORY_CAPTURE_OUTPUT_MAX", OUTPUT_MAX, True))
+        e = _Reader(os.environ if env is None else env)
+        self.url = e.text("AGENTMEMORY_URL", DEFAULT_URL).rstrip("/")
+        self.secret = e.text("AGENTMEMORY_SECRET", "") or _read_secret(e.env)
+        self.timeout = e.number("AGENTMEMORY_HOOK_TIMEOUT_MS", 800.0) / 1000.0
+        self.output_max = int(e.number("AGENTMEMORY_CAPTURE_OUTPUT_MAX", OUTPUT_MAX, True))
         self.context_max = min(
-            int(self._num("AGENTMEMORY_CONTEXT_MAX_CHARS", CONTEXT_MAX, True)), 9000
+            int(e.number("AGENTMEMORY_CONTEXT_MAX_CHARS", CONTEXT_MAX, True)), 9000
         )
-        self.inject = self._bool("AGENTMEMORY_INJECT_CONTEXT", False)
-        self.allow = self._list("AGENTMEMORY_CAPTURE_ALLOW")
-        self.deny = self._list("AGENTMEMORY_CAPTURE_DENY")
-        self.project = self._str("AGENTMEMORY_PROJECT_NAME", "")
-        self.spool_dir = self._str("AGENTMEMORY_SPOOL_DIR", "") or os.path.join(_home(e), "spool")
-        self.spool_max_bytes = int(self._num("AGENTMEMORY_SPOOL_MAX_BYTES", 5_000_000, True))
-        self.spool_max_age = self._num("AGENTMEMORY_SPOOL_MAX_AGE_HOURS", 168.0) * 3600
-        self.disabled = self._bool("AGENTMEMORY_HOOKS_DISABLED", False)
+        self.inject = e.boolean("AGENTMEMORY_INJECT_CONTEXT", False)
+        self.allow = e.globs("AGENTMEMORY_CAPTURE_ALLOW")
+        self.deny = e.globs("AGENTMEMORY_CAPTURE_DENY")
+        self.project = e.text("AGENTMEMORY_PROJECT_NAME", "")
+        self.spool_dir = e.text("AGENTMEMORY_SPOOL_DIR", "") or os.path.join(_home(e.env), "spool")
+        self.spool_max_bytes = int(e.number("AGENTMEMORY_SPOOL_MAX_BYTES", 5_000_000, True))
+        self.spool_max_age = e.number("AGENTMEMORY_SPOOL_MAX_AGE_HOURS", 168.0) * 3600
+        self.disabled = e.boolean("AGENTMEMORY_HOOKS_DISABLED", False)
 
-    def _raw(self, name: str) -> str:
-        return (self._env.get(name) or "").strip()
 
-    def _str(self, name: str, default: str) -> str:
-        raw = self._raw(name)
+class _Reader:
+    """One variable at a time, as engine.settings parses it."""
+
+    def __init__(self, env: Mapping[str, str]) -> None:
+        self.env = env
+
+    def raw(self, name: str) -> str:
+        return (self.env.get(name) or "").strip()
+
+    def text(self, name: str, default: str) -> str:
+        raw = self.raw(name)
         return os.path.expanduser(raw) if raw and name.endswith("_DIR") else raw or default
 
-    def _bool(self, name: str, default: bool) -> bool:
-        raw = self._raw(name)
+    def boolean(self, name: str, default: bool) -> bool:
+        raw = self.raw(name)
         if not raw:
             return default
         value = flag(raw)
@@ -162,8 +168,8 @@ class Settings:
             return _refused(name, raw, "true or false (1/true/yes/on, 0/false/no/off)", default)
         return value
 
-    def _num(self, name: str, default: float, whole: bool = False) -> float:
-        raw = self._raw(name)
+    def number(self, name: str, default: float, whole: bool = False) -> float:
+        raw = self.raw(name)
         if not raw:
             return default
         value = _number(raw, whole)
@@ -172,8 +178,8 @@ class Settings:
             return _refused(name, raw, f"{what} of 0 or more", default)
         return value
 
-    def _list(self, name: str) -> list[str]:
-        return [g.strip() for g in self._raw(name).split(",") if g.strip()]
+    def globs(self, name: str) -> list[str]:
+        return [g.strip() for g in self.raw(name).split(",") if g.strip()]
 
 
 def _refused(name: str, raw: str, accepted: str, default: T) -> T:
