@@ -20,11 +20,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from engine.settings import engine_settings
+from engine.settings import EngineSettings, declared, engine_settings
 
 log = logging.getLogger("engine.heap")
 
-ENV_TRIM_SECONDS = "ENGINE_HEAP_TRIM_SECONDS"
+ENV_TRIM_SECONDS = declared(EngineSettings, "heap_trim_seconds").name
 """How often a busy process gives freed memory back (0: never; engine/settings.py)."""
 BUSY_CPU_SECONDS = 0.5
 """CPU a process must have used since the last trim for the next one to run: an idle

@@ -21,7 +21,7 @@ import yaml
 from engine import settings
 
 ENGINE_PORTS = ("nats", "nats_monitor")
-ENV_CONFIG = "ENGINE_CONFIG"
+ENV_CONFIG = settings.declared(settings.WorkerIdentity, "config").name
 """The config file a process reads its layout from (set by the supervisor for workers)."""
 CONFIG_ENTRY_POINTS = "engine.config"
 """Entry points naming an installed distribution's default config file (a path object or

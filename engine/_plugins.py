@@ -13,8 +13,9 @@ from typing import Any, Protocol
 
 from engine._client import Client
 from engine._triggers import plugins
+from engine.settings import EngineSettings, declared
 
-ENV_TRIGGERS = "ENGINE_TRIGGERS"
+ENV_TRIGGERS = declared(EngineSettings, "triggers").name
 Hook = Callable[[Client], Awaitable[None]]
 
 

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from engine import settings
+from engine.paths import default_config, read_layout
 from engine.settings import FALSE, TRUE, Setting, SettingsError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -154,6 +155,19 @@ def test_a_malformed_value_of_each_area_is_an_error_naming_it() -> None:
         bad = "not-a-value,,x" if s.kind == "list" else "not-a-value"
         with pytest.raises(SettingsError, match=s.name):
             settings.load(cls, {s.name: bad})
+
+
+def test_the_settings_file_agentmemory_init_writes_names_declared_variables() -> None:
+    template = (ROOT / "workers" / "cli" / "env.template").read_text()
+    named = {
+        line.lstrip("# ").split("=", 1)[0]
+        for line in template.splitlines()
+        if "=" in line and line.lstrip("# ").split("=", 1)[0].isupper()
+    }
+    declared = {n for _, _, _, s in _every_setting() for n in s.names}
+    declared |= {s.name for s in read_layout(default_config()).variables()}
+    assert len(named) > 10
+    assert named - declared == set()
 
 
 # ---- docs/CONFIG.md ------------------------------------------------------------------------
