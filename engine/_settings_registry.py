@@ -89,6 +89,11 @@ def markdown(settings_file: str, layout: list[Setting]) -> str:
         "- Empty or unset: the default. Any other value stops the start.",
         "- Several names: the first one set is read (upstream's name first).",
         "",
+        "To add a variable, declare it as a field of its area (the `settings.py` beside the",
+        "code it configures: `flag`, `integer`, `duration`... of engine/settings.py), read it",
+        "with `load(Area)`, and regenerate this file. A new area is a frozen dataclass named",
+        "under the `engine.settings` entry points of pyproject.toml.",
+        "",
     ]
     sections = [
         (area, (cls.__doc__ or "").strip().split("\n\n")[0], settings_of(cls))
