@@ -12,8 +12,6 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from engine.disk import parse_size
-
 TRUE = ("1", "true", "yes", "on")
 FALSE = ("0", "false", "no", "off")
 Kind = Literal["bool", "int", "float", "duration", "size", "str", "enum", "path", "list"]
@@ -24,6 +22,16 @@ T = TypeVar("T")
 A = TypeVar("A")
 _KEY = "engine.setting"
 _INT = re.compile(r"[+-]?\d+")
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)i?B?\s*$", re.IGNORECASE)
+_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def parse_size(text: str) -> int:
+    """`64M`, `1G`, `512MiB`, `1048576` -> bytes (powers of 1024, as nats-server reads them)."""
+    m = _SIZE.match(text)
+    if not m:
+        raise ValueError(f"not a size: {text!r} (e.g. 64M, 1G)")
+    return int(float(m.group(1)) * _UNITS[m.group(2).upper()])
 
 
 class SettingsError(ValueError):

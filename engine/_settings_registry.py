@@ -7,6 +7,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from engine._engine_settings import EngineSettings, WorkerIdentity
 from engine._setting import Setting, SettingsError, settings_of
 
 AREA_GROUP = "engine.settings"
@@ -16,8 +17,6 @@ AREA_GROUP = "engine.settings"
 def areas() -> dict[str, type[Any]]:
     """Area name -> its class: the engine's two, then the installed ones by name."""
     from importlib.metadata import entry_points  # ~0.1 s: only the start's check pays it
-
-    from engine.settings import EngineSettings, WorkerIdentity
 
     out: dict[str, type[Any]] = {"engine": EngineSettings, "engine worker": WorkerIdentity}
     for ep in sorted(entry_points(group=AREA_GROUP), key=lambda e: e.name):

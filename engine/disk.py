@@ -10,25 +10,15 @@ and the supervisor restarts a server that hit a full disk once the reserve is fr
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 
-DEFAULT_MIN_FREE = 64 << 20
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)i?B?\s*$", re.IGNORECASE)
-_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+from engine._engine_settings import MIN_FREE_DISK, worker_identity
+from engine._setting import parse_size as parse_size
 
-
-def parse_size(text: str) -> int:
-    """`64M`, `1G`, `512MiB`, `1048576` -> bytes (powers of 1024, as nats-server reads them)."""
-    m = _SIZE.match(text)
-    if not m:
-        raise ValueError(f"not a size: {text!r} (e.g. 64M, 1G)")
-    return int(float(m.group(1)) * _UNITS[m.group(2).upper()])
+DEFAULT_MIN_FREE = MIN_FREE_DISK
 
 
 def min_free_disk() -> int:
-    from engine.settings import worker_identity
-
     return worker_identity().min_free_disk
 
 
