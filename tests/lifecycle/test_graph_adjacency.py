@@ -191,7 +191,7 @@ async def test_a_replayed_batch_leaves_the_index_as_it_was(
     await random_graph(store)
     batch = await events(store)
     state = await store.client.bucket(GRAPH_BUCKET)
-    crashing = GraphFeed(EdgeWritesFail(state.kv, state.bucket, store.client))
+    crashing = GraphFeed(EdgeWritesFail(state.kv, state.bucket, store.client.connection))
     with pytest.raises(RuntimeError):
         await crashing.apply(batch[:40])
     assert await adjacency_dump(store)  # the index got ahead of the edges
