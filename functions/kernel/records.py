@@ -60,6 +60,20 @@ HookType = Literal[
 ]
 
 
+class Trust(msgspec.Struct, omit_defaults=True, kw_only=True):
+    """What the write path concluded about a record's words (functions/kernel/trust): where
+    they came from and whether they try to instruct the agent. A held record is stored (acked
+    means stored) but kept out of every read path that feeds an agent until its owner
+    releases it."""
+
+    held: bool = False
+    reasons: list[str] = msgspec.field(default_factory=list)
+    """Stable rule codes (`ignore-previous`, `role-marker`, `hidden-characters` ...)."""
+    source: str = ""
+    """Who wrote the words: user, tool, web, file, command, assistant, peer, remember,
+    import, bridge."""
+
+
 class Observation(msgspec.Struct, omit_defaults=True, kw_only=True):
     """One compressed, scrubbed observation as stored (and indexed)."""
 
@@ -94,6 +108,8 @@ class Observation(msgspec.Struct, omit_defaults=True, kw_only=True):
     """0: as the keyless compressor made it; 1: rewritten by the compression model
     (AGENTMEMORY_AUTO_COMPRESS). An ObservationAdded with a revision replaces the record in
     the read models that index it, and is not counted again by those that count."""
+    trust: Trust | None = None
+    """The write path's verdict on the record's words; None: written before it existed."""
 
 
 class Memory(msgspec.Struct, omit_defaults=True, kw_only=True):
@@ -134,6 +150,8 @@ class Memory(msgspec.Struct, omit_defaults=True, kw_only=True):
     alternates: list[str] = msgspec.field(default_factory=list)
     """The head of a shared memory: the other branches of its chain (versions made while
     instances were apart), which its versions list besides its own line."""
+    trust: Trust | None = None
+    """The write path's verdict on the record's words; None: written before it existed."""
 
 
 class Session(msgspec.Struct, omit_defaults=True, kw_only=True):
@@ -171,6 +189,8 @@ class SessionSummary(msgspec.Struct, omit_defaults=True, kw_only=True):
     observation_count: int = 0
     status: str = ""
     """The session's status when summarized: ended or abandoned."""
+    trust: Trust | None = None
+    """The write path's verdict on the record's words; None: written before it existed."""
 
 
 class Lesson(msgspec.Struct, omit_defaults=True, kw_only=True):
@@ -192,6 +212,8 @@ class Lesson(msgspec.Struct, omit_defaults=True, kw_only=True):
     source: str = "manual"
     deleted: bool = False
     """Soft-deleted: out of recall and listings; saving the same content again revives it."""
+    trust: Trust | None = None
+    """The write path's verdict on the record's words; None: written before it existed."""
 
 
 class GraphNode(msgspec.Struct, omit_defaults=True, kw_only=True):
