@@ -39,6 +39,8 @@ _UNAUTHORIZED = FunctionError(
     field="authorization",
     status=401,
 ).encode()
+# A 401 names its scheme (RFC 9110): an MCP client reads it to know a bearer token is wanted.
+_CHALLENGE = (b"www-authenticate", b'Bearer realm="agentmemory"')
 _any_decoder = msgspec.json.Decoder()
 _encoder = msgspec.json.Encoder()
 
@@ -135,7 +137,7 @@ class HttpApp:
                 raise _Reject(404, "NOT_FOUND", f"no route for {method} {path}")
             auth = headers.pop("authorization", None)
             if route.requires_bearer and not bearer_matches(auth, self.settings.secret):
-                await _send(send, 401, _UNAUTHORIZED, extra)
+                await _send(send, 401, _UNAUTHORIZED, [*extra, _CHALLENGE])
                 return
             body = await _read_body(route, headers, receive)
             payload, coerce = self._payload(route, method, path, params, scope, headers, body)

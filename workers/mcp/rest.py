@@ -1,10 +1,11 @@
-"""`python -m workers.mcp.rest`: the upstream MCP shim's routes, answered from the
-functions' own tool declarations.
+"""`python -m workers.mcp.rest`: MCP on the REST port, answered from the functions' own
+tool declarations.
 
 `GET /agentmemory/mcp/tools` lists every declared tool (with input schemas) and
 `POST /agentmemory/mcp/call {name, arguments}` runs one, so the unmodified
-`@agentmemory/mcp` shim proxies all our tools. Calls go to the functions over this
-worker's own bus connection, never back through HTTP.
+`@agentmemory/mcp` shim proxies all our tools. `POST /agentmemory/mcp` is the MCP server
+itself over Streamable HTTP (streamable_http.py), for agents that take one by URL. Calls go
+to the functions over this worker's own bus connection, never back through HTTP.
 """
 
 from __future__ import annotations
@@ -14,9 +15,12 @@ from typing import Any
 import msgspec
 
 from engine import Http, NoArgs, Worker
+from workers.mcp import streamable_http
 from workers.mcp.gateway import BusGateway
 
-worker = Worker("mcp-rest", description="MCP tools over REST for the upstream shim")
+worker = Worker(
+    "mcp-rest", description="MCP on the REST port: Streamable HTTP and the shim's routes"
+)
 _gateway: BusGateway | None = None
 
 
@@ -61,6 +65,30 @@ async def tools(req: NoArgs, ctx: Any) -> ToolsOut:
 )
 async def call(req: CallIn, ctx: Any) -> CallOut:
     return msgspec.convert(await gateway().call_tool(req.name, req.arguments), CallOut)
+
+
+# A tool call inside may take the gateway's 30 s: the request gets longer, so a slow tool
+# is the tool's error, not the route's 504.
+worker.function(
+    "mcp::http",
+    description="MCP over Streamable HTTP (JSON-RPC: initialize, tools, resources, prompts)",
+    timeout=60.0,
+    http=Http(
+        "POST",
+        streamable_http.PATH,
+        mode="http",
+        summary="MCP over Streamable HTTP: the `agentmemory mcp` server for clients that "
+        "take one by URL",
+        tags=["mcp"],
+    ),
+)(streamable_http.post)
+worker.function(
+    "mcp::http::end",
+    description="End an MCP session (Mcp-Session-Id)",
+    http=Http(
+        "DELETE", streamable_http.PATH, mode="http", summary="End an MCP session", tags=["mcp"]
+    ),
+)(streamable_http.end)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
-"""The agentmemory MCP server (stdio): the tools every function declares (read through the
-gateway, nothing listed here), plus a few resources and prompts.
+"""The agentmemory MCP server: the tools every function declares (read through the
+gateway, nothing listed here), plus a few resources and prompts. `agentmemory mcp` serves it
+on stdio; the REST port serves the same server over Streamable HTTP (streamable_http.py).
 
 Built on the SDK's low-level server: the tool list is data (the functions' declarations),
 not Python signatures. A refused call is a tool result with `isError` and a message the
@@ -11,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -22,6 +22,7 @@ from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 
 from functions.mcp_content import mcp_content_service as mcp_content
+from workers.mcp.caller import CallerOf, process_caller
 from workers.mcp.gateway import Gateway, GatewayError, connect_gateway
 
 log = logging.getLogger("workers.mcp")
@@ -31,19 +32,6 @@ INSTRUCTIONS = (
     "agentmemory keeps what past coding sessions did and decided. Use memory_smart_search "
     "or memory_recall before repeating work, memory_save for decisions worth keeping."
 )
-
-
-PROJECT_SCOPED = frozenset({"memory_save", "memory_lesson_save"})
-"""Saves that land in the caller's project when they name none, as the CLI's `remember` and
-the hooks do (the agent starts its MCP server in the project it works in)."""
-
-
-def caller_project() -> str:
-    """This process's project as the hooks name it: AGENTMEMORY_PROJECT_NAME, else the git
-    root's folder, else the working directory's."""
-    from workers.hooks import _hookcore
-
-    return _hookcore.project_of(_hookcore.Settings(), os.getcwd())
 
 
 def tools_cache_file() -> Path:
@@ -135,8 +123,25 @@ def _result(doc: dict[str, Any]) -> types.CallToolResult:
     )
 
 
-def build_app(provider: GatewayProvider, tools_cache: Path | None = None) -> Server[Any]:
+def build_app(
+    provider: GatewayProvider,
+    tools_cache: Path | None = None,
+    *,
+    caller_of: CallerOf = process_caller,
+    remember_tools: bool = True,
+) -> Server[Any]:
+    """The server over `provider`'s gateway. `caller_of` names each request's project and
+    agent (this process's over stdio, the request's over HTTP); `remember_tools` keeps the
+    last tool list on disk for a client that starts before the service (stdio only: over
+    HTTP the service is the one answering)."""
     cache = tools_cache or tools_cache_file()
+    arguments: dict[str, frozenset[str]] = {}
+    """Each tool's argument names, from the last listing: which caller fields it takes."""
+
+    def learn(tools: list[dict[str, Any]]) -> None:
+        for t in tools:
+            props = (t.get("inputSchema") or {}).get("properties")
+            arguments[str(t.get("name"))] = frozenset(props or ())
 
     async def list_tools(
         ctx: Any, params: types.PaginatedRequestParams | None
@@ -147,19 +152,22 @@ def build_app(provider: GatewayProvider, tools_cache: Path | None = None) -> Ser
             log.warning("tools not listed from the service (%s); using the last list", err)
             tools = _cached(cache)
         else:
-            _remember(cache, tools)
+            if remember_tools:
+                _remember(cache, tools)
+        learn(tools)
         return types.ListToolsResult(tools=[_tool(t) for t in tools])
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         try:
             gw = await provider()
+            if params.name not in arguments:  # called before any listing (or a new tool)
+                learn(await gw.tools())
         except GatewayError as err:
             doc: dict[str, Any] = {"content": [{"type": "text", "text": err.message}]}
             doc["isError"] = True
             return _result(doc)
-        args = dict(params.arguments or {})
-        if params.name in PROJECT_SCOPED and not args.get("project"):
-            args["project"] = caller_project()
+        known = arguments.get(params.name, frozenset())
+        args = caller_of(ctx).fill(params.name, dict(params.arguments or {}), known)
         return _result(await gw.call_tool(params.name, args))
 
     async def _listing(path: str) -> Any:

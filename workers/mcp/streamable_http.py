@@ -1,0 +1,278 @@
+"""MCP over Streamable HTTP on the REST port: `POST /agentmemory/mcp`, `DELETE` to end a
+session (upstream 0.9.34's route, for clients that take an MCP server by URL).
+
+One function call per HTTP request, as for every other route: the http trigger checks the
+bearer secret and the Origin, then hands the request here, where the SDK's Streamable HTTP
+transport answers it with the server `agentmemory mcp` runs on stdio (server.build_app:
+the same tools, resources and prompts), over this worker's bus connection. It answers in
+JSON, never SSE: no tool streams or asks the client anything back, and a JSON answer fits
+one function reply. Sessions (`Mcp-Session-Id`) are records in a KV bucket, not objects in
+a process: every memory replica serves the REST port, and a client's next connection may
+reach another one. docs/design/mcp-over-http.md says why.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import MutableMapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlencode
+
+import anyio
+import msgspec
+from mcp.server.lowlevel import Server
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
+
+from engine import Bucket, Client, Context, HttpRequest, HttpResponse
+from engine.settings import load
+from triggers.http.settings import LOOPBACK_HOSTS, HttpSettings
+from workers.mcp.caller import Caller, of_http
+from workers.mcp.gateway import BusGateway, Gateway
+from workers.mcp.server import build_app
+
+PATH = "/agentmemory/mcp"
+SESSIONS_BUCKET = "mcp_sessions"  # key: <session id>
+SESSION_HEADER = "mcp-session-id"
+VERSION_HEADER = "mcp-protocol-version"
+SESSION_TTL = 24 * 3600.0
+"""A session unused this long is forgotten (its id then answers 404, and the client starts a
+new one, as the specification says it must)."""
+TOUCH_EVERY = 600.0
+"""A session in use is written again at most this often: its TTL restarts without a KV
+write per request."""
+
+
+class Session(msgspec.Struct, kw_only=True):
+    protocol_version: str = ""
+    """The version `initialize` settled on, for the requests that leave out the header."""
+    client: str = ""
+    """The client's name and version, as it introduced itself."""
+    started: float = 0.0
+    touched: float = 0.0
+
+
+def request_caller(ctx: Any) -> Caller:
+    """The caller this HTTP request names (put in the ASGI scope's state by `Transport`)."""
+    caller = getattr(getattr(ctx.request, "state", None), "caller", None)
+    return caller if isinstance(caller, Caller) else Caller()
+
+
+def security() -> TransportSecuritySettings:
+    """DNS rebinding protection for a loopback server: the Host a browser was tricked into
+    sending (attacker.example resolving to 127.0.0.1) is refused, and an Origin must be a
+    loopback one or one of VIEWER_ALLOWED_ORIGINS (the http trigger refuses the others
+    first). A server bound beyond loopback was exposed on purpose: any Host is its own."""
+    settings = load(HttpSettings)
+    if settings.host not in LOOPBACK_HOSTS:
+        return TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    names = ("127.0.0.1", "localhost", "[::1]")
+    return TransportSecuritySettings(
+        allowed_hosts=[*names, *(f"{n}:*" for n in names)],
+        allowed_origins=[
+            *(
+                f"{scheme}://{n}{port}"
+                for scheme in ("http", "https")
+                for n in names
+                for port in ("", ":*")
+            ),
+            *(o.rstrip("/") for o in settings.allowed_origins),
+        ],
+    )
+
+
+@dataclass
+class _Answer:
+    """What the SDK's transport sent back for one request."""
+
+    status: int = 500
+    headers: dict[str, str] = field(default_factory=dict)
+    body: bytearray = field(default_factory=bytearray)
+
+    def response(self) -> HttpResponse:
+        headers = {
+            k: v for k, v in self.headers.items() if k not in ("content-type", "content-length")
+        }
+        ctype = self.headers.get("content-type", "")
+        if "json" in ctype and self.body:
+            return HttpResponse(
+                status=self.status, headers=headers, body=msgspec.Raw(bytes(self.body))
+            )
+        # No body (202 for a notification), or the transport's plain-text refusals.
+        return HttpResponse(
+            status=self.status,
+            headers=headers,
+            body=self.body.decode("utf-8", "replace"),
+            content_type=ctype or "text/plain",
+        )
+
+
+def _rpc_error(status: int, message: str, code: int = -32600) -> HttpResponse:
+    """A JSON-RPC error with no request id, as the SDK's own transport refuses a request."""
+    body = {"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}}
+    return HttpResponse(status=status, body=body)
+
+
+def _initializes(body: bytes) -> bool:
+    try:
+        doc = msgspec.json.decode(body)
+    except msgspec.DecodeError:
+        return False
+    items = doc if isinstance(doc, list) else [doc]
+    return any(isinstance(m, dict) and m.get("method") == "initialize" for m in items)
+
+
+def _negotiated(body: bytes | bytearray) -> str:
+    """The protocol version the server's reply to `initialize` settled on ("" if none)."""
+    try:
+        doc = msgspec.json.decode(bytes(body))
+    except msgspec.DecodeError:
+        return ""
+    for m in doc if isinstance(doc, list) else [doc]:
+        result = m.get("result") if isinstance(m, dict) else None
+        if isinstance(result, dict) and isinstance(result.get("protocolVersion"), str):
+            return str(result["protocolVersion"])
+    return ""
+
+
+def _client_of(body: bytes) -> str:
+    try:
+        doc = msgspec.json.decode(body)
+    except msgspec.DecodeError:
+        return ""
+    for m in doc if isinstance(doc, list) else [doc]:
+        info = ((m.get("params") or {}) if isinstance(m, dict) else {}).get("clientInfo")
+        if isinstance(info, dict):
+            return f"{info.get('name', '')} {info.get('version', '')}".strip()[:200]
+    return ""
+
+
+class Transport:
+    """The MCP server and its sessions, made once per process on the worker's bus."""
+
+    def __init__(self, client: Client) -> None:
+        self.client = client
+        self.gateway = BusGateway(client)
+        self.app: Server[Any] = build_app(
+            self._provider, caller_of=request_caller, remember_tools=False
+        )
+        self.security = security()
+        self._sessions: Bucket | None = None
+
+    async def _provider(self) -> Gateway:
+        return self.gateway
+
+    async def sessions(self) -> Bucket:
+        if self._sessions is None:
+            self._sessions = await self.client.bucket(SESSIONS_BUCKET)
+        return self._sessions
+
+    async def session(self, sid: str) -> Session | None:
+        bucket = await self.sessions()
+        found: Session | None = await bucket.get(sid, Session)
+        now = time.time()
+        if found is not None and now - found.touched > TOUCH_EVERY:
+            found.touched = now
+            await bucket.put(sid, found, ttl=SESSION_TTL)
+        return found
+
+    async def post(self, req: HttpRequest) -> HttpResponse:
+        headers = dict(req.headers)
+        body = bytes(req.body) if isinstance(req.body, msgspec.Raw) else b""
+        sid = headers.get(SESSION_HEADER)
+        if sid is not None:
+            found = await self.session(sid)
+            if found is None:
+                return _rpc_error(404, "Session not found")
+            if found.protocol_version:
+                headers.setdefault(VERSION_HEADER, found.protocol_version)
+        answer = await self._exchange(req, headers, body)
+        if sid is None and answer.status == 200 and _initializes(body):
+            version = _negotiated(answer.body)
+            if version:
+                sid = secrets.token_hex(16)
+                now = time.time()
+                record = Session(
+                    protocol_version=version, client=_client_of(body), started=now, touched=now
+                )
+                await (await self.sessions()).put(sid, record, ttl=SESSION_TTL)
+                answer.headers[SESSION_HEADER] = sid
+        return answer.response()
+
+    async def end(self, req: HttpRequest) -> HttpResponse:
+        """DELETE: the client ends its session; its id answers 404 from now on."""
+        sid = req.headers.get(SESSION_HEADER)
+        if not sid:
+            return _rpc_error(400, "Bad Request: Missing session ID")
+        bucket = await self.sessions()
+        found: Session | None = await bucket.get(sid, Session)
+        if found is None:
+            return _rpc_error(404, "Session not found")
+        await bucket.delete(sid)
+        return HttpResponse(status=200, body="", content_type="text/plain")
+
+    async def _exchange(self, req: HttpRequest, headers: dict[str, str], body: bytes) -> _Answer:
+        """One request through the SDK's transport, stateless and in JSON, as ASGI."""
+        scope: MutableMapping[str, Any] = {
+            "type": "http",
+            "asgi": {"version": "3.0"},
+            "http_version": "1.1",
+            "method": req.method,
+            "scheme": "http",
+            "path": req.path,
+            "raw_path": req.path.encode(),
+            "root_path": "",
+            "query_string": urlencode(req.query).encode(),
+            "headers": [(k.encode("latin-1"), v.encode("latin-1")) for k, v in headers.items()],
+            "client": None,
+            "server": None,
+            "state": {"caller": of_http(headers, req.query)},
+        }
+        delivered = False
+
+        async def receive() -> MutableMapping[str, Any]:
+            nonlocal delivered
+            if not delivered:
+                delivered = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            await anyio.sleep_forever()  # the client is still there until the reply is sent
+            raise AssertionError("unreachable")
+
+        answer = _Answer()
+
+        async def send(message: MutableMapping[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                answer.status = int(message["status"])
+                for k, v in message.get("headers") or []:
+                    answer.headers[k.decode("latin-1").lower()] = v.decode("latin-1")
+            elif message["type"] == "http.response.body":
+                answer.body.extend(message.get("body") or b"")
+
+        # A manager per request: a stateless exchange keeps nothing between requests, and
+        # its task group then lives exactly as long as the call that needs it.
+        manager = StreamableHTTPSessionManager(
+            self.app, json_response=True, stateless=True, security_settings=self.security
+        )
+        async with manager.run():
+            await manager.handle_request(scope, receive, send)
+        return answer
+
+
+_transport: Transport | None = None
+
+
+def transport(client: Client) -> Transport:
+    global _transport
+    if _transport is None or _transport.client is not client:
+        _transport = Transport(client)
+    return _transport
+
+
+async def post(req: HttpRequest, ctx: Context) -> HttpResponse:
+    return await transport(ctx.client).post(req)
+
+
+async def end(req: HttpRequest, ctx: Context) -> HttpResponse:
+    return await transport(ctx.client).end(req)
