@@ -1,9 +1,9 @@
 """The coding agents `agentmemory connect` knows: the file each reads its MCP servers from,
-the shape of an entry there, its hooks when it runs hook commands we support, and a rules
-file for a memory guideline when it has none.
+the shape of an entry there (a command, and a URL where the agent takes one), its hooks when
+it runs hook commands we support, and a rules file for a memory guideline when it has none.
 
-One row per agent, upstream's 21 names. Paths are the agents' own (their docs, or what
-their CLI reads: Cline's is the file its 3.x CLI opens, not the one upstream writes).
+One row per agent: upstream's 21 names, and VS Code. Paths are the agents' own (their docs,
+or what their CLI reads: Cline's is the file its 3.x CLI opens, not the one upstream writes).
 """
 
 from __future__ import annotations
@@ -23,6 +23,16 @@ Shape = Literal["plain", "stdio", "copilot", "opencode", "continue", "dsh", "cod
 `type: "local"` and `tools`; opencode a command list under `mcp` with `environment`;
 continue a list item with a `name`; dsh a row of DeepSeek Harness's patch file; codex a
 TOML table."""
+
+UrlShape = Literal[
+    "http", "copilot", "url", "httpUrl", "serverUrl", "cline", "opencode", "continue", "codex"
+]
+"""How an entry for the MCP server by URL (Streamable HTTP, with the bearer header) looks:
+http `{type: "http", url, headers}` (Claude Code, Droid, VS Code); copilot the same with
+`tools`; url `{url, headers}` (Cursor, Kiro, Zed, Hermes); httpUrl Gemini CLI's and Qwen
+Code's key; serverUrl Antigravity's; cline `type: "streamableHttp"`; opencode
+`type: "remote"`; continue `type: "streamable-http"` with `requestOptions.headers`; codex a
+TOML table with `url` and `http_headers`."""
 
 Home = Callable[[Path], Path]
 
@@ -74,6 +84,9 @@ class Agent:
     the agent has no hooks of ours."""
     note: str = ""
     """Said after a change: how the agent picks it up."""
+    url: UrlShape | None = None
+    """The entry's shape for the MCP server by URL, where the agent's config takes one
+    (`connect --transport http`); None: a command only."""
 
 
 def _xdg_config(home: Path) -> Path:
@@ -102,6 +115,12 @@ def _devin(home: Path) -> Path:
     return _xdg_config(home) / "devin" / "config.json"
 
 
+def _vscode(home: Path) -> Path:
+    if sys.platform == "darwin":
+        return home / "Library" / "Application Support" / "Code" / "User" / "mcp.json"
+    return _xdg_config(home) / "Code" / "User" / "mcp.json"
+
+
 AGENTS: tuple[Agent, ...] = (
     Agent(
         "claude-code",
@@ -111,6 +130,7 @@ AGENTS: tuple[Agent, ...] = (
         "stdio",
         hooks=Hooks(lambda h: h / ".claude" / "settings.json", CLAUDE_EVENTS, "claude-code"),
         note="restart Claude Code (or run /mcp in a session) to load it",
+        url="http",
     ),
     Agent(
         "copilot-cli",
@@ -119,6 +139,7 @@ AGENTS: tuple[Agent, ...] = (
         "json",
         "copilot",
         guideline=lambda h: _copilot(h) / "copilot-instructions.md",
+        url="copilot",
     ),
     Agent(
         "codex",
@@ -129,8 +150,9 @@ AGENTS: tuple[Agent, ...] = (
         key="mcp_servers",
         hooks=Hooks(lambda h: h / ".codex" / "hooks.json", CODEX_EVENTS, "codex"),
         note="Codex runs new hooks once you trust them in its TUI",
+        url="codex",
     ),
-    Agent("cursor", "Cursor", lambda h: h / ".cursor" / "mcp.json", "json", "plain"),
+    Agent("cursor", "Cursor", lambda h: h / ".cursor" / "mcp.json", "json", "plain", url="url"),
     Agent(
         "devin",
         "Devin CLI",
@@ -146,6 +168,7 @@ AGENTS: tuple[Agent, ...] = (
         "json",
         "plain",
         guideline=lambda h: h / ".gemini" / "GEMINI.md",
+        url="httpUrl",
     ),
     Agent(
         "qwen",
@@ -154,6 +177,7 @@ AGENTS: tuple[Agent, ...] = (
         "json",
         "plain",
         guideline=lambda h: h / ".qwen" / "QWEN.md",
+        url="httpUrl",
     ),
     Agent(
         "antigravity",
@@ -162,6 +186,7 @@ AGENTS: tuple[Agent, ...] = (
         "json",
         "plain",
         guideline=lambda h: h / ".gemini" / "GEMINI.md",
+        url="serverUrl",
     ),
     Agent(
         "antigravity-cli",
@@ -170,6 +195,7 @@ AGENTS: tuple[Agent, ...] = (
         "json",
         "plain",
         guideline=lambda h: h / ".gemini" / "GEMINI.md",
+        url="serverUrl",
     ),
     Agent(
         "kiro",
@@ -178,10 +204,25 @@ AGENTS: tuple[Agent, ...] = (
         "json",
         "plain",
         guideline=lambda h: h / ".kiro" / "steering" / "agentmemory.md",
+        url="url",
     ),
     Agent("warp", "Warp", lambda h: h / ".warp" / ".mcp.json", "json", "plain"),
-    Agent("cline", "Cline CLI", lambda h: _cline(h) / "cline_mcp_settings.json", "json", "plain"),
-    Agent("continue", "Continue", lambda h: h / ".continue" / "config.yaml", "yaml", "continue"),
+    Agent(
+        "cline",
+        "Cline CLI",
+        lambda h: _cline(h) / "cline_mcp_settings.json",
+        "json",
+        "plain",
+        url="cline",
+    ),
+    Agent(
+        "continue",
+        "Continue",
+        lambda h: h / ".continue" / "config.yaml",
+        "yaml",
+        "continue",
+        url="continue",
+    ),
     Agent(
         "zed",
         "Zed",
@@ -190,6 +231,7 @@ AGENTS: tuple[Agent, ...] = (
         "plain",
         key="context_servers",
         guideline=lambda h: _xdg_config(h) / "zed" / "AGENTS.md",
+        url="url",
     ),
     Agent(
         "droid",
@@ -198,6 +240,7 @@ AGENTS: tuple[Agent, ...] = (
         "json",
         "stdio",
         hooks=Hooks(lambda h: h / ".factory" / "hooks.json", DROID_EVENTS, "claude-code"),
+        url="http",
     ),
     Agent(
         "dsh",
@@ -215,6 +258,7 @@ AGENTS: tuple[Agent, ...] = (
         "opencode",
         key="mcp",
         guideline=lambda h: _xdg_config(h) / "opencode" / "AGENTS.md",
+        url="opencode",
     ),
     Agent("openclaw", "OpenClaw", lambda h: h / ".openclaw" / "openclaw.json", "json", "plain"),
     Agent(
@@ -224,6 +268,17 @@ AGENTS: tuple[Agent, ...] = (
         "yaml",
         "plain",
         key="mcp_servers",
+        url="url",
+    ),
+    Agent(
+        "vscode",
+        "VS Code",
+        _vscode,
+        "json",
+        "stdio",
+        key="servers",
+        note="VS Code starts it from the MCP servers list (or on the next chat)",
+        url="http",
     ),
     Agent(
         "pi",

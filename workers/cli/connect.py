@@ -1,9 +1,14 @@
 """`agentmemory connect <agent>`: merge our MCP server (and hooks, where the agent runs
 them) into the files the agent reads, or take them out again.
 
+The server is a command the agent starts (`agentmemory mcp`, stdio: the default) or, with
+`--transport http`, the REST port's `/agentmemory/mcp` URL with the bearer header, for the
+agents whose config takes one (Agent.url); the others keep the command and are told so.
+
 Every change is a merge: other servers, hooks and keys stay as they were; our own earlier
-entries are replaced, so connecting twice changes nothing. Each file is read once and
-changed in memory, so two wirings in one file (Devin's servers and hooks) are one change.
+entries are replaced, so connecting twice changes nothing (and switching transports leaves
+one entry). Each file is read once and changed in memory, so two wirings in one file
+(Devin's servers and hooks) are one change.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ from pathlib import Path
 
 from workers.cli import formats, merge
 from workers.cli.agents import AGENTS, NAMES, agent
-from workers.cli.formats import SERVER_NAME, entry
+from workers.cli.formats import SERVER_NAME, McpUrl, entry, url_entry
 from workers.cli.wiring import Wiring, hook_target, wiring
 
 HOOK_AGENTS = tuple(a.name for a in AGENTS if a.hooks is not None or a.format == "extension")
@@ -32,6 +37,7 @@ __all__ = [
     "AGENTS",
     "NAMES",
     "SERVER_NAME",
+    "McpUrl",
     "Plan",
     "Wiring",
     "hook_target",
@@ -61,9 +67,12 @@ def plan(
     mcp_env: dict[str, str] | None = None,
     *,
     guidelines: bool = True,
+    mcp_url: McpUrl | None = None,
 ) -> list[merge.Change]:
     """The file changes that wire `name` (nothing written yet)."""
-    return wire(name, home, with_hooks, hook_url, mcp_env, guidelines=guidelines).changes
+    return wire(
+        name, home, with_hooks, hook_url, mcp_env, guidelines=guidelines, mcp_url=mcp_url
+    ).changes
 
 
 def wire(
@@ -74,7 +83,9 @@ def wire(
     mcp_env: dict[str, str] | None = None,
     *,
     guidelines: bool = True,
+    mcp_url: McpUrl | None = None,
 ) -> Plan:
+    """`mcp_url`: the server by URL (`--transport http`) where the agent takes one."""
     a = agent(name)
     env = dict(mcp_env or {})
     fs, out = formats.Files(), Plan()
@@ -82,22 +93,33 @@ def wire(
     if a.format == "none":
         out.notes.append(a.note)
         return out
+    if mcp_url is not None and a.url is None and a.format != "extension":
+        out.notes.append(f"{a.display} takes its MCP server as a command here: wrote that form")
+    by_url = mcp_url if a.url is not None else None
+    if by_url is not None:
+        fs.secret.add(path)
+        out.notes.append(
+            f"{a.display} connects to {by_url.url} with the REST secret (the file is now "
+            "readable by you only); it needs the service running: `agentmemory start`"
+        )
     if a.format == "extension":
         fs.set_text(path, formats.pi_extension(hook_url))
         out.hooks = True
     elif a.format == "toml":
-        formats.codex_server(fs.toml(path), env, with_hooks)
+        formats.codex_server(fs.toml(path), env, with_hooks, by_url)
     elif a.shape == "continue":
-        formats.continue_server(fs, path, env)
+        formats.continue_server(fs, path, env, by_url)
     elif a.shape == "dsh":
         formats.dsh_rows(fs, a, path, env, with_hooks, hook_url)
-    elif a.format == "yaml":
-        doc = fs.yaml(path, formats.yaml_map())
-        if doc.get(a.key) is None:
-            doc[a.key] = formats.yaml_map()
-        doc[a.key][SERVER_NAME] = entry(a.shape, env)
     else:
-        merge.table(fs.json(path), a.key, path)[SERVER_NAME] = entry(a.shape, env)
+        ours = url_entry(a.url, by_url) if a.url and by_url else entry(a.shape, env)
+        if a.format == "yaml":
+            doc = fs.yaml(path, formats.yaml_map())
+            if doc.get(a.key) is None:
+                doc[a.key] = formats.yaml_map()
+            doc[a.key][SERVER_NAME] = ours
+        else:
+            merge.table(fs.json(path), a.key, path)[SERVER_NAME] = ours
     if with_hooks and a.hooks is not None:
         if a.shape != "dsh":
             formats.hooks_json(
@@ -156,7 +178,8 @@ def unplan(name: str, home: Path) -> Plan:
     return out
 
 
-def generic_block(env: dict[str, str] | None = None) -> str:
-    """An `mcpServers` block for any MCP client, pointing at the chosen instance."""
-    item = entry("plain", dict(env or {}))
+def generic_block(env: dict[str, str] | None = None, mcp_url: McpUrl | None = None) -> str:
+    """An `mcpServers` block for any MCP client, pointing at the chosen instance: the
+    command, or the URL with its bearer header (the shape Claude Code's `.mcp.json` reads)."""
+    item = url_entry("http", mcp_url) if mcp_url else entry("plain", dict(env or {}))
     return json.dumps({"mcpServers": {SERVER_NAME: item}}, indent=2)

@@ -195,7 +195,10 @@ def _agents(target: Target, home: Path, chosen: list[str]) -> list[Check]:
         if not w.connected:
             out.append(Check(agent, False, "not connected", reconnect))
             continue
-        out.append(_mcp_entry(agent, w, reconnect))
+        if w.mcp_url:
+            out.append(_mcp_url(target, agent, w))
+        else:
+            out.append(_mcp_entry(agent, w, reconnect))
         if hooks:
             out.append(_hooks(target, agent, w, reconnect))
     return out
@@ -213,6 +216,18 @@ def _mcp_entry(agent: str, w: connect.Wiring, reconnect: str) -> Check:
     if not _runnable(program):
         return Check(name, False, f"{program} does not exist or cannot run", reconnect)
     return Check(name, True, " ".join(w.mcp_command))
+
+
+def _mcp_url(target: Target, agent: str, w: connect.Wiring) -> Check:
+    """An entry by URL: this server's MCP route, with the secret it checks."""
+    name = f"{agent} MCP server"
+    reconnect = target.hint(f"connect {agent} --transport http")
+    expected = connect.McpUrl.of(target.url, target.secret)
+    if w.mcp_url.rstrip("/") != expected.url:
+        return Check(name, False, f"{w.mcp_url}, not this server ({expected.url})", reconnect)
+    if not target.secret or w.mcp_bearer != target.secret:
+        return Check(name, False, f"{w.mcp_url} with another secret than the server's", reconnect)
+    return Check(name, True, f"{w.mcp_url} (bearer secret)")
 
 
 def _hooks(target: Target, agent: str, w: connect.Wiring, reconnect: str) -> Check:

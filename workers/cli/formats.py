@@ -1,6 +1,6 @@
-"""Our entries in each agent format: a Codex TOML table, Continue's list, DeepSeek
-Harness's patch rows, Claude-shaped hook lists, the pi extension. Pure edits of parsed
-documents; `connect` decides which to apply."""
+"""Our entries in each agent format: the MCP server as a command or by URL, a Codex TOML
+table, Continue's list, DeepSeek Harness's patch rows, Claude-shaped hook lists, the pi
+extension. Pure edits of parsed documents; `connect` decides which to apply."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import json
 import os
 import shlex
 import sys
+from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
@@ -15,10 +16,29 @@ from typing import Any
 import tomlkit
 
 from workers.cli import merge
-from workers.cli.agents import TOOL_EVENTS, Agent, Hooks
+from workers.cli.agents import TOOL_EVENTS, Agent, Hooks, UrlShape
 from workers.hooks import SCRIPTS
 
 SERVER_NAME = "agentmemory"
+MCP_PATH = "/agentmemory/mcp"
+URL_KEYS = ("url", "httpUrl", "serverUrl")
+"""Where an agent's entry keeps the server's URL (read back by `wiring`)."""
+
+
+@dataclass(frozen=True)
+class McpUrl:
+    """The MCP server by URL: the REST port's Streamable HTTP route and its bearer secret."""
+
+    url: str
+    secret: str
+
+    @classmethod
+    def of(cls, base: str, secret: str) -> McpUrl:
+        return cls(base.rstrip("/") + MCP_PATH, secret)
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.secret}"}
 
 
 def mcp_command() -> list[str]:
@@ -53,6 +73,31 @@ def entry(shape: str, env: dict[str, str]) -> dict[str, Any]:
     return {**plain, "env": env} if env else plain
 
 
+def url_entry(shape: UrlShape, mcp: McpUrl) -> dict[str, Any]:
+    """Our MCP entry by URL in an agent's shape (Codex's TOML is `codex_url_server`)."""
+    where: dict[str, Any] = {"url": mcp.url, "headers": mcp.headers}
+    if shape == "http":
+        return {"type": "http", **where}
+    if shape == "copilot":
+        return {"type": "http", **where, "tools": ["*"]}
+    if shape == "httpUrl":
+        return {"httpUrl": mcp.url, "headers": mcp.headers}
+    if shape == "serverUrl":
+        return {"serverUrl": mcp.url, "headers": mcp.headers}
+    if shape == "cline":
+        return {"type": "streamableHttp", **where}
+    if shape == "opencode":
+        return {"type": "remote", **where, "enabled": True}
+    if shape == "continue":
+        return {
+            "name": SERVER_NAME,
+            "type": "streamable-http",
+            "url": mcp.url,
+            "requestOptions": {"headers": mcp.headers},
+        }
+    return where
+
+
 class Files:
     """Each file read once, changed in memory, turned into one Change."""
 
@@ -60,6 +105,8 @@ class Files:
         self.before: dict[Path, str] = {}
         self.docs: dict[Path, Any] = {}
         self.kinds: dict[Path, str] = {}
+        self.secret: set[Path] = set()
+        """Files given a credential: written readable by their owner only."""
 
     def _load(self, path: Path, kind: str) -> Any:
         if path not in self.docs:
@@ -106,7 +153,7 @@ class Files:
                 after = merge.dump_yaml(doc) if doc else before
             else:
                 after = doc
-            out.append(merge.Change(path, before, after))
+            out.append(merge.Change(path, before, after, private=path in self.secret))
         return out
 
 
@@ -116,17 +163,26 @@ def yaml_map() -> Any:
     return CommentedMap()
 
 
-def codex_server(doc: tomlkit.TOMLDocument, env: dict[str, str], with_hooks: bool) -> None:
-    cmd = mcp_command()
+def codex_server(
+    doc: tomlkit.TOMLDocument, env: dict[str, str], with_hooks: bool, mcp: McpUrl | None = None
+) -> None:
     servers = doc.get("mcp_servers")
     if servers is None:
         servers = tomlkit.table(is_super_table=True)
         doc["mcp_servers"] = servers
     item = tomlkit.table()
-    item["command"] = cmd[0]
-    item["args"] = cmd[1:]
-    if env:
-        item["env"] = env
+    if mcp is not None:
+        # Codex refuses an inline bearer_token; its http_headers are sent as written.
+        item["url"] = mcp.url
+        headers = tomlkit.inline_table()
+        headers.update(mcp.headers)
+        item["http_headers"] = headers
+    else:
+        cmd = mcp_command()
+        item["command"] = cmd[0]
+        item["args"] = cmd[1:]
+        if env:
+            item["env"] = env
     servers[SERVER_NAME] = item
     if with_hooks:
         features = doc.get("features")
@@ -140,19 +196,24 @@ def named(item: Any) -> bool:
     return isinstance(item, dict) and item.get("name") == SERVER_NAME
 
 
-def continue_server(fs: Files, path: Path, env: dict[str, str]) -> None:
+def continue_server(fs: Files, path: Path, env: dict[str, str], mcp: McpUrl | None = None) -> None:
+    ours = url_entry("continue", mcp) if mcp is not None else entry("continue", env)
     # Continue reads config.yaml; a config.json is its legacy form, used when no YAML exists.
     legacy = path.with_name("config.json")
     if not path.exists() and legacy.exists():
         doc = fs.json(legacy)
         servers = [s for s in doc.get("mcpServers") or [] if not named(s)]
-        doc["mcpServers"] = [*servers, entry("continue", env)]
+        doc["mcpServers"] = [*servers, ours]
+        if mcp is not None:
+            fs.secret.add(legacy)
         return
     fresh = yaml_map()
     fresh.update({"name": "Local config", "version": "1.0.0", "schema": "v1"})
     doc = fs.yaml(path, fresh)
     servers = [s for s in doc.get("mcpServers") or [] if not named(s)]
-    doc["mcpServers"] = [*servers, entry("continue", env)]
+    doc["mcpServers"] = [*servers, ours]
+    if mcp is not None:
+        fs.secret.add(path)
 
 
 def dsh_ours(row: Any) -> bool:

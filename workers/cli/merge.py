@@ -28,6 +28,9 @@ class Change:
     path: Path
     before: str
     after: str
+    private: bool = False
+    """The file holds a credential (the bearer secret of a URL entry): it is written
+    readable and writable by its owner only, whatever mode it had."""
 
     @property
     def changed(self) -> bool:
@@ -53,9 +56,15 @@ class Change:
         if self.path.exists() and not backup.exists():
             shutil.copy2(self.path, backup)
         tmp = self.path.with_name(self.path.name + ".agentmemory.tmp")
-        tmp.write_text(self.after)
+        # Created private before a byte is written: the secret is never readable by others
+        # (a leftover of a write that crashed would keep its mode: it goes first).
+        tmp.unlink(missing_ok=True)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600 if self.private else 0o666)
+        with os.fdopen(fd, "w") as f:
+            f.write(self.after)
         if self.path.exists():
-            os.chmod(tmp, self.path.stat().st_mode & 0o777)
+            mode = self.path.stat().st_mode & 0o777
+            os.chmod(tmp, mode & 0o700 if self.private else mode)
         os.replace(tmp, self.path)
 
 

@@ -212,16 +212,29 @@ def connect(
             help="For an agent without hooks, a short memory guideline in its rules file.",
         ),
     ] = True,
+    transport: Annotated[
+        str,
+        typer.Option(
+            "--transport",
+            help="stdio: the agent starts `agentmemory mcp` (starts the service when it is "
+            "down; saves land in the project the agent works in). http: the agent connects to "
+            "this server's /agentmemory/mcp URL with the bearer secret, where its config takes "
+            "a URL (docs/AGENTS.md).",
+        ),
+    ] = "stdio",
     data_dir: DataDir = None,
     port: Port = None,
     instance: InstanceOpt = None,
     url: UrlOpt = None,
 ) -> None:
     """Wire an agent to agentmemory (merges into its config, keeps other entries)."""
+    if transport not in ("stdio", "http"):
+        raise fail(f"unknown transport {transport!r} for --transport; choose stdio or http", 2)
     target = target_of(ctx, data_dir, port, instance, url)
     env = target.selection_env()
+    mcp_url = _mcp_url(target) if transport == "http" and not remove else None
     if agent == "mcp":
-        out.print(connect_mod.generic_block(env), markup=False)
+        out.print(connect_mod.generic_block(env, mcp_url), markup=False)
         return
     # Hooks read nothing but their command line and AGENTMEMORY_URL: a non-default server is
     # named there; the MCP server gets the variables that select the instance.
@@ -231,7 +244,13 @@ def connect(
             result = connect_mod.unplan(agent, Path.home())
         else:
             result = connect_mod.wire(
-                agent, Path.home(), with_hooks, hook_url, env, guidelines=guidelines
+                agent,
+                Path.home(),
+                with_hooks,
+                hook_url,
+                env,
+                guidelines=guidelines,
+                mcp_url=mcp_url,
             )
     except ValueError as exc:
         raise fail(str(exc), 2) from None
@@ -249,6 +268,20 @@ def connect(
         out.print(note, highlight=False)
     if result.hooks and with_hooks and not dry_run and not remove:
         out.print("hooks installed; start a new agent session to use them")
+
+
+def _mcp_url(target: Target) -> connect_mod.McpUrl:
+    """The server's MCP URL and the secret it checks (made now for a local instance that
+    has none yet: the service reads the same file when it starts)."""
+    from triggers.http.secret import load_secret
+
+    secret = target.secret or ("" if target.remote else load_secret())
+    if not secret:
+        raise fail(
+            f"no secret known for {target.url}: set AGENTMEMORY_SECRET to that server's secret",
+            2,
+        )
+    return connect_mod.McpUrl.of(target.url, secret)
 
 
 @app.command()

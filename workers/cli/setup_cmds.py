@@ -53,14 +53,23 @@ def init(
 
 def _refresh_agents(target: Target, home: Path) -> int:
     """Re-wire every agent whose config holds agentmemory, so its commands point at this
-    install (after a reinstall the interpreter and the scripts may have moved)."""
+    install (after a reinstall the interpreter and the scripts may have moved), in the form
+    it has: an entry by URL stays one, with this server's URL and secret."""
     env = target.selection_env()
     changed = 0
     for a in connect.AGENTS:
         w = connect.wiring(a.name, home)
         if not w.connected:
             continue
-        plan = connect.wire(a.name, home, bool(w.hook_commands), target.url if env else "", env)
+        by_url = connect.McpUrl.of(target.url, target.secret) if w.mcp_url else None
+        plan = connect.wire(
+            a.name,
+            home,
+            bool(w.hook_commands),
+            target.url if env else "",
+            env,
+            mcp_url=by_url if by_url and by_url.secret else None,
+        )
         for ch in plan.changes:
             if ch.changed:
                 ch.write()

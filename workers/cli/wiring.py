@@ -1,5 +1,5 @@
 """What an agent's config holds of ours, read back for `agentmemory doctor` and
-`upgrade`: the MCP command and the hook commands we wrote."""
+`upgrade`: the MCP command or URL and the hook commands we wrote."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import tomlkit
 
 from workers.cli import merge
 from workers.cli.agents import Agent, agent
-from workers.cli.formats import SERVER_NAME, named, ours
+from workers.cli.formats import SERVER_NAME, URL_KEYS, named, ours
 
 
 @dataclass
@@ -22,15 +22,20 @@ class Wiring:
     agent: str
     mcp_command: list[str]
     hook_commands: list[str]
+    mcp_url: str = ""
+    """The server's URL when the entry names one (`connect --transport http`)."""
+    mcp_bearer: str = ""
+    """The bearer token that entry sends."""
 
     @property
     def connected(self) -> bool:
-        return bool(self.mcp_command or self.hook_commands)
+        return bool(self.mcp_command or self.mcp_url or self.hook_commands)
 
 
 def wiring(name: str, home: Path) -> Wiring:
     a = agent(name)
     command: list[str] = []
+    url = bearer = ""
     try:
         found = _our_entry(a, a.file(home))
     except (OSError, ValueError, AttributeError, TypeError):  # unreadable, or not our shape
@@ -41,6 +46,7 @@ def wiring(name: str, home: Path) -> Wiring:
             command = [raw, *(str(x) for x in args if isinstance(x, str | int))]
         elif isinstance(raw, list):
             command = [str(c) for c in raw]
+        url, bearer = _url_of(found)
     hooks: list[str] = []
     if a.hooks is not None:
         path = a.hooks.file(home)
@@ -59,7 +65,22 @@ def wiring(name: str, home: Path) -> Wiring:
         ]
     elif a.format == "extension" and a.file(home).exists():
         hooks = [str(a.file(home))]
-    return Wiring(name, command, hooks)
+    return Wiring(name, command, hooks, url, bearer)
+
+
+def _url_of(found: dict[str, Any]) -> tuple[str, str]:
+    """The URL and bearer token of an entry by URL, in any agent's shape."""
+    url = next((str(found[k]) for k in URL_KEYS if isinstance(found.get(k), str)), "")
+    options = found.get("requestOptions")
+    headers = (
+        found.get("headers")
+        or found.get("http_headers")
+        or (options.get("headers") if isinstance(options, dict) else None)
+        or {}
+    )
+    auth = str(headers.get("Authorization", "")) if isinstance(headers, dict) else ""
+    scheme, _, token = auth.partition(" ")
+    return url, token.strip() if scheme.lower() == "bearer" else ""
 
 
 def _list(value: Any) -> list[Any]:

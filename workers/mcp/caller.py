@@ -4,8 +4,9 @@ arguments it leaves out.
 Over stdio the server is the agent's own child: its working directory names the project
 (as the hooks name it) and its environment the agent (AGENT_ID, as upstream's bridge sends
 it). Over HTTP one server answers every agent: each request names them in headers
-(`X-AgentMemory-Project`, `X-AgentMemory-Agent-Id`, upstream's name) or in the URL's query
-(`?project=…&agentId=…`), which is where a client that cannot send headers puts them.
+(`X-AgentMemory-Project`, and `X-AgentMemory-Agent-Id`, upstream 0.9.34's name, or
+`X-Agent-Id`, the one its REST routes read) or in the URL's query (`?project=…&agentId=…`),
+which is where a client that cannot send headers puts them.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any
 import msgspec
 
 PROJECT_HEADER = "x-agentmemory-project"
-AGENT_HEADER = "x-agentmemory-agent-id"
+AGENT_HEADERS = ("x-agentmemory-agent-id", "x-agent-id")
 PROJECT_QUERY = "project"
 AGENT_QUERY = "agentId"
 
@@ -52,7 +53,8 @@ request, None over stdio)."""
 def of_http(headers: Mapping[str, str], query: Mapping[str, str]) -> Caller:
     """The caller an HTTP request names: a header wins over the query."""
     project = headers.get(PROJECT_HEADER) or query.get(PROJECT_QUERY) or ""
-    agent = headers.get(AGENT_HEADER) or query.get(AGENT_QUERY) or ""
+    agent = next((headers[h] for h in AGENT_HEADERS if headers.get(h)), "")
+    agent = agent or query.get(AGENT_QUERY) or ""
     return Caller(project.strip(), agent.strip())
 
 

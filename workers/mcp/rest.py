@@ -90,6 +90,8 @@ worker.function(
     ),
 )(streamable_http.end)
 
+worker.on_stop(streamable_http.close)
+
 
 if __name__ == "__main__":
     worker.run()
