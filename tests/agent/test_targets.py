@@ -281,3 +281,167 @@ def test_opencode_droid_and_copilot_read_the_entry(running_stack: Stack, tmp_pat
     home = _wired_home(running_stack, "copilot-cli", tmp_path)
     res = agent_clis.run("copilot", "mcp", "list", home=home)
     assert "agentmemory (local)" in res.stdout, res.stdout + res.stderr
+
+
+# ---- the server by URL (`connect --transport http`) ----------------------------------
+URL = connect.McpUrl.of("http://127.0.0.1:4111", "s3cret")
+URL_AGENTS = [a.name for a in AGENTS if a.url is not None]
+
+
+def _expected_url(name: str) -> dict[str, Any]:
+    """Our entry by URL in each agent's documented schema."""
+    shape = BY_NAME[name].url
+    where = {"url": URL.url, "headers": {"Authorization": "Bearer s3cret"}}
+    if shape == "http":
+        return {"type": "http", **where}
+    if shape == "copilot":
+        return {"type": "http", **where, "tools": ["*"]}
+    if shape == "httpUrl":
+        return {"httpUrl": URL.url, "headers": where["headers"]}
+    if shape == "serverUrl":
+        return {"serverUrl": URL.url, "headers": where["headers"]}
+    if shape == "cline":
+        return {"type": "streamableHttp", **where}
+    if shape == "opencode":
+        return {"type": "remote", **where, "enabled": True}
+    if shape == "continue":
+        return {
+            "name": "agentmemory",
+            "type": "streamable-http",
+            "url": URL.url,
+            "requestOptions": {"headers": where["headers"]},
+        }
+    if shape == "codex":
+        return {"url": URL.url, "http_headers": where["headers"]}
+    return where
+
+
+@pytest.mark.parametrize("name", URL_AGENTS)
+def test_each_url_target_writes_the_agents_url_schema_privately_and_switches_back(
+    name: str, tmp_path: Path
+) -> None:
+    _seed(tmp_path, name)
+    path = BY_NAME[name].file(tmp_path)
+    path.chmod(0o644)
+    for change in connect.wire(name, tmp_path, False, "", ENV, mcp_url=URL).changes:
+        change.write()
+    assert URL.url == "http://127.0.0.1:4111/agentmemory/mcp"
+    assert _ours(tmp_path, name) == _expected_url(name)
+    assert path.stat().st_mode & 0o777 == 0o600  # it holds the secret now
+    read_back = connect.wiring(name, tmp_path)
+    assert (read_back.mcp_url, read_back.mcp_bearer, read_back.mcp_command) == (
+        URL.url,
+        "s3cret",
+        [],
+    )
+    assert read_back.connected
+    again = connect.wire(name, tmp_path, False, "", ENV, mcp_url=URL)
+    assert not any(c.changed for c in again.changes), "a second connect changed something"
+    for change in connect.wire(name, tmp_path, False, "", ENV).changes:  # back to stdio
+        change.write()
+    assert _ours(tmp_path, name) == _expected(name)
+    assert not connect.wiring(name, tmp_path).mcp_url
+    for change in connect.wire(name, tmp_path, False, "", ENV, mcp_url=URL).changes:
+        change.write()
+    for change in connect.unplan(name, tmp_path).changes:
+        change.write()
+    assert _ours(tmp_path, name) is None
+
+
+@pytest.mark.parametrize(
+    "name", [a.name for a in AGENTS if a.url is None and a.format not in ("none", "extension")]
+)
+def test_an_agent_without_a_url_form_keeps_the_command_and_says_so(
+    name: str, tmp_path: Path
+) -> None:
+    _seed(tmp_path, name)
+    result = connect.wire(name, tmp_path, False, "", ENV, mcp_url=URL)
+    assert any("as a command" in n for n in result.notes), result.notes
+    for change in result.changes:
+        change.write()
+    assert _ours(tmp_path, name) == _expected(name)
+    assert "s3cret" not in BY_NAME[name].file(tmp_path).read_text()
+
+
+def test_connect_mcp_prints_the_url_block(stack: Stack) -> None:
+    res = stack.cli("connect", "mcp", "--transport", "http")
+    block = json.loads(res.stdout)["mcpServers"]["agentmemory"]
+    assert block == {
+        "type": "http",
+        "url": f"{stack.url}/agentmemory/mcp",
+        "headers": {"Authorization": f"Bearer {stack.secret()}"},
+    }
+    bad = stack.cli("connect", "cursor", "--transport", "sse", check=False)
+    assert bad.returncode == 2 and "stdio or http" in bad.stderr
+
+
+def _connected_by_url(stack: Stack, tmp: Path, name: str) -> Path:
+    """A new user's HOME where `agentmemory connect <name> --transport http` ran."""
+    home = tmp / f"url-home-{name}"
+    (home / ".agentmemory").mkdir(parents=True)
+    (home / ".agentmemory" / "secret").write_text(stack.secret())
+    env = {**stack.env, "HOME": str(home)}
+    cmd = [*CLI, "connect", name, "--transport", "http"]
+    cmd += ["--data-dir", str(stack.data_dir), "--port", str(stack.port)]
+    res = subprocess.run(cmd, env=env, cwd=home, capture_output=True, text=True, timeout=90)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "readable by you only" in res.stdout
+    return home
+
+
+def test_claude_code_connects_to_the_url_connect_writes(
+    running_stack: Stack, tmp_path: Path
+) -> None:
+    home = _connected_by_url(running_stack, tmp_path, "claude-code")
+    res = agent_clis.run("claude", "mcp", "list", home=home)
+    line = next((ln for ln in res.stdout.splitlines() if ln.startswith("agentmemory:")), "")
+    assert "/agentmemory/mcp (HTTP)" in line, res.stdout + res.stderr
+    assert "Connected" in line and "✘" not in line, res.stdout + res.stderr
+    where = ["--data-dir", str(running_stack.data_dir), "--port", str(running_stack.port)]
+    doctor = subprocess.run(
+        [*CLI, "doctor", "--agent", "claude-code", *where],
+        env={**running_stack.env, "HOME": str(home)},
+        capture_output=True,
+        text=True,
+        timeout=90,
+    )
+    mcp_line = next(ln for ln in doctor.stdout.splitlines() if "claude-code MCP server" in ln)
+    assert mcp_line.startswith("ok") and "/agentmemory/mcp (bearer secret)" in mcp_line
+
+
+@pytest.mark.parametrize("cli,name", [("gemini", "gemini-cli"), ("qwen", "qwen")])
+def test_gemini_and_qwen_connect_to_the_url_connect_writes(
+    running_stack: Stack, tmp_path: Path, cli: str, name: str
+) -> None:
+    home = _connected_by_url(running_stack, tmp_path, name)
+    work = home / "work"
+    work.mkdir()
+    folder = ".gemini" if cli == "gemini" else ".qwen"
+    (home / folder / "trustedFolders.json").write_text(json.dumps({str(work): "TRUST_FOLDER"}))
+    res = agent_clis.run(cli, "mcp", "list", home=home, cwd=work)
+    line = _connected(res, "agentmemory:")
+    assert "/agentmemory/mcp (http)" in line, res.stdout + res.stderr
+    assert "Connected" in line and "Disconnected" not in line, res.stdout + res.stderr
+
+
+def test_codex_opencode_droid_and_copilot_read_the_url_entry(
+    running_stack: Stack, tmp_path: Path
+) -> None:
+    url = f"{running_stack.url}/agentmemory/mcp"
+    home = _connected_by_url(running_stack, tmp_path, "codex")
+    servers = {
+        s["name"]: s
+        for s in json.loads(agent_clis.run("codex", "mcp", "list", "--json", home=home).stdout)
+    }
+    transport = servers["agentmemory"]["transport"]
+    assert (transport["type"], transport["url"]) == ("streamable_http", url)
+    assert servers["agentmemory"]["auth_status"] == "bearer_token"
+    home = _connected_by_url(running_stack, tmp_path, "opencode")
+    line = _connected(agent_clis.run("opencode", "mcp", "list", home=home))
+    assert "failed" not in line and "✓" in line and "connected" in line, line
+    home = _connected_by_url(running_stack, tmp_path, "droid")
+    line = _connected(agent_clis.run("droid", "mcp", "list", home=home))
+    assert "http" in line and "connected" in line and "failed" not in line.lower(), line
+    home = _connected_by_url(running_stack, tmp_path, "copilot-cli")
+    res = agent_clis.run("copilot", "mcp", "list", home=home)
+    assert "agentmemory (http)" in res.stdout, res.stdout + res.stderr

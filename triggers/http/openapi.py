@@ -135,6 +135,8 @@ def _operation(
     statuses.update(str(s) for s in cfg.status_by.values())
     op["responses"] = {s: ok for s in sorted(statuses)}
     op["responses"].update({"4XX": err, "5XX": err})
+    if cfg.responses is not None:
+        op["responses"] = dict(cfg.responses)
     if r.requires_bearer:
         op["security"] = [{"bearer": []}]
         op["responses"]["401"] = {

@@ -26,6 +26,9 @@ Config keys of an `http` trigger (all but `path` optional):
 - `summary`, `description`, `tags`, `body_schema`, `response_schema`: OpenAPI document
   entries; schemas are JSON Schema dicts, e.g. `msgspec.json.schema(MyStruct)`. "body"
   routes take their schemas from the function's own types when these are not given.
+- `responses`: the operation's OpenAPI responses by status, where its replies are not the
+  usual success and error shapes (a protocol served on one path, such as MCP's JSON-RPC);
+  the 401 of the bearer check is added to them.
 """
 
 from __future__ import annotations
@@ -61,6 +64,7 @@ class RouteConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=False):
     tags: list[str] = msgspec.field(default_factory=list)
     body_schema: dict[str, Any] | None = None
     response_schema: dict[str, Any] | None = None
+    responses: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         self.method = self.method.upper()

@@ -15,7 +15,7 @@ from typing import Any
 import msgspec
 
 from engine import Http, NoArgs, Worker
-from workers.mcp import streamable_http
+from workers.mcp import jsonrpc, streamable_http
 from workers.mcp.gateway import BusGateway
 
 worker = Worker(
@@ -67,29 +67,43 @@ async def call(req: CallIn, ctx: Any) -> CallOut:
     return msgspec.convert(await gateway().call_tool(req.name, req.arguments), CallOut)
 
 
-# A tool call inside may take the gateway's 30 s: the request gets longer, so a slow tool
-# is the tool's error, not the route's 504.
+# One function per method; the routes are declared as triggers so the OpenAPI document
+# describes the protocol (JSON-RPC messages and replies) rather than a request object. A
+# tool call inside may take the gateway's 30 s: the request gets longer, so a slow tool is
+# the tool's error, not the route's 504.
 worker.function(
     "mcp::http",
     description="MCP over Streamable HTTP (JSON-RPC: initialize, tools, resources, prompts)",
     timeout=60.0,
-    http=Http(
-        "POST",
-        streamable_http.PATH,
-        mode="http",
-        summary="MCP over Streamable HTTP: the `agentmemory mcp` server for clients that "
-        "take one by URL",
-        tags=["mcp"],
-    ),
 )(streamable_http.post)
-worker.function(
+worker.trigger(
+    "http",
+    "mcp::http",
+    id="mcp-http",
+    method="POST",
+    path=streamable_http.PATH,
+    mode="http",
+    timeout=60.0,
+    summary="MCP over Streamable HTTP: the `agentmemory mcp` server for clients that take "
+    "one by URL",
+    tags=["mcp"],
+    body_schema=jsonrpc.MESSAGE,
+    responses=jsonrpc.POST_RESPONSES,
+)
+worker.function("mcp::http::end", description="End an MCP session (Mcp-Session-Id)")(
+    streamable_http.end
+)
+worker.trigger(
+    "http",
     "mcp::http::end",
-    description="End an MCP session (Mcp-Session-Id)",
-    http=Http(
-        "DELETE", streamable_http.PATH, mode="http", summary="End an MCP session", tags=["mcp"]
-    ),
-)(streamable_http.end)
-
+    id="mcp-http-end",
+    method="DELETE",
+    path=streamable_http.PATH,
+    mode="http",
+    summary="End an MCP session (header Mcp-Session-Id)",
+    tags=["mcp"],
+    responses=jsonrpc.DELETE_RESPONSES,
+)
 worker.on_stop(streamable_http.close)
 
 

@@ -31,6 +31,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from engine import Bucket, Client, Context, HttpRequest, HttpResponse
 from engine.settings import load
 from triggers.http.settings import LOOPBACK_HOSTS, HttpSettings
+from workers.mcp import jsonrpc
 from workers.mcp.caller import Caller, of_http
 from workers.mcp.gateway import BusGateway, Gateway
 from workers.mcp.server import build_app
@@ -98,32 +99,24 @@ class _Answer:
             k: v for k, v in self.headers.items() if k not in ("content-type", "content-length")
         }
         ctype = self.headers.get("content-type", "")
-        if "json" in ctype and self.body:
+        if not self.body:  # 202 for a notification: no body at all, not a JSON ""
+            return HttpResponse(
+                status=self.status, headers=headers, body="", content_type="text/plain"
+            )
+        if "json" in ctype:
             return HttpResponse(
                 status=self.status, headers=headers, body=msgspec.Raw(bytes(self.body))
             )
-        # No body (202 for a notification), or the transport's plain-text refusals.
-        return HttpResponse(
-            status=self.status,
-            headers=headers,
-            body=self.body.decode("utf-8", "replace"),
-            content_type=ctype or "text/plain",
-        )
+        # The transport's plain-text refusals ("Invalid Host header"), as its JSON ones are.
+        return _rpc_error(self.status, self.body.decode("utf-8", "replace"), headers=headers)
 
 
-def _rpc_error(status: int, message: str, code: int = -32600) -> HttpResponse:
+def _rpc_error(
+    status: int, message: str, code: int = -32600, headers: dict[str, str] | None = None
+) -> HttpResponse:
     """A JSON-RPC error with no request id, as the SDK's own transport refuses a request."""
     body = {"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}}
-    return HttpResponse(status=status, body=body)
-
-
-def _initializes(body: bytes) -> bool:
-    try:
-        doc = msgspec.json.decode(body)
-    except msgspec.DecodeError:
-        return False
-    items = doc if isinstance(doc, list) else [doc]
-    return any(isinstance(m, dict) and m.get("method") == "initialize" for m in items)
+    return HttpResponse(status=status, headers=headers or {}, body=body)
 
 
 def _negotiated(body: bytes | bytearray) -> str:
@@ -132,23 +125,17 @@ def _negotiated(body: bytes | bytearray) -> str:
         doc = msgspec.json.decode(bytes(body))
     except msgspec.DecodeError:
         return ""
-    for m in doc if isinstance(doc, list) else [doc]:
-        result = m.get("result") if isinstance(m, dict) else None
-        if isinstance(result, dict) and isinstance(result.get("protocolVersion"), str):
-            return str(result["protocolVersion"])
-    return ""
+    result = doc.get("result") if isinstance(doc, dict) else None
+    version = result.get("protocolVersion") if isinstance(result, dict) else None
+    return version if isinstance(version, str) else ""
 
 
-def _client_of(body: bytes) -> str:
-    try:
-        doc = msgspec.json.decode(body)
-    except msgspec.DecodeError:
+def _client_of(message: dict[str, Any]) -> str:
+    """The client's name and version, as its `initialize` gives them."""
+    info = (message.get("params") or {}).get("clientInfo")
+    if not isinstance(info, dict):
         return ""
-    for m in doc if isinstance(doc, list) else [doc]:
-        info = ((m.get("params") or {}) if isinstance(m, dict) else {}).get("clientInfo")
-        if isinstance(info, dict):
-            return f"{info.get('name', '')} {info.get('version', '')}".strip()[:200]
-    return ""
+    return f"{info.get('name', '')} {info.get('version', '')}".strip()[:200]
 
 
 class Transport:
@@ -219,6 +206,10 @@ class Transport:
     async def post(self, req: HttpRequest) -> HttpResponse:
         headers = dict(req.headers)
         body = bytes(req.body) if isinstance(req.body, msgspec.Raw) else b""
+        message: Any = msgspec.json.decode(body) if body else None  # JSON: the trigger checked
+        wrong = jsonrpc.malformed(message)
+        if wrong:
+            return _rpc_error(400, f"Invalid Request: {wrong}")
         sid = headers.get(SESSION_HEADER)
         if sid is not None:
             found = await self.session(sid)
@@ -227,13 +218,13 @@ class Transport:
             if found.protocol_version:
                 headers.setdefault(VERSION_HEADER, found.protocol_version)
         answer = await self._exchange(req, headers, body)
-        if sid is None and answer.status == 200 and _initializes(body):
+        if sid is None and answer.status == 200 and message.get("method") == "initialize":
             version = _negotiated(answer.body)
             if version:
                 sid = secrets.token_hex(16)
                 now = time.time()
                 record = Session(
-                    protocol_version=version, client=_client_of(body), started=now, touched=now
+                    protocol_version=version, client=_client_of(message), started=now, touched=now
                 )
                 await (await self.sessions()).put(sid, record, ttl=SESSION_TTL)
                 answer.headers[SESSION_HEADER] = sid
@@ -242,8 +233,8 @@ class Transport:
     async def end(self, req: HttpRequest) -> HttpResponse:
         """DELETE: the client ends its session; its id answers 404 from now on."""
         sid = req.headers.get(SESSION_HEADER)
-        if not sid:
-            return _rpc_error(400, "Bad Request: Missing session ID")
+        if not sid:  # no session named: none to end
+            return _rpc_error(404, "Session not found")
         bucket = await self.sessions()
         found: Session | None = await bucket.get(sid, Session)
         if found is None:
