@@ -25,6 +25,9 @@ def test_upgrade_points_stale_agent_configs_at_this_install_and_stamps_the_data(
 ) -> None:
     stack.cli("connect", "claude-code", "--with-hooks")
     stack.cli("connect", "cursor")
+    stack.cli("connect", "gemini-cli", "--transport", "http")
+    gemini = BY_NAME["gemini-cli"].file(stack.home)
+    gemini.write_text(gemini.read_text().replace(stack.secret(), "a-rotated-away-secret"))
     settings = stack.home / ".claude" / "settings.json"
     stale = settings.read_text().replace(".venv/bin/python", "old-venv/bin/python")
     stale = stale.replace("/workers/hooks/claude_code.py", "/old/workers/hooks/claude_code.py")
@@ -39,6 +42,9 @@ def test_upgrade_points_stale_agent_configs_at_this_install_and_stamps_the_data(
     assert "/old/" not in settings.read_text()
     entry = json.loads(cursor.read_text())["mcpServers"]["agentmemory"]
     assert entry["command"] != "/gone/bin/agentmemory" and entry["args"] == ["mcp"]
+    by_url = json.loads(gemini.read_text())["mcpServers"]["agentmemory"]  # stays by URL
+    assert by_url["httpUrl"] == f"{stack.url}/agentmemory/mcp"
+    assert by_url["headers"]["Authorization"] == f"Bearer {stack.secret()}"
     again = stack.cli("upgrade", "--data-dir", str(stack.data_dir), "--port", str(stack.port))
     assert "current" in again.stdout and "agent configs current" in again.stdout
 
