@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from tests.conftest import ROOT
+from tests.fixtures import ROOT
 from workers.cli import memory_cmds, setup_cmds  # noqa: F401  (they register their commands on `app`)
 from workers.cli.agents import NAMES
 from workers.cli.service_cmds import app

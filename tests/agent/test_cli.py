@@ -12,16 +12,17 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from tests.agent.conftest import CLI, Stack, free_block
+from tests.agent.cli_stack import CLI, CliStack
+from tests.fixtures import free_port_block
 
 
 def run(
-    st: Stack,
+    st: CliStack,
     *args: str,
     env: dict[str, str] | None = None,
     cwd: Path | None = None,
 ) -> subprocess.CompletedProcess[str]:
-    """The CLI exactly as typed: no flags added (unlike `Stack.cli`)."""
+    """The CLI exactly as typed: no flags added (unlike `CliStack.cli`)."""
     return subprocess.run(
         [*CLI, *args],
         env=env or st.env,
@@ -33,7 +34,7 @@ def run(
 
 
 @contextmanager
-def instance_two(st: Stack) -> Iterator[subprocess.CompletedProcess[str]]:
+def instance_two(st: CliStack) -> Iterator[subprocess.CompletedProcess[str]]:
     """Instance 2 on the stack's port block, its data root set only in the starting shell."""
     env = {**st.env, "AGENTMEMORY_DATA_DIR": str(st.data_dir)}
     flags = ["--instance", "2", "--port", str(st.port)]
@@ -50,7 +51,7 @@ def instance_two(st: Stack) -> Iterator[subprocess.CompletedProcess[str]]:
             pass
 
 
-def test_instance_k_alone_finds_a_running_instance_and_the_panel_names_it(stack: Stack) -> None:
+def test_instance_k_alone_finds_a_running_instance_and_the_panel_names_it(stack: CliStack) -> None:
     with instance_two(stack) as started:
         flags = f"--instance 2 --port {stack.port}"
         assert f"agentmemory stop {flags}" in started.stdout
@@ -75,7 +76,7 @@ def test_instance_k_alone_finds_a_running_instance_and_the_panel_names_it(stack:
         )
 
 
-def test_hints_for_a_stopped_instance_carry_its_flags(stack: Stack) -> None:
+def test_hints_for_a_stopped_instance_carry_its_flags(stack: CliStack) -> None:
     flags = ["--instance", "2", "--port", str(stack.port)]
     start = f"agentmemory start --detach --instance 2 --port {stack.port}"
 
@@ -97,7 +98,7 @@ def test_hints_for_a_stopped_instance_carry_its_flags(stack: Stack) -> None:
     assert f"start --detach --port {stack.port} --data-dir {stack.data_dir}" in remember.stderr
 
 
-def test_url_and_agentmemory_url_reach_the_server_by_rest(stack: Stack) -> None:
+def test_url_and_agentmemory_url_reach_the_server_by_rest(stack: CliStack) -> None:
     stack.start()
     # No instance flags: the default instance (port 3111) is not the one running.
     saved = run(stack, "remember", "Deploys go through the staging cluster", "--url", stack.url)
@@ -119,14 +120,14 @@ def test_url_and_agentmemory_url_reach_the_server_by_rest(stack: Stack) -> None:
     assert doctor.returncode == 0, doctor.stdout
     assert f"{stack.url}/agentmemory/livez" in doctor.stdout
 
-    nobody = f"http://127.0.0.1:{free_block()}"
+    nobody = f"http://127.0.0.1:{free_port_block()}"
     down = run(stack, "search", "staging", "--url", nobody)
     assert down.returncode == 1 and f"not reachable at {nobody}" in down.stderr
     assert "agentmemory start" not in down.stderr  # another machine's server: not ours to start
     assert run(stack, "status", "--url", nobody).returncode == 1
 
 
-def test_doctor_exits_0_when_healthy_and_1_with_the_fix(stack: Stack) -> None:
+def test_doctor_exits_0_when_healthy_and_1_with_the_fix(stack: CliStack) -> None:
     stack.start()
     flags = f"--port {stack.port} --data-dir {stack.data_dir}"
 
@@ -144,7 +145,7 @@ def test_doctor_exits_0_when_healthy_and_1_with_the_fix(stack: Stack) -> None:
     assert f"fix: agentmemory connect claude-code --with-hooks {flags}" in chosen.stdout
 
     # Hooks left pointing at another port block do not reach this instance.
-    other = free_block()
+    other = free_port_block()
     assert run(stack, "connect", "codex", "--with-hooks", "--port", str(other)).returncode == 0
     astray = stack.cli("doctor", check=False)
     assert astray.returncode == 1 and f"send to http://127.0.0.1:{other}" in astray.stdout
@@ -157,7 +158,7 @@ def test_doctor_exits_0_when_healthy_and_1_with_the_fix(stack: Stack) -> None:
     assert f"fix: agentmemory start --detach {flags}" in stopped.stdout
 
 
-def test_remember_confirms_in_one_line_and_files_under_the_cwd_project(stack: Stack) -> None:
+def test_remember_confirms_in_one_line_and_files_under_the_cwd_project(stack: CliStack) -> None:
     stack.start()
     target = ["--data-dir", str(stack.data_dir), "--port", str(stack.port)]
     src = stack.project_dir / "src" / "billing"

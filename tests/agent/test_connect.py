@@ -7,7 +7,7 @@ from pathlib import Path
 
 import tomlkit
 
-from tests.agent.conftest import Stack
+from tests.agent.cli_stack import CliStack
 from workers.cli.agents import CLAUDE_EVENTS
 from workers.cli.connect import plan
 
@@ -48,7 +48,7 @@ def test_codex_connect_keeps_other_servers_and_settings(tmp_path: Path) -> None:
     }
 
 
-def test_dry_run_prints_the_change_and_writes_nothing(stack: Stack) -> None:
+def test_dry_run_prints_the_change_and_writes_nothing(stack: CliStack) -> None:
     settings = stack.home / ".claude" / "settings.json"
     settings.parent.mkdir()
     settings.write_text('{"model": "opus"}')
@@ -58,7 +58,7 @@ def test_dry_run_prints_the_change_and_writes_nothing(stack: Stack) -> None:
     assert not (stack.home / ".claude.json").exists()
 
 
-def test_every_agent_gets_an_mcp_entry_and_unknown_agents_are_refused(stack: Stack) -> None:
+def test_every_agent_gets_an_mcp_entry_and_unknown_agents_are_refused(stack: CliStack) -> None:
     stack.cli("connect", "cursor")
     for agent in ("gemini-cli", "opencode"):
         for change in plan(agent, stack.home, with_hooks=False):
@@ -77,14 +77,14 @@ def test_every_agent_gets_an_mcp_entry_and_unknown_agents_are_refused(stack: Sta
     assert bad.returncode == 2 and "claude-code" in bad.stderr
 
 
-def test_doctor_names_each_problem_with_its_fix(stack: Stack) -> None:
+def test_doctor_names_each_problem_with_its_fix(stack: CliStack) -> None:
     res = stack.cli("doctor", check=False)
     assert res.returncode == 1
     assert "agentmemory start --detach" in res.stdout
     assert "agentmemory connect claude-code --with-hooks" in res.stdout
 
 
-def test_dry_run_diff_keeps_long_lines_whole_when_piped(stack: Stack) -> None:
+def test_dry_run_diff_keeps_long_lines_whole_when_piped(stack: CliStack) -> None:
     settings = stack.home / ".claude" / "settings.json"
     settings.parent.mkdir()
     settings.write_text('{"model": "opus"}')  # no final newline

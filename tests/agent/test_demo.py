@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 
-from tests.agent.conftest import Stack
+from tests.agent.cli_stack import CliStack
 from workers.cli.demo import QUERIES, SESSIONS
 
 
 def test_demo_seeds_three_sessions_whose_searches_find_them_and_export_reimports(
-    stack: Stack,
+    stack: CliStack,
 ) -> None:
     stack.start()
     out = stack.cli("demo").stdout
@@ -43,5 +43,5 @@ def test_demo_seeds_three_sessions_whose_searches_find_them_and_export_reimports
     assert refused.returncode == 2 and "not valid JSON" in refused.stderr
 
 
-def _target(stack: Stack) -> list[str]:
+def _target(stack: CliStack) -> list[str]:
     return ["--data-dir", str(stack.data_dir), "--port", str(stack.port)]

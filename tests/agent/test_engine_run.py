@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.agent.conftest import ROOT, free_block
+from tests.fixtures import ROOT, free_port_block
 
 pytestmark = pytest.mark.timeout(240)
 
 
 def test_engine_run_honours_agentmemory_instance_and_starts_quietly(tmp_path: Path) -> None:
-    rest = free_block()
+    rest = free_port_block()
     anchor = rest - 400  # instance 4 shifts the block by 400
     env = {
         k: v for k, v in os.environ.items() if not k.startswith(("AGENTMEMORY_", "ENGINE_", "XDG_"))

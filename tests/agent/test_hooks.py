@@ -12,7 +12,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tests.agent.conftest import Stack, free_block, run_hook, session_payloads, wait_until
+from tests.agent.cli_stack import CliStack, run_hook, session_payloads
+from tests.fixtures import free_port_block, wait_until
 from workers.hooks import SCRIPTS, _delivery
 from workers.hooks._hookcore import Settings, truncate
 from workers.hooks._scrub import scrub_text
@@ -35,11 +36,11 @@ def _post_tool(i: int, session: str = "spool-session") -> dict[str, Any]:
     }
 
 
-def _spooled(st: Stack) -> list[dict[str, Any]]:
+def _spooled(st: CliStack) -> list[dict[str, Any]]:
     return _delivery.read(Settings(st.hook_env()))
 
 
-def test_hook_with_server_down_exits_zero_fast_and_spools_the_event(stack: Stack) -> None:
+def test_hook_with_server_down_exits_zero_fast_and_spools_the_event(stack: CliStack) -> None:
     env = stack.hook_env()  # nothing listens on this port yet
     times = []
     for i in range(3):
@@ -58,7 +59,7 @@ def test_hook_with_server_down_exits_zero_fast_and_spools_the_event(stack: Stack
     assert "sk-live-" not in spool_file.read_text() and "[REDACTED]" in spool_file.read_text()
 
 
-def test_spool_drains_when_server_is_back_and_nothing_is_stored_twice(stack: Stack) -> None:
+def test_spool_drains_when_server_is_back_and_nothing_is_stored_twice(stack: CliStack) -> None:
     env = stack.hook_env()
     for i in range(3):
         assert run_hook(HOOK, _post_tool(i), env)[0] == 0
@@ -98,7 +99,7 @@ def _observe_body(i: int) -> dict[str, Any]:
     }
 
 
-def test_replayed_tool_use_id_is_stored_once(stack: Stack) -> None:
+def test_replayed_tool_use_id_is_stored_once(stack: CliStack) -> None:
     stack.start()
     payload = next(
         p for p in session_payloads(stack.project_dir) if p["hook_event_name"] == "PostToolUse"
@@ -109,7 +110,7 @@ def test_replayed_tool_use_id_is_stored_once(stack: Stack) -> None:
     assert len(obs) == 1
 
 
-def test_session_start_prints_context_only_when_enabled(stack: Stack) -> None:
+def test_session_start_prints_context_only_when_enabled(stack: CliStack) -> None:
     stack.start()
     payloads = session_payloads(stack.project_dir)
     for p in payloads:
@@ -156,7 +157,7 @@ def test_spool_is_bounded_in_bytes_and_age(tmp_path: Path) -> None:
 
 
 def test_capture_rules_and_output_truncation(tmp_path: Path) -> None:
-    port = free_block()
+    port = free_port_block()
     env = {
         "HOME": str(tmp_path),
         "PATH": os.environ.get("PATH", ""),
@@ -190,7 +191,7 @@ def test_capture_rules_and_output_truncation(tmp_path: Path) -> None:
     )
 
 
-def test_codex_post_tool_use_is_stored_with_its_tool_use_id(stack: Stack) -> None:
+def test_codex_post_tool_use_is_stored_with_its_tool_use_id(stack: CliStack) -> None:
     stack.start()
     codex = f"{os.path.realpath(sys.executable)} -S {SCRIPTS['codex']}"
     payload = {
@@ -220,7 +221,7 @@ def test_codex_post_tool_use_is_stored_with_its_tool_use_id(stack: Stack) -> Non
 def test_drain_with_the_server_still_down_keeps_every_event(tmp_path: Path) -> None:
     env = {
         "HOME": str(tmp_path),
-        "AGENTMEMORY_URL": f"http://127.0.0.1:{free_block()}",
+        "AGENTMEMORY_URL": f"http://127.0.0.1:{free_port_block()}",
         "AGENTMEMORY_SPOOL_DIR": str(tmp_path / "spool"),
     }
     settings = Settings(env)
@@ -292,7 +293,7 @@ def test_event_sent_before_the_routes_exist_is_spooled_then_stored_once(
 ) -> None:
     import httpx
 
-    port, secret = free_block(), "route-race-secret"
+    port, secret = free_port_block(), "route-race-secret"
     common = {"HOME": str(tmp_path), "AGENTMEMORY_SECRET": secret}
     spawn("workers.trigger_plugins", "http", env={**common, "AGENTMEMORY_REST_PORT": str(port)})
     env = {

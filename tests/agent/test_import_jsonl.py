@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tests.agent.conftest import Stack
+from tests.agent.cli_stack import CliStack
 from workers.cli.transcripts import parse
 
 TOPICS = {
@@ -53,7 +53,7 @@ def test_transcript_parser_pairs_tool_use_with_its_result(tmp_path: Path) -> Non
     assert session.cwd == "/home/dev/orders-api"
 
 
-def test_import_jsonl_is_idempotent_and_sessions_are_searchable(stack: Stack) -> None:
+def test_import_jsonl_is_idempotent_and_sessions_are_searchable(stack: CliStack) -> None:
     stack.start()
     _write_projects(stack.home)
     first = stack.cli("import-jsonl")

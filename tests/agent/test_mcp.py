@@ -10,7 +10,8 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.shared.exceptions import MCPError
 
-from tests.agent.conftest import CLI, Stack, wait_until
+from tests.agent.cli_stack import CLI, CliStack
+from tests.fixtures import wait_until
 from workers.mcp.gateway import Gateway, RestGateway
 from workers.mcp.server import build_app
 
@@ -29,7 +30,7 @@ TOOLS = {
 }
 
 
-def _params(stack: Stack, **env: str) -> StdioServerParameters:
+def _params(stack: CliStack, **env: str) -> StdioServerParameters:
     return StdioServerParameters(
         command=CLI[0],
         args=[*CLI[1:], "mcp"],
@@ -41,7 +42,7 @@ def _text(result: Any) -> str:
     return " ".join(getattr(c, "text", "") for c in result.content)
 
 
-async def test_mcp_server_over_stdio_saves_recalls_reads_and_prompts(stack: Stack) -> None:
+async def test_mcp_server_over_stdio_saves_recalls_reads_and_prompts(stack: CliStack) -> None:
     stack.start()
     async with stdio_client(_params(stack)) as (read, write), ClientSession(read, write) as s:
         await s.initialize()
@@ -90,7 +91,7 @@ async def test_mcp_server_over_stdio_saves_recalls_reads_and_prompts(stack: Stac
         assert "idempotency" in json.dumps(recalled.structured_content)
 
 
-async def test_mcp_tool_reports_a_down_server_as_a_tool_error(stack: Stack) -> None:
+async def test_mcp_tool_reports_a_down_server_as_a_tool_error(stack: CliStack) -> None:
     async with stdio_client(_params(stack)) as (read, write), ClientSession(read, write) as s:
         await s.initialize()
         result = await s.call_tool("memory_smart_search", {"query": "anything"})
@@ -98,7 +99,7 @@ async def test_mcp_tool_reports_a_down_server_as_a_tool_error(stack: Stack) -> N
         assert "not reachable" in _text(result) and "agentmemory start" in _text(result)
 
 
-async def test_shim_routes_list_and_call_the_declared_tools(stack: Stack) -> None:
+async def test_shim_routes_list_and_call_the_declared_tools(stack: CliStack) -> None:
     stack.start()
     gateway = RestGateway(stack.url, stack.secret())
     tools = await gateway.tools()  # GET /agentmemory/mcp/tools
@@ -112,7 +113,7 @@ async def test_shim_routes_list_and_call_the_declared_tools(stack: Stack) -> Non
     await gateway.close()
 
 
-async def test_mcp_reaches_the_local_engine_over_the_bus_without_a_url(stack: Stack) -> None:
+async def test_mcp_reaches_the_local_engine_over_the_bus_without_a_url(stack: CliStack) -> None:
     stack.start()
     # A wrong secret: REST would answer 401, so success proves the bus path was taken.
     env = {
@@ -134,7 +135,7 @@ async def test_mcp_reaches_the_local_engine_over_the_bus_without_a_url(stack: St
 
 
 async def test_every_tool_resource_and_prompt_answers_against_the_real_service(
-    stack: Stack,
+    stack: CliStack,
 ) -> None:
     import mcp
 
@@ -218,7 +219,7 @@ async def test_every_tool_resource_and_prompt_answers_against_the_real_service(
     await gateway.close()
 
 
-def test_upstream_shim_routes_list_and_call_every_tool_over_rest(stack: Stack) -> None:
+def test_upstream_shim_routes_list_and_call_every_tool_over_rest(stack: CliStack) -> None:
     assert "workers.mcp.rest" in stack.config.read_text()  # the default stack serves the shim
     stack.start()
     with stack.rest() as c:

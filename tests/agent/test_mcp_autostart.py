@@ -8,14 +8,14 @@ import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from tests.agent.conftest import CLI, Stack
+from tests.agent.cli_stack import CLI, CliStack
 from tests.upstream.stack import upstream_tools
 
 pytestmark = pytest.mark.timeout(300)
 
 
 async def test_mcp_started_with_no_service_starts_it_lists_all_tools_and_saves(
-    stack: Stack,
+    stack: CliStack,
 ) -> None:
     env = {
         **stack.env,
@@ -39,7 +39,7 @@ async def test_mcp_started_with_no_service_starts_it_lists_all_tools_and_saves(
     assert mine["project"] == "payments-svc"
 
 
-async def test_autostart_off_reports_the_outage_as_a_tool_error(stack: Stack) -> None:
+async def test_autostart_off_reports_the_outage_as_a_tool_error(stack: CliStack) -> None:
     env = {
         **stack.env,
         "AGENTMEMORY_DATA_DIR": str(stack.data_dir),

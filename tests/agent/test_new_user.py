@@ -10,12 +10,13 @@ import subprocess
 import threading
 import time
 
-from tests.agent.conftest import CLI, Stack, run_hook, session_payloads, wait_until
+from tests.agent.cli_stack import CLI, CliStack, run_hook, session_payloads
+from tests.fixtures import wait_until
 
 SESSION = "9f1c2e7a-4b3d-4e5f-8a9b-0c1d2e3f4a5b"
 
 
-def _preexisting_claude_config(st: Stack) -> None:
+def _preexisting_claude_config(st: CliStack) -> None:
     (st.home / ".claude").mkdir()
     (st.home / ".claude" / "settings.json").write_text(
         json.dumps(
@@ -35,7 +36,7 @@ def _preexisting_claude_config(st: Stack) -> None:
     )
 
 
-def _installed_hooks(st: Stack) -> dict[str, str]:
+def _installed_hooks(st: CliStack) -> dict[str, str]:
     settings = json.loads((st.home / ".claude" / "settings.json").read_text())
     out = {}
     for event, groups in settings["hooks"].items():
@@ -46,7 +47,7 @@ def _installed_hooks(st: Stack) -> dict[str, str]:
     return out
 
 
-def test_new_user_start_connect_work_search_status_stop(stack: Stack) -> None:
+def test_new_user_start_connect_work_search_status_stop(stack: CliStack) -> None:
     stack.start()
     assert os.stat(stack.data_dir).st_mode & 0o077 == 0
 
@@ -102,7 +103,7 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def test_foreground_start_shows_the_four_ports_and_stops_on_ctrl_c(stack: Stack) -> None:
+def test_foreground_start_shows_the_four_ports_and_stops_on_ctrl_c(stack: CliStack) -> None:
     cmd = [*CLI, "start", "--data-dir", str(stack.data_dir), "--port", str(stack.port)]
     # Started with SIGINT ignored, as a background job of a non-interactive shell is (CI's
     # `make test &`): Ctrl-C must stop it all the same (it timed out here when inherited).

@@ -14,7 +14,8 @@ import pytest
 import yaml
 
 from tests.agent import agent_clis
-from tests.agent.conftest import Stack, wait_until
+from tests.agent.cli_stack import CliStack
+from tests.fixtures import wait_until
 from workers.cli.agents import CLAUDE_EVENTS, CODEX_EVENTS, TOOL_EVENTS
 from workers.mcp.gateway import RestGateway
 
@@ -78,7 +79,7 @@ def test_manifests_hooks_and_skills_follow_the_documented_format() -> None:
 
 
 async def test_every_tool_call_in_the_skills_exists_with_those_arguments(
-    running_stack: Stack,
+    running_stack: CliStack,
 ) -> None:
     gateway = RestGateway(running_stack.url, running_stack.secret())
     try:
@@ -114,7 +115,7 @@ def test_claude_code_validates_the_bundle_and_both_marketplaces(tmp_path: Path) 
 
 
 def test_installed_plugin_wires_the_hooks_connect_does_and_they_record(
-    running_stack: Stack,
+    running_stack: CliStack,
 ) -> None:
     home = running_stack.home  # the stack's secret is there for the hook and the MCP server
     add = agent_clis.run("claude", "plugin", "marketplace", "add", str(ROOT), home=home)

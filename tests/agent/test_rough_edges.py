@@ -11,7 +11,8 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 from functions.kernel.text import clip
-from tests.agent.conftest import CLI, Stack, wait_until
+from tests.agent.cli_stack import CLI, CliStack
+from tests.fixtures import wait_until
 
 
 def _text(result: Any) -> str:
@@ -19,7 +20,7 @@ def _text(result: Any) -> str:
 
 
 async def test_mcp_saves_land_in_the_callers_project_and_numbers_may_be_strings(
-    running_stack: Stack,
+    running_stack: CliStack,
 ) -> None:
     st = running_stack
     params = StdioServerParameters(
@@ -41,7 +42,7 @@ async def test_mcp_saves_land_in_the_callers_project_and_numbers_may_be_strings(
         assert not sessions.is_error, _text(sessions)
 
 
-def test_head_livez_one_boot_id_and_one_error_shape(running_stack: Stack) -> None:
+def test_head_livez_one_boot_id_and_one_error_shape(running_stack: CliStack) -> None:
     url = f"{running_stack.url}/agentmemory"
     with httpx.Client(timeout=10) as http:
         head = http.head(f"{url}/livez")
@@ -65,7 +66,7 @@ def test_head_livez_one_boot_id_and_one_error_shape(running_stack: Stack) -> Non
 
 
 def test_importing_a_file_that_is_no_export_is_an_error_naming_what_is_wrong(
-    running_stack: Stack,
+    running_stack: CliStack,
 ) -> None:
     bad = running_stack.home / "bad.json"
     bad.write_text(json.dumps({"bad": 1}))
@@ -76,7 +77,7 @@ def test_importing_a_file_that_is_no_export_is_an_error_naming_what_is_wrong(
 
 
 def test_lessons_from_an_imported_transcript_say_where_they_came_from(
-    running_stack: Stack,
+    running_stack: CliStack,
 ) -> None:
     st = running_stack
     line = {
@@ -112,7 +113,7 @@ def test_a_cut_title_ends_with_an_ellipsis() -> None:
     assert len(cut) <= 80 and cut.endswith("…") and not cut.endswith(" …")
 
 
-def test_instance_in_either_position_reaches_the_same_server(running_stack: Stack) -> None:
+def test_instance_in_either_position_reaches_the_same_server(running_stack: CliStack) -> None:
     st = running_stack
     where = ["--data-dir", str(st.data_dir), "--port", str(st.port)]
     for args in (["status", "--json", *where], [*where, "status", "--json"]):

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 
-from tests.agent.conftest import Stack
+from tests.agent.cli_stack import CliStack
 from workers.cli import datadir
 from workers.cli.agents import BY_NAME
 
 
-def test_init_writes_settings_once_and_the_secret(stack: Stack) -> None:
+def test_init_writes_settings_once_and_the_secret(stack: CliStack) -> None:
     first = stack.cli("init", "--data-dir", str(stack.data_dir))
     env = stack.home / ".agentmemory" / ".env"
     assert "wrote" in first.stdout and "# AGENTMEMORY_URL=" in env.read_text()
@@ -21,7 +21,7 @@ def test_init_writes_settings_once_and_the_secret(stack: Stack) -> None:
 
 
 def test_upgrade_points_stale_agent_configs_at_this_install_and_stamps_the_data(
-    stack: Stack,
+    stack: CliStack,
 ) -> None:
     stack.cli("connect", "claude-code", "--with-hooks")
     stack.cli("connect", "cursor")
@@ -49,7 +49,7 @@ def test_upgrade_points_stale_agent_configs_at_this_install_and_stamps_the_data(
     assert "current" in again.stdout and "agent configs current" in again.stdout
 
 
-def test_a_data_dir_of_a_newer_format_is_refused_at_start(stack: Stack) -> None:
+def test_a_data_dir_of_a_newer_format_is_refused_at_start(stack: CliStack) -> None:
     stack.data_dir.mkdir(parents=True)
     (stack.data_dir / datadir.STAMP).write_text(json.dumps({"format": datadir.FORMAT + 1}))
     res = stack.cli("start", "--detach", check=False)
@@ -57,7 +57,7 @@ def test_a_data_dir_of_a_newer_format_is_refused_at_start(stack: Stack) -> None:
     assert not (stack.data_dir / "engine.pid").exists()
 
 
-def test_remove_unwires_every_agent_and_keeps_the_data_unless_purged(stack: Stack) -> None:
+def test_remove_unwires_every_agent_and_keeps_the_data_unless_purged(stack: CliStack) -> None:
     stack.start()
     for agent in ("claude-code", "codex", "gemini-cli"):
         stack.cli("connect", agent, "--with-hooks")

@@ -15,7 +15,7 @@ import pytest
 from ruamel.yaml import YAML
 
 from tests.agent import agent_clis
-from tests.agent.conftest import CLI, Stack
+from tests.agent.cli_stack import CLI, CliStack
 from workers.cli import connect
 from workers.cli.agents import AGENTS, BY_NAME, CLAUDE_EVENTS, CODEX_EVENTS
 from workers.hooks import SCRIPTS
@@ -204,7 +204,7 @@ def test_a_jsonc_file_is_refused_not_rewritten(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     "args", [["connect", "mcp", "--instance", "4"], ["--instance", "4", "connect", "mcp"]]
 )
-def test_connect_mcp_prints_the_instance_env(stack: Stack, args: list[str]) -> None:
+def test_connect_mcp_prints_the_instance_env(stack: CliStack, args: list[str]) -> None:
     res = subprocess.run(
         [*CLI, *args], env=stack.env, cwd=stack.home, capture_output=True, text=True, timeout=60
     )
@@ -213,7 +213,7 @@ def test_connect_mcp_prints_the_instance_env(stack: Stack, args: list[str]) -> N
 
 
 # ---- the agents' own readers ---------------------------------------------------------
-def _wired_home(stack: Stack, name: str, tmp: Path) -> Path:
+def _wired_home(stack: CliStack, name: str, tmp: Path) -> Path:
     home = tmp / f"home-{name}"
     home.mkdir()
     # The stack's secret, where our MCP server (run by the agent) looks for it.
@@ -225,7 +225,9 @@ def _wired_home(stack: Stack, name: str, tmp: Path) -> Path:
     return home
 
 
-def test_claude_code_lists_and_connects_to_the_server(running_stack: Stack, tmp_path: Path) -> None:
+def test_claude_code_lists_and_connects_to_the_server(
+    running_stack: CliStack, tmp_path: Path
+) -> None:
     home = _wired_home(running_stack, "claude-code", tmp_path)
     res = agent_clis.run("claude", "mcp", "list", home=home)
     line = next((ln for ln in res.stdout.splitlines() if ln.startswith("agentmemory:")), "")
@@ -242,7 +244,7 @@ def test_claude_code_lists_and_connects_to_the_server(running_stack: Stack, tmp_
     assert res.returncode == 0 and "✘" not in res.stdout, res.stdout
 
 
-def test_codex_reads_the_server_entry(running_stack: Stack, tmp_path: Path) -> None:
+def test_codex_reads_the_server_entry(running_stack: CliStack, tmp_path: Path) -> None:
     home = _wired_home(running_stack, "codex", tmp_path)
     res = agent_clis.run("codex", "mcp", "list", "--json", home=home)
     servers = {s["name"]: s for s in json.loads(res.stdout)}
@@ -258,7 +260,7 @@ def _connected(res: Any, marker: str = "agentmemory") -> str:
 
 @pytest.mark.parametrize("cli,name", [("gemini", "gemini-cli"), ("qwen", "qwen")])
 def test_gemini_and_qwen_parse_and_connect(
-    running_stack: Stack, tmp_path: Path, cli: str, name: str
+    running_stack: CliStack, tmp_path: Path, cli: str, name: str
 ) -> None:
     home = _wired_home(running_stack, name, tmp_path)
     work = home / "work"
@@ -271,7 +273,7 @@ def test_gemini_and_qwen_parse_and_connect(
     assert "Connected" in line and "Disconnected" not in line, res.stdout + res.stderr
 
 
-def test_opencode_droid_and_copilot_read_the_entry(running_stack: Stack, tmp_path: Path) -> None:
+def test_opencode_droid_and_copilot_read_the_entry(running_stack: CliStack, tmp_path: Path) -> None:
     home = _wired_home(running_stack, "opencode", tmp_path)
     line = _connected(agent_clis.run("opencode", "mcp", "list", home=home))
     assert "failed" not in line and "✓" in line, line

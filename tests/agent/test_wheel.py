@@ -22,7 +22,7 @@ import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from tests.agent.conftest import free_block, wait_until
+from tests.fixtures import free_port_block, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("engine", "functions", "triggers", "workers")
@@ -144,7 +144,7 @@ async def test_installed_wheel_starts_observes_searches_and_serves_every_tool(
 ) -> None:
     from tests.upstream.stack import upstream_tools
 
-    port, data = free_block(), installed.home / "data"
+    port, data = free_port_block(), installed.home / "data"
     where = ["--port", str(port), "--data-dir", str(data)]
     started = installed.run("start", "--detach", *where, timeout=180)
     assert started.returncode == 0, started.stdout + started.stderr

@@ -16,7 +16,7 @@ import pytest
 
 from engine import Client, Context, Worker, connect
 from ops.cluster.cluster import Cluster, start_on_free_ports
-from tests.helpers import eventually
+from tests.fixtures import eventually
 
 SECRET = "cluster-test-secret"
 AUTH = {"Authorization": f"Bearer {SECRET}"}

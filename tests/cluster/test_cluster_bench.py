@@ -9,7 +9,7 @@ import json
 import subprocess
 import sys
 
-from tests.conftest import ROOT
+from tests.fixtures import ROOT
 
 
 def test_faults_under_load_lose_nothing_and_search_stays_available() -> None:

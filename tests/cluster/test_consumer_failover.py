@@ -23,7 +23,7 @@ from nats.aio.msg import Msg
 
 from engine import Client, connect
 from ops.cluster.nodes import NatsCluster
-from tests.helpers import eventually
+from tests.fixtures import eventually
 from triggers import consume
 from triggers.consume import ConsumerLoop, ensure_consumer
 

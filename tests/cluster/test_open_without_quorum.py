@@ -12,7 +12,7 @@ import nats.js.errors
 
 from engine import Client, connect
 from ops.cluster.nodes import NatsCluster
-from tests.helpers import eventually
+from tests.fixtures import eventually
 
 
 async def unanswered(client: Client) -> bool:

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from ops.netns import available
-from tests.conftest import ROOT
+from tests.fixtures import ROOT
 
 OK, WHY = available()
 pytestmark = [

@@ -17,8 +17,7 @@ from engine import Client, connect
 from functions.kernel.records import EVENTS_STREAM, EVENTS_SUBJECT, Observation, ObservationAdded
 from functions.kernel.store import events_stream
 from ops.cluster.nodes import NatsCluster
-from tests.conftest import ROOT
-from tests.helpers import eventually
+from tests.fixtures import ROOT, eventually
 
 LOGS: dict[int, list[str]] = {}
 

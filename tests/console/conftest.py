@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import httpx
 import pytest
 
-from tests.conftest import EngineProcess
+from tests.fixtures import EngineProcess
 
 SECRET = "console-test-" + secrets.token_hex(8)
 

@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 
 from tests.console.conftest import Console
-from tests.helpers import wait_until
+from tests.fixtures import wait_until
 
 
 def _invoke(c: httpx.Client, fn: str, payload: Any = None) -> dict[str, Any]:

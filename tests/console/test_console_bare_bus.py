@@ -8,7 +8,7 @@ from typing import Any
 
 import httpx
 
-from tests.conftest import free_port_block
+from tests.fixtures import free_port_block
 
 SECRET = "bare-bus-secret"
 

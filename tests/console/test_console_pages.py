@@ -12,22 +12,14 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.browser import chromium, needs_chromium
-from tests.conftest import ROOT
 from tests.console.conftest import Console
-from tests.helpers import wait_until
+from tests.fixtures import ROOT, needs_chromium, wait_until
 
 SHOTS = os.environ.get("SCREENSHOTS")
 ARTIFACTS = ROOT / SHOTS if SHOTS else ROOT / "artifacts" / "console"
 PREFIX = "console-" if SHOTS else ""
 
 pytestmark = needs_chromium
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[object]:
-    with chromium() as b:
-        yield b
 
 
 @pytest.fixture
@@ -143,7 +135,7 @@ def test_traces_page_searches_by_function_and_status(page: object, console: Cons
         pg.wait_for_timeout(300)  # type: ignore[attr-defined]
         return pg.locator("#traces-table tbody tr").count() > 0  # type: ignore[attr-defined, no-any-return]
 
-    from tests.helpers import wait_until
+    from tests.fixtures import wait_until
 
     wait_until(found, timeout=15, what="an error trace of example::fail")
     statuses = pg.locator("#traces-table tbody tr td:last-child").all_text_contents()  # type: ignore[attr-defined]
@@ -251,7 +243,7 @@ def test_an_observe_trace_shows_the_kv_write_and_the_stream_publish(
     def spans() -> list[str]:
         return [n.strip() for n in names.all_text_contents()]
 
-    from tests.helpers import wait_until
+    from tests.fixtures import wait_until
 
     wait_until(
         lambda: any(n.startswith("publish MEM_EVENTS") for n in spans()),

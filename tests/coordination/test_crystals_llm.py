@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from tests.coordination.test_actions import make
-from tests.memory.conftest import rest_client
+from tests.fixtures import rest_client
 
 A = "/agentmemory/"
 LEAK = "sk-ant-" + "Z9y8X7w6V5u4T3s2R1q0P"

@@ -19,7 +19,7 @@ from functions.kernel.clock import iso_ms, now_ms
 from functions.kernel.ids import kv_key
 from tests.coordination.test_actions import make
 from tests.coordination.test_gates import status_of
-from tests.helpers import eventually
+from tests.fixtures import eventually
 
 A = "/agentmemory/"
 COORD = ["actions", "leases", "sentinels", "sketches", "signals", "crystals"]

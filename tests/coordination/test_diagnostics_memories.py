@@ -14,7 +14,7 @@ import httpx
 from engine import Client
 from functions.kernel.records import AuditEntry, Memory, Session
 from functions.kernel.store import MemoryStore
-from tests.helpers import eventually
+from tests.fixtures import eventually
 from tests.lifecycle._data import put_memory
 
 A = "/agentmemory/"

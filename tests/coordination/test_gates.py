@@ -10,7 +10,7 @@ import httpx
 
 from engine import Client
 from tests.coordination.test_actions import make
-from tests.helpers import eventually
+from tests.fixtures import eventually
 
 A = "/agentmemory/"
 

@@ -12,8 +12,7 @@ import httpx
 from engine import Client
 from functions.coordination.records import LEASES_BUCKET
 from tests.coordination.test_actions import make
-from tests.helpers import eventually
-from tests.memory.conftest import rest_client
+from tests.fixtures import eventually, rest_client
 
 A = "/agentmemory/"
 

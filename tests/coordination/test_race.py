@@ -22,7 +22,7 @@ import httpx
 import pytest
 
 from engine import Client
-from tests.helpers import eventually
+from tests.fixtures import eventually
 
 ROOT = Path(__file__).resolve().parents[2]
 SECRET = "race-secret"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import httpx
 
-from tests.memory.conftest import SECRET
+from tests.fixtures import SECRET
 
 ROOT = Path(__file__).resolve().parents[2]
 A = "/agentmemory/"

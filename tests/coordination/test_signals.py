@@ -8,7 +8,7 @@ from typing import Any
 
 import httpx
 
-from tests.helpers import eventually
+from tests.fixtures import eventually
 
 A = "/agentmemory/"
 

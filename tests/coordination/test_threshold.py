@@ -9,7 +9,7 @@ import httpx
 
 from tests.coordination.test_actions import make
 from tests.coordination.test_gates import status_of
-from tests.helpers import eventually
+from tests.fixtures import eventually
 
 A = "/agentmemory/"
 

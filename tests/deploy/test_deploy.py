@@ -27,7 +27,7 @@ import yaml
 from engine.config import load_config
 from engine.server import server_binary
 from ops.deploy import render
-from tests.conftest import ROOT
+from tests.fixtures import ROOT
 
 DEPLOY = ROOT / "ops" / "deploy"
 COMPOSE = DEPLOY / "docker-compose.yml"

@@ -16,7 +16,7 @@ from nats.aio.client import Client as NATS
 from engine import _natspy as _headers
 from engine import connect
 from engine.server import NatsServer
-from tests.helpers import eventually
+from tests.fixtures import eventually
 
 # Bytes that matter to the parser: separators, every kind of whitespace (ASCII, the
 # \x1c-\x1f str.isspace() also counts, non-ASCII spaces in UTF-8), non-ASCII and invalid UTF-8.

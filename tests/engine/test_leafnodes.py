@@ -18,7 +18,7 @@ from nats.aio.msg import Msg
 from engine import Client, FunctionError, Source, connect
 from engine._nats_server import LeafNodes, LeafRemote, LeafTls, leaf_allowlist
 from engine.server import NatsServer
-from tests.helpers import eventually, free_port
+from tests.fixtures import eventually, free_port
 
 SHARED = "SHARED"
 

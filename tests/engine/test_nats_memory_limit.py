@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from engine.config import ConfigError, load_config
-from tests.conftest import EXAMPLE_CONFIG
+from tests.fixtures import EXAMPLE_CONFIG
 
 
 def _environ(pid: int) -> dict[str, str]:

@@ -19,7 +19,7 @@ from nats.js.api import DiscardPolicy, RetentionPolicy, StorageType
 from engine import Client, ConfigDrift, connect
 from engine._jetstream import consumer_config, raw_stream_info
 from engine.server import NatsServer
-from tests.conftest import EXAMPLE_CONFIG, ROOT
+from tests.fixtures import EXAMPLE_CONFIG, ROOT
 
 NS = 1_000_000_000
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import socket
 import time
 
-from tests.conftest import EngineProcess
+from tests.fixtures import EngineProcess
 
 CONFIG = """
 env:

@@ -12,7 +12,7 @@ import pytest
 from nats.js.api import KeyValueConfig
 
 from engine import Client
-from tests.helpers import eventually
+from tests.fixtures import eventually
 
 
 class Doc(msgspec.Struct):

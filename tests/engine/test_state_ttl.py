@@ -11,7 +11,7 @@ import msgspec
 import pytest
 
 from engine import CasConflict, Client, SnapshotEnd, _kv
-from tests.helpers import eventually
+from tests.fixtures import eventually
 
 
 class Doc(msgspec.Struct):

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from ops.procfs import cmdline, process_tree
-from tests.conftest import ROOT, EngineProcess
+from tests.fixtures import ROOT, EngineProcess
 
 CONFIG = """
 workers:

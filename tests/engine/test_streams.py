@@ -20,7 +20,7 @@ from engine import (
     connect,
 )
 from engine.server import NatsServer
-from tests.helpers import eventually
+from tests.fixtures import eventually
 
 
 class Ev(msgspec.Struct):

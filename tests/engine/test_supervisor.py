@@ -13,8 +13,7 @@ import time
 import msgspec
 
 from engine import FunctionError
-from tests.conftest import ROOT
-from tests.helpers import eventually, wait_until
+from tests.fixtures import ROOT, eventually, wait_until
 
 
 class Echo(msgspec.Struct):

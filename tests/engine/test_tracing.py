@@ -9,7 +9,7 @@ import httpx
 import msgspec
 
 from engine.tracing import TRACES_STREAM, SpanRecord
-from tests.helpers import eventually
+from tests.fixtures import eventually
 
 CONFIG = """
 env:

@@ -17,7 +17,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from engine import Client, FunctionError, _tracing
 from engine.server import NatsServer
 from engine.tracing import TRACES_SUBJECT, SpanRecord
-from tests.helpers import eventually
+from tests.fixtures import eventually
 
 
 class Collector:

@@ -11,7 +11,7 @@ import pytest
 
 from engine import Client
 from tests.faults.skew import MISSING, skewed
-from tests.helpers import eventually
+from tests.fixtures import eventually
 
 pytestmark = pytest.mark.skipif(bool(MISSING), reason=MISSING or "ok")
 

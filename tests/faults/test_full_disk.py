@@ -23,8 +23,7 @@ import pytest
 from engine import Client, FunctionError
 from functions.kernel.records import OBSERVATIONS_BUCKET
 from ops.disks import can_mount, tmpfs
-from tests.conftest import ROOT, EngineProcess
-from tests.helpers import eventually
+from tests.fixtures import ROOT, EngineProcess, eventually
 
 pytestmark = pytest.mark.skipif(bool(can_mount()), reason=can_mount() or "ok")
 

@@ -14,7 +14,7 @@ import pytest
 from engine import Client
 from functions.kernel.clock import ms_of
 from tests.faults.skew import MISSING, skewed
-from tests.helpers import eventually
+from tests.fixtures import eventually
 
 pytestmark = pytest.mark.skipif(bool(MISSING), reason=MISSING or "ok")
 SKEW = 6.0

@@ -22,7 +22,7 @@ from engine.server import NatsServer
 from functions.kernel.records import OBSERVATIONS_BUCKET
 from ops.disks import LoopDisk, can_mount
 from ops.procfs import process_tree
-from tests.conftest import EngineProcess
+from tests.fixtures import EngineProcess
 
 pytestmark = pytest.mark.skipif(bool(can_mount()), reason=can_mount() or "ok")
 

@@ -20,8 +20,7 @@ import pytest
 from engine import Client
 from functions.kernel.records import EVENTS_STREAM, OBSERVATIONS_BUCKET
 from ops.procfs import process_tree
-from tests.conftest import EngineProcess
-from tests.helpers import eventually
+from tests.fixtures import EngineProcess, eventually
 
 CONFIG = """
 workers:

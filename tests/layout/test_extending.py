@@ -17,8 +17,7 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 from engine import Client, connect
-from tests.conftest import ROOT, free_port_block
-from tests.helpers import eventually
+from tests.fixtures import ROOT, eventually, free_port_block
 
 DOC = ROOT / "docs" / "EXTENDING.md"
 SECRET = "extending-secret"

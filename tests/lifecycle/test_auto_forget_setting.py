@@ -11,7 +11,7 @@ from engine import Client
 from functions.kernel.clock import iso
 from functions.kernel.records import LIFECYCLE_BUCKET, Memory
 from functions.kernel.store import MemoryStore
-from tests.helpers import eventually
+from tests.fixtures import eventually
 from tests.lifecycle._data import T0, put_memory
 
 

@@ -23,7 +23,7 @@ from functions.kernel.store import MemoryStore
 from functions.lifecycle.lifecycle_service import LifecycleService
 from functions.lifecycle.settings import GraphConfig, LifecycleConfig
 from functions.lifecycle.wire import DigestOut
-from tests.helpers import eventually
+from tests.fixtures import eventually
 from tests.lifecycle._data import obs
 from workers.lifecycle import serve_lifecycle
 

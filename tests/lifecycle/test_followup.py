@@ -13,15 +13,16 @@ import httpx
 import pytest
 
 from engine import Client
-from tests.lifecycle.test_graph_rest import AUTH, SECRET, _free_port
-from tests.search.test_functions import ENV, eventually, observe
+from tests.fixtures import eventually, free_port
+from tests.lifecycle.test_graph_rest import AUTH, SECRET
+from tests.search.test_functions import ENV, observe
 
 
 async def test_followups_within_the_window_are_counted(
     client: Client, spawn: Any, tmp_path: Path
 ) -> None:
     home = str(tmp_path / "home")
-    port = _free_port()
+    port = free_port()
     spawn("workers.trigger_plugins", "http", env={"AGENTMEMORY_REST_PORT": str(port),
                                            "AGENTMEMORY_SECRET": SECRET, "HOME": home})  # fmt: skip
     spawn("workers.memory", env={**ENV, "HOME": home})
@@ -33,7 +34,7 @@ async def test_followups_within_the_window_are_counted(
         out = await client.call("mem::search", {"query": "css grid", "limit": 5})
         return out if out["total"] else None
 
-    await eventually(indexed)  # plain search: not counted
+    await eventually(indexed, timeout=15)  # plain search: not counted
 
     async def smart(query: str, **kw: str) -> list[str]:
         out = await client.call("mem::smart-search", {"query": query, **kw})
@@ -54,7 +55,7 @@ async def test_followups_within_the_window_are_counted(
                                 headers={"X-Agentmemory-Source": "viewer"})  # fmt: skip
             return r.status_code == 200
 
-        await eventually(viewer_search)
+        await eventually(viewer_search, timeout=15)
         r = await rest.get("/agentmemory/diagnostics/followup")
     assert r.status_code == 200
     stats = r.json()

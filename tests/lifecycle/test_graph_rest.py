@@ -4,7 +4,6 @@ real http trigger in upstream's shapes, and bad input answered 400 naming the fi
 
 from __future__ import annotations
 
-import socket
 from pathlib import Path
 from typing import Any
 
@@ -12,22 +11,16 @@ import httpx
 import pytest
 
 from engine import Client, FunctionError
-from tests.helpers import eventually
+from tests.fixtures import eventually, free_port
 
 SECRET = "graph-test-secret"
 AUTH = {"Authorization": f"Bearer {SECRET}", "Content-Type": "application/json"}
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 async def test_graph_routes_and_profile_over_the_real_workers(
     client: Client, spawn: Any, tmp_path: Path
 ) -> None:
-    port = _free_port()
+    port = free_port()
     home = str(tmp_path / "home")
     spawn("workers.trigger_plugins", "http", env={
         "AGENTMEMORY_REST_PORT": str(port), "AGENTMEMORY_SECRET": SECRET, "HOME": home,

@@ -19,8 +19,8 @@ from functions.kernel.store import MemoryStore
 from functions.lifecycle.lifecycle_service import LifecycleService
 from functions.lifecycle.settings import LifecycleConfig, LlmConfig
 from functions.lifecycle.wire import ConsolidateIn
+from tests.fixtures import wire
 from tests.lifecycle._data import at
-from tests.lifecycle.conftest import wire
 from tests.lifecycle.test_consolidate import seed
 
 LEAK = "sk-ant-" + "A1b2C3d4E5f6G7h8I9j0K"

@@ -11,8 +11,8 @@ from functions.kernel.store import MemoryStore
 from functions.lifecycle.lifecycle_service import LifecycleService
 from functions.lifecycle.settings import LifecycleConfig, ProfileConfig
 from functions.lifecycle.wire import DigestIn, ProjectProfileIn
+from tests.fixtures import wire
 from tests.lifecycle._data import at, obs, put_obs
-from tests.lifecycle.conftest import wire
 
 
 async def test_profile_ranks_recent_work_keeps_lists_bounded_and_derives_conventions(

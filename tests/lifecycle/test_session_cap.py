@@ -9,8 +9,8 @@ from functions.kernel.store import MemoryStore
 from functions.lifecycle.lifecycle_service import LifecycleService
 from functions.lifecycle.settings import ForgetConfig, LifecycleConfig
 from functions.lifecycle.wire import AutoForgetIn
+from tests.fixtures import wire
 from tests.lifecycle._data import at, obs, put_obs
-from tests.lifecycle.conftest import wire
 
 
 async def test_sessions_over_the_cap_lose_their_lowest_value_oldest_observations(

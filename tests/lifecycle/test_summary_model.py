@@ -15,8 +15,8 @@ from functions.kernel.records import SessionSummary
 from functions.kernel.store import MemoryStore
 from functions.lifecycle.lifecycle_service import LifecycleService
 from functions.lifecycle.wire import SummarizeIn
+from tests.fixtures import wire
 from tests.lifecycle._data import at, obs, put_obs, put_session
-from tests.lifecycle.conftest import wire
 from tests.models.standin import StandIn, lifecycle_at, user_prompt
 
 SECRET = "sk-ant-" + "Q1w2E3r4T5y6U7i8O9p0A"

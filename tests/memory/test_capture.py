@@ -10,8 +10,7 @@ from nats.js.api import DiscardPolicy, StreamConfig
 
 from engine import Client
 from functions.kernel.records import EVENTS_STREAM, EVENTS_SUBJECT
-from tests.helpers import eventually
-from tests.memory.conftest import rest_client
+from tests.fixtures import eventually, rest_client
 from tests.memory.test_observe import payload
 
 

@@ -19,7 +19,7 @@ from functions.kernel.records import OBSERVATIONS_BUCKET
 from functions.kernel.scrub import scrub_value
 from functions.memory.observe import build
 from functions.memory.wire import ObserveIn
-from tests.memory.conftest import live_keys
+from tests.fixtures import live_keys
 from tests.memory.test_observe import observe
 
 # Plain words: values that scrubbing leaves alone, so "differ" means differ as stored.

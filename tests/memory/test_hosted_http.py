@@ -11,8 +11,7 @@ import httpx
 
 from engine import Client
 from engine.protocol import subject_for
-from tests.helpers import eventually
-from tests.memory.conftest import AUTH, SECRET, free_port, rest_client
+from tests.fixtures import AUTH, SECRET, eventually, free_port, rest_client
 from tests.memory.test_observe import payload
 
 

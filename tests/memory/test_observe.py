@@ -11,7 +11,7 @@ import pytest
 from engine import Client, FunctionError
 from functions.kernel.records import OBSERVATIONS_BUCKET, Observation, ObservationAdded
 from functions.memory.wire import ObserveIn, ObserveOut
-from tests.memory.conftest import live_keys
+from tests.fixtures import live_keys
 
 
 def payload(**over: Any) -> dict[str, Any]:

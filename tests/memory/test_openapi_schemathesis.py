@@ -11,12 +11,12 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import yaml
 
-from tests.conftest import ROOT, EngineProcess
+from tests.fixtures import Stack, start_stack
 
 SECRET = "schemathesis-" + "s3cret-for-tests"
 # A deeper or different search by hand: ST_MAX_EXAMPLES=50 ST_SEED=<n> pytest <this file>
@@ -25,23 +25,17 @@ SEED = int(os.environ.get("ST_SEED", "20261201"))
 
 
 @pytest.fixture
-def stack(tmp_path: Path):  # type: ignore[no-untyped-def]
-    cfg = yaml.safe_load((ROOT / "config" / "engine.yaml").read_text())
-    home = tmp_path / "home"
-    home.mkdir()
-    cfg.setdefault("env", {}).update({"AGENTMEMORY_SECRET": SECRET, "HOME": str(home)})
-    eng = EngineProcess(tmp_path, yaml.safe_dump(cfg))
-    eng.start(timeout=120)
-    yield eng
-    eng.stop(30)
-    eng.kill_all()
+def stack(tmp_path: Path) -> Iterator[Stack]:
+    st = start_stack(tmp_path, SECRET)
+    yield st
+    st.stop()
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(600)
-def test_schemathesis_finds_nothing_with_all_checks(stack: EngineProcess, tmp_path: Path) -> None:
+def test_schemathesis_finds_nothing_with_all_checks(stack: Stack, tmp_path: Path) -> None:
     st = shutil.which("st", path=str(Path(sys.executable).parent)) or "st"
-    base = f"http://127.0.0.1:{stack.ports['rest']}"
+    base = stack.url
     out = subprocess.run(
         [
             st,

@@ -9,7 +9,7 @@ import pytest
 
 from engine import Client, connect
 from engine.server import NatsServer
-from tests.helpers import eventually
+from tests.fixtures import eventually
 
 PROBE = "persistence probe: the deploy key rotates every ninety days zebracorn"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.memory.conftest import rest_client
+from tests.fixtures import rest_client
 from tests.memory.test_observe import payload
 
 

@@ -13,8 +13,7 @@ import httpx
 import pytest
 
 from engine.server import NatsServer
-from tests.helpers import eventually
-from tests.memory.conftest import rest_client
+from tests.fixtures import eventually, rest_client
 from tests.memory.samples import SECRETS, all_secrets_text
 from tests.memory.secret_corpus import PROVIDERS, SAMPLES
 from tests.memory.test_observe import payload

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import httpx
 
-from tests.helpers import eventually
+from tests.fixtures import eventually
 
 
 async def test_default_slots_are_seeded_and_listed(rest: httpx.AsyncClient) -> None:

@@ -16,8 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.helpers import eventually
-from tests.memory.conftest import rest_client
+from tests.fixtures import eventually, rest_client
 from tests.models.standin import StandIn, user_prompt
 
 A = "/agentmemory/"

@@ -20,8 +20,8 @@ from functions.kernel.records import Memory, SessionSummary, SummaryAdded
 from functions.kernel.store import MemoryStore
 from functions.lifecycle.lifecycle_service import LifecycleService
 from functions.lifecycle.wire import ConsolidateIn
+from tests.fixtures import wire
 from tests.lifecycle._data import at, obs, put_memory, put_obs
-from tests.lifecycle.conftest import wire
 from tests.models.standin import Seen, StandIn, lifecycle_at, user_prompt
 
 SECRET = "ghp_" + "Z9y8X7w6V5u4T3s2R1q0P9o8N7m6L5k4J3i2"

@@ -16,7 +16,7 @@ import pytest
 from engine import Client
 from functions.graph.ops import ExtractIn, GraphOps
 from functions.graph.wire import GraphQueryIn
-from tests.lifecycle.conftest import wire
+from tests.fixtures import wire
 from tests.models.standin import StandIn, lifecycle_at
 
 SECRET = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"

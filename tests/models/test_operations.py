@@ -19,10 +19,8 @@ from functions.insights.insight_service import InsightService, ReflectIn
 from functions.kernel.records import INSIGHTS_BUCKET, Insight
 from functions.kernel.store import MemoryStore
 from tests.coordination.test_actions import make
-from tests.helpers import eventually
+from tests.fixtures import eventually, rest_client, wire
 from tests.lifecycle._data import at, obs, put_obs
-from tests.lifecycle.conftest import wire
-from tests.memory.conftest import rest_client
 from tests.models.standin import Seen, StandIn, lifecycle_at
 
 A = "/agentmemory/"

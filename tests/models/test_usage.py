@@ -12,8 +12,7 @@ import httpx
 import pytest
 
 from tests.coordination.test_actions import make
-from tests.helpers import eventually
-from tests.memory.conftest import rest_client
+from tests.fixtures import eventually, rest_client
 from tests.models.standin import StandIn, fail
 
 A = "/agentmemory/"

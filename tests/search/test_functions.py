@@ -2,31 +2,14 @@
 
 from __future__ import annotations
 
-import asyncio
-import time
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
 
 from engine import Client, FunctionError
+from tests.fixtures import eventually
 
 ENV = {"SEARCH_SNAPSHOT_SECONDS": "0.5", "EMBEDDING_PROVIDER": "none"}
-
-
-async def eventually(fn: Callable[[], Awaitable[Any]], timeout: float = 15.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            out = await fn()
-            if out:
-                return out
-        except (AssertionError, FunctionError):
-            if time.monotonic() > deadline:
-                raise
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        await asyncio.sleep(0.05)
 
 
 async def observe(client: Client, session: str, project: str, prompt: str) -> str:
@@ -50,7 +33,7 @@ async def test_observed_records_are_found_by_smart_search_in_their_project_only(
         client, "s1", "alpha", "Fix the flaky parseConfigFile test in src/app/config.py"
     )
     other = await observe(client, "s2", "beta", "Fix the flaky parseConfigFile test elsewhere")
-    await eventually(lambda: found(client, "flaky parse config", "alpha", mine))
+    await eventually(lambda: found(client, "flaky parse config", "alpha", mine), timeout=15)
     out = await client.call(
         "mem::smart-search", {"query": "flaky parse config", "project": "alpha"}
     )
@@ -93,8 +76,8 @@ async def test_a_restarted_worker_restores_its_snapshot_and_replays_the_tail(
 ) -> None:
     proc = spawn("workers.memory", env=ENV)
     first = await observe(client, "s1", "delta", "rotate the signing keys for the webhook relay")
-    await eventually(lambda: found(client, "signing keys webhook", "delta", first))
-    st = await eventually(lambda: _snapshotted(client))
+    await eventually(lambda: found(client, "signing keys webhook", "delta", first), timeout=15)
+    st = await eventually(lambda: _snapshotted(client), timeout=15)
     assert st["snapshotSeq"] >= 1
     proc.kill()
     proc.wait()
@@ -109,8 +92,8 @@ async def test_a_restarted_worker_restores_its_snapshot_and_replays_the_tail(
         f"{EVENTS_SUBJECT}.observation", msgspec.json.encode(ObservationAdded(observation=late))
     )
     spawn("workers.memory", env=ENV)
-    await eventually(lambda: found(client, "signing keys webhook", "delta", first))
-    await eventually(lambda: found(client, "webhook relay retries", "delta", "late-1"))
+    await eventually(lambda: found(client, "signing keys webhook", "delta", first), timeout=15)
+    await eventually(lambda: found(client, "webhook relay retries", "delta", "late-1"), timeout=15)
     status = await client.call("mem::search-status", {})
     assert status["documents"] >= 2 and status["lag"] == 0
 
@@ -128,7 +111,7 @@ async def test_profile_reads_the_lifecycle_profile_and_falls_back_to_the_index(
     spawn("workers.memory", env=ENV)
     first = await observe(client, "s1", "alpha", "Edit src/app/config.py to parse YAML")
     await observe(client, "s2", "alpha", "Run pytest on tests/test_config.py")
-    await eventually(lambda: found(client, "parse yaml", "alpha", first))
+    await eventually(lambda: found(client, "parse yaml", "alpha", first), timeout=15)
     before = await client.call("mem::profile", {"project": "alpha"})
     assert before["observations"] == 2 and before["conventions"] == []
     assert "src/stored/module.py" not in before["topFiles"]

@@ -2,26 +2,19 @@
 
 from __future__ import annotations
 
-import socket
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-from tests.helpers import eventually
+from tests.fixtures import eventually, free_port
 
 SECRET = "search-test-secret"
 AUTH = {"Authorization": f"Bearer {SECRET}", "Content-Type": "application/json"}
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 async def test_search_routes_answer_in_upstream_shapes(spawn: Any, tmp_path: Path) -> None:
-    port = _free_port()
+    port = free_port()
     spawn("workers.trigger_plugins", "http", env={
         "AGENTMEMORY_REST_PORT": str(port), "AGENTMEMORY_SECRET": SECRET, "HOME": str(tmp_path / "home"),
     })  # fmt: skip

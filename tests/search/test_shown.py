@@ -23,7 +23,7 @@ from functions.kernel.records import (
 from functions.search import index_snapshot
 from functions.search.index import SearchIndex
 from functions.search.shown import HEADER, ShownRecords
-from tests.helpers import eventually
+from tests.fixtures import eventually
 
 
 def _obs(i: int, *, revision: int = 0, narrative: str = "") -> Observation:

@@ -8,7 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 from engine import Client
-from tests.search.test_functions import ENV, eventually, observe
+from tests.fixtures import eventually
+from tests.search.test_functions import ENV, observe
 
 
 async def test_token_budget_trims_search_and_says_so(client: Client, spawn: Any) -> None:
@@ -20,7 +21,7 @@ async def test_token_budget_trims_search_and_says_so(client: Client, spawn: Any)
         out = await client.call("mem::search", {"query": "retry backoff uploader", "limit": 10})
         return out if out["total"] == 6 else None
 
-    full = await eventually(all_found)
+    full = await eventually(all_found, timeout=15)
     assert "truncated" not in full and "tokens_used" not in full  # no budget: as before
     out = await client.call(
         "mem::search", {"query": "retry backoff uploader", "limit": 10, "token_budget": 300}

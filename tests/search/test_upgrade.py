@@ -23,7 +23,8 @@ from functions.memory.wire import ObserveIn
 from functions.search import index_snapshot
 from functions.search.feeder import SNAPSHOT_BUCKET
 from functions.search.index import SearchIndex
-from tests.search.test_functions import ENV, eventually
+from tests.fixtures import eventually
+from tests.search.test_functions import ENV
 
 TOPICS = ["rotate the signing keys", "flaky parser test", "docker deploy timeout",
           "webhook relay retries", "pool exhausted under load", "schema migration rollback"]  # fmt: skip
@@ -98,7 +99,7 @@ async def test_a_store_of_the_previous_layout_opens_with_every_record_and_the_sa
                 return False
         return True
 
-    await eventually(every_record_found)
+    await eventually(every_record_found, timeout=15)
     for topic in TOPICS:
         for project in ("proj0", "proj1"):
             out = await client.call(
@@ -117,7 +118,7 @@ async def test_a_store_of_the_previous_layout_opens_with_every_record_and_the_sa
     assert (await client.nc.jetstream().stream_info(EVENTS_STREAM)).state.messages == 30
     new = await client.call("mem::observe", _payload(100))
     assert new["status"] == "accepted"
-    await eventually(lambda: _found(client, "marker100", "proj0", new["observationId"]))
+    await eventually(lambda: _found(client, "marker100", "proj0", new["observationId"]), timeout=15)
 
 
 async def _found(client: Client, query: str, project: str, obs_id: str) -> bool:

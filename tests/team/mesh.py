@@ -4,39 +4,30 @@ the others join it through a Relay that the tests cut and restore."""
 
 from __future__ import annotations
 
-import contextlib
 import time
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
-import yaml
-
 from ops.tcp_relay import Relay
-from tests.conftest import ROOT, EngineProcess
-from tests.helpers import eventually, free_port, wait_until
+from tests.fixtures import (
+    EngineProcess,
+    Stack,
+    eventually,
+    free_port,
+    product_config,
+    wait_until,
+)
 
 SECRET = "mesh-test-secret"
 TEAM = "dev-team"
 
 
 @dataclass
-class Node:
-    name: str
-    eng: EngineProcess
-    home: Path
+class Node(Stack):
+    """A product stack named as its team member (its JetStream domain when linked)."""
 
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.eng.anchor}"
-
-    @contextlib.asynccontextmanager
-    async def http(self) -> AsyncIterator[httpx.AsyncClient]:
-        headers = {"Authorization": f"Bearer {SECRET}"}
-        async with httpx.AsyncClient(base_url=self.url, headers=headers, timeout=60) as h:
-            yield h
+    name: str = ""
 
 
 def config(
@@ -44,28 +35,20 @@ def config(
 ) -> str:
     """config/engine.yaml as `make run` starts it, with the test's secret, home and env, and
     (with a domain) this instance's name and leaf link."""
-    cfg = yaml.safe_load((ROOT / "config" / "engine.yaml").read_text())
-    cfg.pop("instance", None)
-    if domain:
-        cfg["nats"]["domain"] = domain
-        cfg["nats"]["leafnodes"].update(leaf)
-    cfg.setdefault("env", {}).update(
-        {
-            "AGENTMEMORY_SECRET": SECRET,
-            "HOME": str(home),
-            "AGENTMEMORY_EXPORT_ROOT": str(home / ".agentmemory"),
-            "AGENTMEMORY_INBOX_DIR": str(home / "inbox"),
-            "TEAM_ID": TEAM,
-            "USER_ID": f"dev-{domain or 'solo'}",
-            "AGENTMEMORY_MESH_PEERS": ",".join(peers),
-            **env,
-        }
+    nats = {"domain": domain, "leafnodes": leaf} if domain else None
+    return product_config(
+        home,
+        SECRET,
+        nats,
+        TEAM_ID=TEAM,
+        USER_ID=f"dev-{domain or 'solo'}",
+        AGENTMEMORY_MESH_PEERS=",".join(peers),
+        **env,
     )
-    return yaml.safe_dump(cfg)
 
 
 def serving(node: Node) -> bool:
-    with httpx.Client(base_url=node.url, headers={"Authorization": f"Bearer {SECRET}"}) as h:
+    with node.rest() as h:
         rs = [h.get("/agentmemory/team/feed"), h.post("/agentmemory/search", json={"query": "x"})]
         return all(r.status_code == 200 for r in rs)
 
@@ -78,9 +61,13 @@ def start_node(
     home = d / "home"
     home.mkdir(parents=True)
     cfg = config(home, name if leaf is not None else None, leaf or {}, peers, **env)
-    eng = EngineProcess(d, cfg).start(timeout=180)
-    node = Node(name, eng, home)
-    wait_until(lambda: serving(node), timeout=120, interval=0.3, what=f"stack {name}")
+    node = Node(EngineProcess(d, cfg), home, SECRET, name)
+    try:
+        node.engine.start(timeout=180)
+        wait_until(lambda: serving(node), timeout=120, interval=0.3, what=f"stack {name}")
+    except BaseException:
+        node.stop()
+        raise
     return node
 
 
@@ -92,15 +79,14 @@ def start_hub(tmp: Path, peers: list[str], **env: str) -> tuple[Node, int]:
 def start_spoke(
     tmp: Path, name: str, hub: Node, relay: Relay, peers: list[str], **env: str
 ) -> Node:
-    creds = hub.eng.data_dir / "nats" / "leaf-credentials.json"
+    creds = hub.engine.data_dir / "nats" / "leaf-credentials.json"
     remote = {"url": f"nats-leaf://127.0.0.1:{relay.port}", "credentials": str(creds)}
     return start_node(tmp, name, {"remotes": [remote]}, peers, **env)
 
 
 def stop(*nodes: Node) -> None:
     for n in nodes:
-        n.eng.stop(30)
-        n.eng.kill_all()
+        n.stop()
 
 
 async def converged(*nodes: Node, timeout: float = 30.0) -> float:

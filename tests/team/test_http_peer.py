@@ -14,7 +14,7 @@ import pytest
 from engine import Client, FunctionError, connect
 from engine.server import NatsServer
 from functions.team.http_peer import check_url
-from tests.helpers import eventually, free_port
+from tests.fixtures import eventually, free_port
 
 SECRET = "http-mesh-secret"
 

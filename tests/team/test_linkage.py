@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from functions.bridge import markdown
-from tests.helpers import git
+from tests.fixtures import git
 from tests.team.mesh import Node, start_node, stop
 
 pytestmark = pytest.mark.timeout(300)

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from ops.tcp_relay import Relay
-from tests.helpers import eventually
+from tests.fixtures import eventually
 from tests.team.mesh import Node, converged, start_hub, start_node, start_spoke, stop
 
 pytestmark = pytest.mark.timeout(300)
@@ -126,11 +126,11 @@ async def test_a_private_record_is_absent_from_the_peers_raw_storage(mesh: Mesh)
     await converged(mesh.a, mesh.b)
 
     async def on_disk() -> bool:  # the shared one reached B's files: the grep can see
-        return bool(_grep(mesh.b.eng.data_dir, shared_word.encode()))
+        return bool(_grep(mesh.b.engine.data_dir, shared_word.encode()))
 
     await eventually(on_disk, timeout=15, interval=0.5, what="the shared note on b's disk")
-    assert _grep(mesh.a.eng.data_dir, secret_word.encode())  # it is stored, on a
-    assert _grep(mesh.b.eng.data_dir, secret_word.encode()) == []
+    assert _grep(mesh.a.engine.data_dir, secret_word.encode())  # it is stored, on a
+    assert _grep(mesh.b.engine.data_dir, secret_word.encode()) == []
     assert _grep(mesh.b.home, secret_word.encode()) == []
 
 
@@ -242,7 +242,7 @@ async def test_after_a_partition_both_sides_converge_without_loss_or_duplicates(
 async def test_a_stopped_peer_catches_up_when_it_is_back(mesh: Mesh) -> None:
     a, b = mesh.a, mesh.b
     await converged(a, b)
-    b.eng.stop(30)
+    b.engine.stop(30)
     tag = secrets.token_hex(3)
     shared = [
         await remember(a, f"catch up note {i} about the queue workers {tag}") for i in range(5)
@@ -251,7 +251,7 @@ async def test_a_stopped_peer_catches_up_when_it_is_back(mesh: Mesh) -> None:
         await share(a, mid)
     async with a.http() as h:
         await h.post("/agentmemory/forget", json={"memoryId": shared[0]})
-    b.eng.start(timeout=180)
+    b.engine.start(timeout=180)
     await converged(a, b, timeout=90)
     live_b, items_b = await team_state(b)
     assert set(shared[1:]) <= set(items_b) and shared[0] not in items_b
@@ -262,7 +262,7 @@ async def test_replaying_the_team_log_changes_nothing(mesh: Mesh) -> None:
     a, b = mesh.a, mesh.b
     await converged(a, b)
     before = await team_state(b)
-    client = await b.eng.client()
+    client = await b.engine.client()
     try:
         stream = client.stream("TEAM")
         replayed = 0
@@ -302,7 +302,7 @@ async def test_a_third_member_joins_the_hub_and_shares_with_the_other_spoke(
     other's TEAM streams through a (their JetStream API requests are routed by the hub).
     The first two learn of c by `POST mesh/peers`, as docs/TEAM.md tells."""
     a, b = mesh.a, mesh.b
-    creds = a.eng.data_dir / "nats" / "leaf-credentials.json"
+    creds = a.engine.data_dir / "nats" / "leaf-credentials.json"
     remote = {"url": f"nats-leaf://127.0.0.1:{mesh.leaf_port}", "credentials": str(creds)}
     c = start_node(tmp_path, "c", {"remotes": [remote]}, ["a", "b"])
     try:

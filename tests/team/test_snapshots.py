@@ -14,7 +14,7 @@ import msgspec
 import pytest
 
 from functions.snapshots import state
-from tests.helpers import eventually
+from tests.fixtures import eventually
 from tests.team.mesh import Node, start_node, stop
 
 pytestmark = pytest.mark.timeout(300)
@@ -30,7 +30,7 @@ def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Node]:
 
 
 def repo(node: Node) -> Path:
-    return node.eng.data_dir / "snapshots"
+    return node.engine.data_dir / "snapshots"
 
 
 def git(node: Node, *args: str) -> str:
@@ -80,7 +80,7 @@ async def snapshot(node: Node, message: str = "") -> dict[str, Any]:
 
 
 async def current(node: Node, bucket: str) -> state.Records:
-    client = await node.eng.client()
+    client = await node.engine.client()
     try:
         return await state.read(client, bucket)
     finally:

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from ops.tcp_relay import Relay
-from tests.helpers import eventually
+from tests.fixtures import eventually
 from tests.team.mesh import SECRET, Node, config, converged, start_hub, start_node, stop
 
 pytestmark = pytest.mark.timeout(400)
@@ -58,11 +58,11 @@ def pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pair]:
         before = asyncio.run(
             remember_and_share(b, f"shared before b had a name {secrets.token_hex(3)}")
         )
-        b.eng.stop(30)
-        creds = a.eng.data_dir / "nats" / "leaf-credentials.json"
+        b.engine.stop(30)
+        creds = a.engine.data_dir / "nats" / "leaf-credentials.json"
         remote = {"url": f"nats-leaf://127.0.0.1:{relay.port}", "credentials": str(creds)}
-        b.eng.config.write_text(config(b.home, "b", {"remotes": [remote]}, ["a"]))
-        b.eng.start(timeout=180)
+        b.engine.config.write_text(config(b.home, "b", {"remotes": [remote]}, ["a"]))
+        b.engine.start(timeout=180)
         yield Pair(a, b, relay, before)
     finally:
         relay.close()
@@ -82,7 +82,7 @@ async def test_an_instance_given_a_domain_later_shares_both_ways(pair: Pair) -> 
         feed = (await h.get("/agentmemory/team/feed", params={"limit": 100})).json()["items"]
     origins = {i["itemId"]: i["origin"] for i in feed}
     assert origins[pair.shared_before] == "b" and origins[from_b] == "b"
-    client = await b.eng.client()
+    client = await b.engine.client()
     try:
         assert await client.stream("TEAM").stored_subjects() == ["team.log.b.>"]
     finally:
@@ -113,7 +113,7 @@ def _nats_pid(conf: Path) -> int:
 def _reload(node: Node, relay: Relay, text: str) -> None:
     """Write the hub's server config and reload it; the leaf link is dropped and made again
     (through the relay) so that the new permissions apply to it."""
-    conf = node.eng.data_dir / "nats" / "nats-server.conf"
+    conf = node.engine.data_dir / "nats" / "nats-server.conf"
     conf.write_text(text)
     os.kill(_nats_pid(conf), signal.SIGHUP)
     relay.cut()
@@ -131,7 +131,7 @@ async def sync(node: Node, wait: float = 5.0) -> dict[str, Any]:
 async def test_a_link_carrying_one_direction_is_not_converged_and_says_why(pair: Pair) -> None:
     a, b = pair.a, pair.b
     await converged(a, b, timeout=90)
-    conf = a.eng.data_dir / "nats" / "nats-server.conf"
+    conf = a.engine.data_dir / "nats" / "nats-server.conf"
     original = conf.read_text()
     leaf_user = re.search(r"\{user: \"leaf\".*publish: \{allow: \[(.*?)\]\}", original)
     assert leaf_user and '"$JS.S.>"' in leaf_user.group(1)

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from engine import Client, FunctionError
-from tests.helpers import eventually
+from tests.fixtures import eventually
 from triggers.cron import DURABLE, SCHED, STREAM, TICK, server_schedule
 
 

@@ -8,7 +8,7 @@ from typing import Any
 from nats.js.api import StreamConfig
 
 from engine import Client
-from tests.helpers import eventually
+from tests.fixtures import eventually
 from triggers.subscribe import publish
 
 

@@ -11,7 +11,7 @@ from nats.js.api import StreamConfig
 from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 
-from tests.helpers import free_port
+from tests.fixtures import free_port
 
 SECRET = "ws-secret"
 

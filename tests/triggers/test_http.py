@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from engine import Client
-from tests.helpers import eventually, free_port
+from tests.fixtures import eventually, free_port
 from triggers.http.secret import bearer_matches, load_secret
 
 SECRET = "s3cret-token"

@@ -6,7 +6,7 @@ import signal
 from typing import Any
 
 from engine import Client
-from tests.helpers import eventually
+from tests.fixtures import eventually
 from triggers.queue.streams import enqueue
 
 

@@ -1,5 +1,5 @@
-"""The product's stack (config/engine.yaml, every worker) on a test port block and data dir,
-and what the upstream package declares: its route table and tool registry, read from the
+"""The product's stack (tests/fixtures.py's `Stack`) for upstream's clients, and what the
+upstream package declares: its route table and tool registry, read from the
 installed files (tests/upstream/install.sh), not from a copy."""
 
 from __future__ import annotations
@@ -11,17 +11,13 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-import httpx
-import yaml
-
-from tests.conftest import ROOT, EngineProcess
-from tests.helpers import eventually
+from tests.fixtures import STACK_SECRET, Stack, start_stack
 
 HERE = Path(__file__).resolve().parent
 PKG = HERE / "node_modules" / "@agentmemory"
 DIST = PKG / "agentmemory" / "dist"
 SCRIPTS = PKG / "agentmemory" / "plugin" / "scripts"
-SECRET = "surface-test-secret"
+SECRET = STACK_SECRET
 
 
 def ensure_packages() -> None:
@@ -63,42 +59,10 @@ def base_tools() -> set[str]:
     return set(re.findall(r'^\t\tname: "(memory_[a-z_]+)"', block, re.M))
 
 
-def product_config(home: Path, **env: str) -> str:
-    """config/engine.yaml as `make run` starts it, with the test's secret, home and env."""
-    cfg = yaml.safe_load((ROOT / "config" / "engine.yaml").read_text())
-    cfg.setdefault("env", {}).update(
-        {
-            "AGENTMEMORY_SECRET": SECRET,
-            "HOME": str(home),
-            "AGENTMEMORY_EXPORT_ROOT": str(home / ".agentmemory"),
-            "AGENTMEMORY_INBOX_DIR": str(home / "inbox"),
-            **env,
-        }
-    )
-    cfg.pop("instance", None)
-    return yaml.safe_dump(cfg)
-
-
-async def start_product(tmp: Path, **env: str) -> tuple[EngineProcess, str]:
+def start(tmp: Path, **env: str) -> Stack:
+    """The product stack, once upstream's packages are installed."""
     ensure_packages()
-    home = tmp / "home"
-    home.mkdir(parents=True, exist_ok=True)
-    eng = EngineProcess(tmp, product_config(home, **env)).start(timeout=180)
-    url = f"http://127.0.0.1:{eng.anchor}"
-    async with httpx.AsyncClient(headers=auth()) as http:
-
-        async def serving() -> bool:
-            tools = await http.get(f"{url}/agentmemory/mcp/tools")
-            ctx = await http.post(f"{url}/agentmemory/context", json={"project": "x"})
-            diag = await http.get(f"{url}/agentmemory/diagnostics/followup")
-            return all(r.status_code == 200 for r in (tools, ctx, diag))
-
-        await eventually(serving, timeout=90, interval=0.3, what="every worker's routes")
-    return eng, url
-
-
-def auth() -> dict[str, str]:
-    return {"Authorization": f"Bearer {SECRET}", "Content-Type": "application/json"}
+    return start_stack(tmp, SECRET, **env)
 
 
 def node_env(url: str, home: Path, **extra: str) -> dict[str, str]:

@@ -7,15 +7,9 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-import httpx
 import pytest
 
-from tests.upstream.stack import (
-    auth,
-    start_product,
-    upstream_routes,
-    upstream_tools,
-)
+from tests.upstream.stack import start, upstream_routes, upstream_tools
 
 pytestmark = pytest.mark.skipif(shutil.which("node") is None, reason="Node.js is not installed")
 
@@ -24,9 +18,9 @@ async def test_every_upstream_route_answers_and_every_tool_is_listed(tmp_path: P
     routes = upstream_routes()
     tools = upstream_tools()
     assert len(routes) == 136 and len(tools) == 54  # the package read is the whole table
-    eng, url = await start_product(tmp_path)
+    stack = start(tmp_path)
     try:
-        async with httpx.AsyncClient(base_url=url, headers=auth(), timeout=60) as http:
+        async with stack.http() as http:
             saved = await http.post(
                 "/agentmemory/remember", json={"content": "route walk fixture memory"}
             )
@@ -42,7 +36,7 @@ async def test_every_upstream_route_answers_and_every_tool_is_listed(tmp_path: P
                 answers[f"{method} {path}"] = (r.status_code, r.text[:200])
             listed = {t["name"] for t in (await http.get("/agentmemory/mcp/tools")).json()["tools"]}
     finally:
-        eng.stop()
+        stack.stop()
     # A route that is not served answers 405, or 404 "no route for …"; a served one may
     # still answer 404 for a record or file it does not find (an empty request names none).
     missing = {

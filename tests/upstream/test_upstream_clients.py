@@ -14,7 +14,7 @@ import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from tests.helpers import eventually
+from tests.fixtures import eventually
 
 HERE = Path(__file__).resolve().parent
 PKG = HERE / "node_modules" / "@agentmemory"

@@ -15,71 +15,45 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 from engine import Client, connect, discover
-from tests.conftest import EngineProcess
-from tests.helpers import eventually, git, wait_until
+from tests.fixtures import Stack, eventually, git
 from tests.upstream.stack import (
     PKG,
-    auth,
     base_tools,
     essential_tools,
     node_env,
-    product_config,
     run_script,
+    start,
 )
 from workers.mcp.catalog import tool_defs, visible
 
 pytestmark = pytest.mark.skipif(shutil.which("node") is None, reason="Node.js is not installed")
 
 
-class Stack:
-    def __init__(self, eng: EngineProcess, home: Path) -> None:
-        self.eng, self.home = eng, home
-        self.url = f"http://127.0.0.1:{eng.anchor}"
+def node_env_of(stack: Stack, **extra: str) -> dict[str, str]:
+    return node_env(stack.url, stack.home, **extra)
 
-    def http(self) -> httpx.AsyncClient:
-        return httpx.AsyncClient(base_url=self.url, headers=auth(), timeout=60)
 
-    def env(self, **extra: str) -> dict[str, str]:
-        return node_env(self.url, self.home, **extra)
-
-    @contextlib.asynccontextmanager
-    async def shim(self) -> AsyncIterator[ClientSession]:
-        params = StdioServerParameters(
-            command="node", args=[str(PKG / "mcp" / "bin.mjs")], env=self.env()
-        )
-        async with stdio_client(params) as (read, write), ClientSession(read, write) as s:
-            await s.initialize()
-            yield s
+@contextlib.asynccontextmanager
+async def shim(stack: Stack) -> AsyncIterator[ClientSession]:
+    """Upstream's MCP shim (@agentmemory/mcp, unmodified) as an agent runs it."""
+    params = StdioServerParameters(
+        command="node", args=[str(PKG / "mcp" / "bin.mjs")], env=node_env_of(stack)
+    )
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as s:
+        await s.initialize()
+        yield s
 
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    tmp = tmp_path_factory.mktemp("surface")
-    home = tmp / "home"
-    home.mkdir()
-    eng = EngineProcess(tmp, product_config(home)).start(timeout=180)
-
-    def serving() -> bool:
-        with httpx.Client(base_url=f"http://127.0.0.1:{eng.anchor}", headers=auth()) as h:
-            rs = [
-                h.get("/agentmemory/mcp/tools"),
-                h.post("/agentmemory/context", json={"project": "x"}),
-                h.get("/agentmemory/diagnostics/followup"),
-            ]
-            return all(r.status_code == 200 for r in rs)
-
-    try:
-        wait_until(serving, timeout=90, interval=0.3, what="the product stack")
-        yield Stack(eng, home)
-    finally:
-        eng.stop()
-        eng.kill_all()
+    st = start(tmp_path_factory.mktemp("surface"))
+    yield st
+    st.stop()
 
 
 def text_of(result: Any) -> str:
@@ -98,7 +72,7 @@ def hook_base(sid: str, cwd: Path) -> dict[str, Any]:
 def post_tool(stack: Stack, sid: str, cwd: Path, tool: str, tool_input: Any, output: Any) -> None:
     payload = {**hook_base(sid, cwd), "hook_event_name": "PostToolUse", "tool_name": tool,
                "tool_input": tool_input, "tool_response": output}  # fmt: skip
-    run_script("post-tool-use.mjs", payload, stack.env(), cwd)
+    run_script("post-tool-use.mjs", payload, node_env_of(stack), cwd)
 
 
 async def observations(stack: Stack, sid: str, n: int = 1) -> list[dict[str, Any]]:
@@ -115,7 +89,7 @@ async def observations(stack: Stack, sid: str, n: int = 1) -> list[dict[str, Any
 async def test_a_slot_made_through_the_shim_opens_the_next_session_context(
     stack: Stack, tmp_path: Path
 ) -> None:
-    async with stack.shim() as s:
+    async with shim(stack) as s:
         made = doc_of(await s.call_tool("memory_slot_create", {
             "label": "house_rules", "content": "Run make lint before every commit",
             "pinned": "true", "sizeLimit": 500}))  # fmt: skip
@@ -132,7 +106,7 @@ async def test_a_slot_made_through_the_shim_opens_the_next_session_context(
         "session-start.mjs",
         {**hook_base("slot-next-session", tmp_path), "hook_event_name": "SessionStart",
          "source": "startup"},
-        stack.env(AGENTMEMORY_INJECT_CONTEXT="true"),
+        node_env_of(stack, AGENTMEMORY_INJECT_CONTEXT="true"),
         tmp_path,
     )  # fmt: skip
     assert "Run make lint before every commit" in out and "Never push to main" in out
@@ -140,7 +114,7 @@ async def test_a_slot_made_through_the_shim_opens_the_next_session_context(
 
 
 async def test_a_facet_query_finds_the_tagged_memory(stack: Stack) -> None:
-    async with stack.shim() as s:
+    async with shim(stack) as s:
         saved = doc_of(await s.call_tool("memory_save", {
             "content": "Refunds go through the ledger service, never straight to Stripe",
             "type": "architecture", "concepts": "refunds, ledger"}))  # fmt: skip
@@ -178,7 +152,7 @@ async def test_verify_flags_a_memory_whose_observation_was_forgotten(
             "content": "Invoices table added in migration 9c1b",
             "sourceObservationIds": [obs["id"]]})  # fmt: skip
         mid = saved.json()["memory"]["id"]
-        async with stack.shim() as s:
+        async with shim(stack) as s:
             ok = doc_of(await s.call_tool("memory_verify", {"id": mid}))
             assert ok["verdict"] == "verified" and ok["citations"][0]["status"] == "present"
             r = await http.post("/agentmemory/forget", json={"observationIds": [obs["id"]]})
@@ -203,7 +177,9 @@ async def test_the_post_commit_hook_links_a_session_and_by_commit_finds_it(
     sha = git(repo, "rev-parse", "HEAD")
     sid = "commit-session"
     base = hook_base(sid, repo)
-    run_script("session-start.mjs", {**base, "hook_event_name": "SessionStart"}, stack.env(), repo)
+    run_script(
+        "session-start.mjs", {**base, "hook_event_name": "SessionStart"}, node_env_of(stack), repo
+    )
     async with stack.http() as http:
 
         async def started() -> bool:
@@ -214,7 +190,9 @@ async def test_the_post_commit_hook_links_a_session_and_by_commit_finds_it(
         post_tool(stack, sid, repo, "Edit", {"file_path": str(repo / "billing.py"),
                   "old_string": "TAX = 0.2", "new_string": "TAX = 0.2\nROUND = 2"}, "ok")  # fmt: skip
         [edit] = await observations(stack, sid)
-        run_script("post-commit.mjs", {"session_id": sid, "cwd": str(repo)}, stack.env(), repo)
+        run_script(
+            "post-commit.mjs", {"session_id": sid, "cwd": str(repo)}, node_env_of(stack), repo
+        )
         r = await http.get("/agentmemory/session/by-commit", params={"sha": sha})
         assert r.status_code == 200, r.text
         body = r.json()
@@ -232,7 +210,7 @@ async def test_the_post_commit_hook_links_a_session_and_by_commit_finds_it(
         assert short.json()["commit"]["sha"] == sha
         unknown = await http.get("/agentmemory/session/by-commit", params={"sha": "abcdef12"})
         assert unknown.status_code == 404
-    async with stack.shim() as s:
+    async with shim(stack) as s:
         found = doc_of(await s.call_tool("memory_commit_lookup", {"sha": sha}))
         assert found["sessions"][0]["id"] == sid
         assert [o["id"] for o in found["observations"]] == [edit["id"]]
@@ -246,7 +224,7 @@ async def test_team_snapshot_mesh_and_bridge_tools_through_the_shim(stack: Stack
     async with stack.http() as http:
         r = await http.post("/agentmemory/remember", json={"content": "deploys go out on tuesdays"})
         mid = r.json()["memory"]["id"]
-    async with stack.shim() as s:
+    async with shim(stack) as s:
         shared = doc_of(
             await s.call_tool("memory_team_share", {"itemId": mid, "itemType": "memory"})
         )
@@ -273,7 +251,7 @@ async def test_team_snapshot_mesh_and_bridge_tools_through_the_shim(stack: Stack
 
 async def test_lessons_save_strengthen_recall_and_delete(stack: Stack) -> None:
     lesson = "Run database migrations before deploying the API pods"
-    async with stack.shim() as s:
+    async with shim(stack) as s:
         first = doc_of(await s.call_tool("memory_lesson_save", {
             "content": lesson, "tags": "deploy,migrations", "confidence": 0.6,
             "context": "k8s rollout"}))  # fmt: skip
@@ -305,7 +283,7 @@ async def test_patterns_and_reflect_find_what_recurred_across_sessions(
                       {"file_path": f, "old_string": f"rounding {i}", "new_string": "quantize"},
                       {"filePath": f, "success": True})  # fmt: skip
         await observations(stack, sid, 2)
-    async with stack.shim() as s:
+    async with shim(stack) as s:
         pats = doc_of(await s.call_tool("memory_patterns", {"project": "surface-demo"}))
         co = [p for p in pats["patterns"] if p["type"] == "co_change"]
         assert co and set(co[0]["files"]) == {"src/billing/invoice.py", "src/billing/tax_rules.py"}
@@ -339,7 +317,7 @@ async def test_relations_link_memories_and_the_shim_walks_them(stack: Stack) -> 
         assert again.json()["created"] is False
         evolved = (await http.post("/agentmemory/evolve", json={
             "memoryId": b, "newContent": "Stemming is PyStemmer's english (porter2) stemmer"})).json()  # fmt: skip
-    async with stack.shim() as s:
+    async with shim(stack) as s:
         related = doc_of(await s.call_tool("memory_relations", {"memoryId": a, "maxHops": 2}))
     reached = {h["memory"]["id"]: h for h in related["results"]}
     assert reached[b]["hop"] == 1 and reached[b]["via"] == "extends"
@@ -353,7 +331,7 @@ async def test_diagnose_finds_an_orphan_facet_and_heal_removes_it(stack: Stack) 
         await http.post("/agentmemory/facets", json={"targetId": mid, "targetType": "memory",
                                                      "dimension": "status", "value": "stale"})  # fmt: skip
         await http.post("/agentmemory/forget", json={"memoryId": mid})
-    async with stack.shim() as s:
+    async with shim(stack) as s:
         diag = doc_of(await s.call_tool("memory_diagnose", {"categories": "facets,index"}))
         names = {c["name"]: c for c in diag["checks"]}
         orphan = [n for n in names if n.startswith("orphan-facet:")]
@@ -374,7 +352,7 @@ async def test_timeline_takes_upstreams_anchor_and_counts(stack: Stack, tmp_path
                   {"stdout": f"{word} done {i}"})  # fmt: skip
         time.sleep(0.01)
     await observations(stack, sid, 5)
-    async with stack.shim() as s:
+    async with shim(stack) as s:
         got = doc_of(await s.call_tool("memory_timeline", {
             "anchor": "charlie", "before": 1, "after": 1, "project": "surface-demo"}))  # fmt: skip
     titles = [e["title"] for e in got["entries"]]
@@ -389,13 +367,13 @@ async def test_vision_answers_501_naming_the_setting(stack: Stack) -> None:
         assert r.json()["error"]["field"] == "AGENTMEMORY_IMAGE_EMBEDDINGS"
         e = await http.post("/agentmemory/vision-embed", json={"imageRef": "/tmp/x.png"})
         assert e.status_code == 501
-    async with stack.shim() as s:
+    async with shim(stack) as s:
         v = await s.call_tool("memory_vision_search", {"queryText": "login form"})
     assert "AGENTMEMORY_IMAGE_EMBEDDINGS" in text_of(v) and "results" not in text_of(v)
 
 
 async def test_tool_sets_are_upstreams_core_and_basic(stack: Stack) -> None:
-    nc = await connect(stack.eng.nats_url, stack.eng.credentials)
+    nc = await connect(stack.engine.nats_url, stack.engine.credentials)
     try:
         defs = tool_defs(await discover(Client(nc)))
     finally:
@@ -461,7 +439,7 @@ async def test_heal_drops_orphan_index_entries_and_reindexes_lost_records(
     post_tool(stack, sid, tmp_path, "Bash", {"command": "terraform plan -out quokka.plan"},
               {"stdout": "Plan: 3 to add, quokka bucket"})  # fmt: skip
     (obs,) = await observations(stack, sid)
-    client = await stack.eng.client()
+    client = await stack.engine.client()
     try:
         # An observation gone from KV without its removal event (the index still holds it),
         # and a memory in KV whose event never reached the stream (the index lacks it).
@@ -471,7 +449,7 @@ async def test_heal_drops_orphan_index_entries_and_reindexes_lost_records(
         await (await client.bucket(MEMORIES_BUCKET)).put(lost.id, lost)
     finally:
         await client.nc.close()
-    async with stack.shim() as s:
+    async with shim(stack) as s:
         diag = doc_of(await s.call_tool("memory_diagnose", {"categories": "index"}))
         names = {c["name"] for c in diag["checks"]}
         assert {"index-orphans", "index-unindexed"} <= names, diag

@@ -12,7 +12,6 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -24,9 +23,8 @@ from starlette.testclient import TestClient
 from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 
-from tests.browser import chromium, needs_chromium
-from tests.conftest import ROOT
-from tests.viewer.conftest import SECRET, Stack
+from tests.fixtures import ROOT, Stack, needs_chromium
+from tests.fixtures import STACK_SECRET as SECRET
 from workers.viewer import tokens
 from workers.viewer.auth import ViewerAuth
 from workers.viewer.settings import ViewerSettings
@@ -86,12 +84,6 @@ def _cli_url(stack: Stack) -> str:
     m = re.search(r"viewer: (http://127\.0\.0\.1:\d+/\?token=\S+)", out.stdout)
     assert m, out.stdout
     return m.group(1)
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with chromium() as b:
-        yield b
 
 
 @needs_chromium

@@ -16,22 +16,14 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.browser import chromium, needs_chromium
-from tests.conftest import ROOT
-from tests.helpers import wait_until
-from tests.viewer.conftest import Stack, digest, transcript
+from tests.fixtures import ROOT, Stack, needs_chromium, wait_until
+from tests.viewer.transcripts import transcript
 
 SHOTS = ROOT / os.environ.get("SCREENSHOTS", "artifacts/viewer")
 PAGES = ["activity", "trends", "memories", "sessions", "replay", "graph", "profile", "lessons",
          "audit", "actions", "health"]  # fmt: skip
 
 pytestmark = needs_chromium
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with chromium() as b:
-        yield b
 
 
 @pytest.fixture
@@ -223,7 +215,7 @@ def test_a_foreign_page_cannot_use_the_viewer(browser: Any, stack: Stack) -> Non
     live socket: the viewer refuses both, so nothing is saved and no event is heard."""
     ctx = browser.new_context()
     pg = ctx.new_page()
-    pg.goto(f"{stack.rest_url}/agentmemory/livez")
+    pg.goto(f"{stack.url}/agentmemory/livez")
     marker = "foreign " + uuid.uuid4().hex
     outcome = pg.evaluate(
         """async ([viewer, marker]) => {
@@ -360,7 +352,7 @@ def test_screenshots_of_every_page(page: Any, stack: Stack) -> None:
                                               "type": "decision", "project": "orders-api",
                                               "concepts": "csv, accounting"})  # fmt: skip
     stack.observe("shots-" + uuid.uuid4().hex[:6], 4, project="orders-api")
-    digest(stack)  # the graph and the day records now, not at the lifecycle's next minute
+    stack.digest()  # the graph and the day records now, not at the lifecycle's next minute
 
     def counted() -> bool:  # sessions' counts are flushed every few seconds
         with stack.rest() as c:
@@ -391,10 +383,8 @@ def test_screenshots_of_every_page(page: Any, stack: Stack) -> None:
 def test_a_dropped_stream_shows_stale_then_reconnects_and_resyncs(page: Any, stack: Stack) -> None:
     import signal
 
-    from tests.viewer.conftest import SECRET
-
     console = f"http://127.0.0.1:{stack.engine.ports['console']}"
-    auth = {"authorization": f"Bearer {SECRET}"}
+    auth = {"authorization": f"Bearer {stack.secret}"}
 
     def viewer_pid() -> int | None:
         """The process serving the viewer (in the default layout it hosts the console too)."""

@@ -8,15 +8,10 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-import pytest
-
-from tests.browser import chromium, needs_chromium
-from tests.helpers import wait_until
-from tests.viewer.conftest import Stack, digest
+from tests.fixtures import Stack, needs_chromium, wait_until
 
 pytestmark = needs_chromium
 PAGES = ["activity", "trends", "memories", "sessions", "replay", "graph", "profile", "lessons",
@@ -29,12 +24,6 @@ INK = """(sel) => {
   for (let i = 3; i < d.length; i += 4) if (d[i] > 0) n++;
   return n;
 }"""
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with chromium() as b:
-        yield b
 
 
 def open_page(browser: Any, stack: Stack, width: int = 1400, height: int = 900) -> Any:
@@ -57,7 +46,7 @@ def trends(stack: Stack) -> dict[str, Any]:
 
 def test_the_graph_page_draws_the_nodes_and_edges_it_lists(browser: Any, stack: Stack) -> None:
     stack.observe("graph-" + uuid.uuid4().hex[:6], 6, project="graph-demo")
-    digest(stack)
+    stack.digest()
     with stack.rest() as c:
         assert c.get("/agentmemory/graph/stats").json()["totalEdges"] > 0
     pg = open_page(browser, stack)

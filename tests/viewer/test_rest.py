@@ -14,7 +14,8 @@ import pytest
 from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 
-from tests.viewer.conftest import Stack, transcript
+from tests.fixtures import Stack
+from tests.viewer.transcripts import transcript
 
 STATIC = Path(__file__).resolve().parents[2] / "workers" / "viewer" / "static"
 
@@ -82,7 +83,7 @@ async def test_the_live_socket_refuses_foreign_origins_and_hosts(
 def test_the_viewer_forwards_the_secret_and_only_the_writes_its_pages_make(
     stack: Stack, viewer: httpx.Client
 ) -> None:
-    assert httpx.get(stack.rest_url + "/agentmemory/sessions").status_code == 401
+    assert httpx.get(stack.url + "/agentmemory/sessions").status_code == 401
     assert viewer.get("/agentmemory/sessions").status_code == 200
     refused = viewer.post("/agentmemory/import", json={"data": {}})
     assert refused.status_code == 405 and refused.json()["error"]["field"] == "method"
@@ -94,12 +95,12 @@ def test_the_viewer_forwards_the_secret_and_only_the_writes_its_pages_make(
 def test_the_rest_port_sends_a_browser_to_the_viewer_and_livez_names_its_port(
     stack: Stack,
 ) -> None:
-    r = httpx.get(stack.rest_url + "/agentmemory/viewer", follow_redirects=False)
+    r = httpx.get(stack.url + "/agentmemory/viewer", follow_redirects=False)
     assert r.status_code == 302
     assert r.headers["location"] == f"http://127.0.0.1:{stack.engine.ports['viewer']}/"
-    live = httpx.get(stack.rest_url + "/agentmemory/livez").json()
+    live = httpx.get(stack.url + "/agentmemory/livez").json()
     assert live["viewerPort"] == stack.engine.ports["viewer"] and "viewerSkipped" not in live
-    doc = httpx.get(stack.rest_url + "/agentmemory/openapi.json").json()
+    doc = httpx.get(stack.url + "/agentmemory/openapi.json").json()
     assert set(doc["paths"]["/agentmemory/viewer"]["get"]["responses"]) >= {"302"}
     for path in ("/agentmemory/viewer/snapshot", "/agentmemory/replay/sessions",
                  "/agentmemory/replay/load", "/agentmemory/replay/import-jsonl"):  # fmt: skip
