@@ -1,4 +1,5 @@
-# The two commands of the README: `make run` and `make test`.
+# The two commands of the README: `make run` and `make test` (and `make quick`, the tests that
+# need no server).
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -7,7 +8,7 @@ RUN_STAMP := $(VENV)/.run-installed
 TEST_STAMP := $(VENV)/.test-installed
 SYSTEM_STAMP := $(VENV)/.system-installed
 
-.PHONY: run test lint typecheck unit install install-test system-deps eval bench cluster clean
+.PHONY: run test quick lint typecheck suite install install-test system-deps eval bench cluster clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -71,10 +72,18 @@ lint: install-test
 typecheck: install-test
 	$(VENV)/bin/mypy
 
-unit: install-test
-	$(VENV)/bin/pytest -q
+# The whole suite, test modules spread over parallel workers (tests/fixtures.py: every test
+# has its own ports and temp dirs; a module, or a folder sharing a stack, is one unit).
+PYTEST_WORKERS ?= 3
+suite: install-test
+	$(VENV)/bin/pytest -q -n $(PYTEST_WORKERS) --dist loadscope --no-loadscope-reorder
 
-test: lint typecheck unit
+test: lint typecheck suite
+
+# The tests that need no server (marked `unit`: no nats-server, engine, worker, browser or
+# node), for the edit-and-test loop.
+quick: $(TEST_STAMP)
+	$(VENV)/bin/pytest -q -m unit
 
 eval: install-test
 	$(PY) ops/eval/locomo.py --cv

