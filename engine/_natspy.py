@@ -1,7 +1,7 @@
-"""The one module that uses nats-py's private attributes: two measured hot-path gains,
-only on the nats-py versions they were verified against (VERIFIED_NATS_PY), with nats-py's
-public behaviour everywhere else. Nothing else in the engine (or outside it) reaches into
-nats-py.
+"""The one module that uses nats-py's private attributes: two measured hot-path gains and
+one ordering fix, only on the nats-py versions they were verified against (VERIFIED_NATS_PY),
+with nats-py's public behaviour everywhere else. Nothing else in the engine (or outside it)
+reaches into nats-py.
 
 1. Faster header parsing and encoding, installed per connection (engine/_connect.py).
    Measured: encode 2 headers 2.97 -> 1.02 us, parse 2.83 -> 1.22 us; in the in-process
@@ -13,6 +13,11 @@ nats-py.
    The measured gain is stated on `fast_endpoints`. Without it the endpoints take micro's
    public handler path, and STATS report micro's own counts (the accurate figures of our
    calls are in each endpoint's `data` either way).
+3. A `flush()` that keeps its promise (`_send_ping`): nats-py writes flush's PING to the
+   socket at once, ahead of a SUB or PUB still queued for its flusher task, so the PONG
+   could come back before the server had them: a subscription "flushed" could miss a
+   message another connection published right after (a worker said ready before its
+   endpoints were subscribed). Here the PING is queued behind them.
 
 Every engine call carries headers (Engine-Deadline; `traceparent` when traced), so nats-py's
 header code runs on every request: its parser walks each header name character by character
@@ -29,6 +34,7 @@ never in site-packages, and only on the nats-py versions they were checked again
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, ParamSpec, Protocol, TypeVar
 
@@ -40,8 +46,9 @@ from nats.protocol.command import hpub_cmd
 from engine.settings import engine_settings
 
 VERIFIED_NATS_PY = frozenset({"2.16.0"})
-"""nats-py versions whose `_parse_header_lines`, `_process_headers` and `_send_publish` these
-replacements were proven against; on any other the connection keeps nats-py's own."""
+"""nats-py versions whose `_parse_header_lines`, `_process_headers`, `_send_publish` and
+`_send_ping` these replacements were proven against; on any other the connection keeps
+nats-py's own."""
 
 _CACHE_LIMIT = 512
 # Header name as received (unstripped bytes) -> the dict key, or None when nats-py drops it.
@@ -164,13 +171,38 @@ def _send_publish(nc: NATS) -> _SendPublish:
     return send_publish
 
 
+_PING = _nats_client.PING_PROTO
+
+
+class _SendPing(Protocol):
+    """The shape of nats-py's `Client._send_ping`, bound."""
+
+    def __call__(self, future: asyncio.Future[Any] | None = None) -> Coroutine[Any, Any, None]: ...
+
+
+def _send_ping(nc: NATS) -> _SendPing:
+    """nats-py's `_send_ping` with the PING queued behind the commands already pending, so
+    its PONG means the server has them all (nats-py writes it ahead of them)."""
+
+    async def send_ping(future: asyncio.Future[Any] | None = None) -> None:
+        nc._pongs.append(future if future is not None else asyncio.Future())
+        await nc._send_command(_PING)
+        await nc._flush_pending()
+
+    return send_ping
+
+
 def _verified() -> bool:
     return _nats_client.__version__ in VERIFIED_NATS_PY and engine_settings().natspy_fast
 
 
 def install(nc: NATS) -> bool:
     """Use the faster header code on `nc` (a connection made by nats-py's Client); False,
-    and nothing changed, on a nats-py version they were not checked against."""
+    and the header code unchanged, on a nats-py version it was not checked against or with
+    ENGINE_NATSPY_FAST off. The flush fix is no speed-up: a checked version gets it always."""
+    if _nats_client.__version__ not in VERIFIED_NATS_PY:
+        return False
+    _shadow(nc, nc._send_ping)(_send_ping(nc))
     if not _verified():
         return False
     _shadow(nc, nc._parse_header_lines)(parse_header_lines)
