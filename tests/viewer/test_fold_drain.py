@@ -25,9 +25,9 @@ async def test_a_draining_fold_saves_what_it_folded_and_the_next_goes_on(client:
     await first.start(client)
     await first.drain(client)
     behind = await first.fold()
-    cursor: int = await first.state.get("cursor.events", int) or 0
+    cursor: int = await first.bucket.get("cursor.events", int) or 0
     assert 0 < cursor < max(seqs) and behind == max(seqs) - cursor  # ended early, saved
     again = TrendsService()
     await again.start(client)
     assert await again.fold() == 0
-    assert await again.state.get("cursor.events", int) == max(seqs)
+    assert await again.bucket.get("cursor.events", int) == max(seqs)
