@@ -81,9 +81,9 @@ suite: install-test
 test: lint typecheck suite
 
 # The tests that need no server (marked `unit`: no nats-server, engine, worker, browser or
-# node), for the edit-and-test loop.
+# node), for the edit-and-test loop; on two workers.
 quick: $(TEST_STAMP)
-	$(VENV)/bin/pytest -q -m unit
+	$(VENV)/bin/pytest -q -m unit -n 2
 
 eval: install-test
 	$(PY) ops/eval/locomo.py --cv

@@ -6,10 +6,14 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from tests.fixtures import ROOT
 from workers.cli import memory_cmds, setup_cmds  # noqa: F401  (they register their commands on `app`)
 from workers.cli.agents import NAMES
 from workers.cli.service_cmds import app
+
+pytestmark = pytest.mark.unit
 
 DOC = (ROOT / "docs" / "AGENTS.md").read_text()
 

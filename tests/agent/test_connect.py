@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 import tomlkit
 
 from tests.agent.cli_stack import CliStack
@@ -12,6 +13,7 @@ from workers.cli.agents import CLAUDE_EVENTS
 from workers.cli.connect import plan
 
 
+@pytest.mark.unit
 def test_codex_connect_keeps_other_servers_and_settings(tmp_path: Path) -> None:
     codex = tmp_path / ".codex"
     codex.mkdir()

@@ -10,10 +10,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from functions.kernel.secret_rules import RULES_FILE
 from tests.memory.secret_corpus import SAMPLES
 from workers.hooks import HOOKS_DIR, _delivery
 from workers.hooks._hookcore import Settings
+
+pytestmark = pytest.mark.unit
 
 
 def test_the_spool_holds_no_provider_secret_of_the_corpus(tmp_path: Path) -> None:

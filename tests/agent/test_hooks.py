@@ -12,6 +12,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.agent.cli_stack import CliStack, run_hook, session_payloads
 from tests.fixtures import free_port_block, wait_until
 from workers.hooks import SCRIPTS, _delivery
@@ -40,6 +42,7 @@ def _spooled(st: CliStack) -> list[dict[str, Any]]:
     return _delivery.read(Settings(st.hook_env()))
 
 
+@pytest.mark.unit
 def test_hook_with_server_down_exits_zero_fast_and_spools_the_event(stack: CliStack) -> None:
     env = stack.hook_env()  # nothing listens on this port yet
     times = []
@@ -135,6 +138,7 @@ def test_session_start_prints_context_only_when_enabled(stack: CliStack) -> None
     assert 0 < len(out) <= 9000 and "stripe" in out.lower(), out
 
 
+@pytest.mark.unit
 def test_spool_is_bounded_in_bytes_and_age(tmp_path: Path) -> None:
     env = {
         "HOME": str(tmp_path),
@@ -156,6 +160,7 @@ def test_spool_is_bounded_in_bytes_and_age(tmp_path: Path) -> None:
     assert "expired" not in ids and ids[-1] == "e39" and "e0" not in ids
 
 
+@pytest.mark.unit
 def test_capture_rules_and_output_truncation(tmp_path: Path) -> None:
     port = free_port_block()
     env = {
@@ -218,6 +223,7 @@ def test_codex_post_tool_use_is_stored_with_its_tool_use_id(stack: CliStack) -> 
     assert len(stack.observations("codex-session-1")) == 1
 
 
+@pytest.mark.unit
 def test_drain_with_the_server_still_down_keeps_every_event(tmp_path: Path) -> None:
     env = {
         "HOME": str(tmp_path),
@@ -251,6 +257,7 @@ PLANTED = [
 ]
 
 
+@pytest.mark.unit
 def test_spool_scrubs_every_kind_of_planted_secret(tmp_path: Path) -> None:
     settings = Settings({"HOME": str(tmp_path), "AGENTMEMORY_SPOOL_DIR": str(tmp_path / "s")})
     for i, secret in enumerate(PLANTED):
@@ -270,6 +277,7 @@ def test_spool_scrubs_every_kind_of_planted_secret(tmp_path: Path) -> None:
     assert '"n": 7' in text  # the rest of the body is intact
 
 
+@pytest.mark.unit
 def test_hook_gives_up_on_a_server_that_never_answers_and_spools(tmp_path: Path) -> None:
     import socket
 

@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.agent.cli_stack import CliStack
 from workers.cli.transcripts import parse
 
@@ -41,6 +43,7 @@ def _write_projects(home: Path) -> Path:
     return root
 
 
+@pytest.mark.unit
 def test_transcript_parser_pairs_tool_use_with_its_result(tmp_path: Path) -> None:
     root = _write_projects(tmp_path)
     sid = "a1b2c3d4-0000-4000-8000-000000000002"
@@ -72,6 +75,7 @@ def test_import_jsonl_is_idempotent_and_sessions_are_searchable(stack: CliStack)
     assert "a1b2c3d4-0000-4000-8000-000000000003" in json.dumps(found)
 
 
+@pytest.mark.unit
 def test_a_large_transcript_is_sent_in_pieces_that_keep_a_call_with_its_result(
     tmp_path: Path,
 ) -> None:

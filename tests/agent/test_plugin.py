@@ -37,6 +37,7 @@ def _skills() -> dict[str, tuple[dict[str, Any], str]]:
     return out
 
 
+@pytest.mark.unit
 def test_manifests_hooks_and_skills_follow_the_documented_format() -> None:
     claude = _json(PLUGIN / ".claude-plugin" / "plugin.json")
     codex = _json(PLUGIN / ".codex-plugin" / "plugin.json")
@@ -104,6 +105,7 @@ async def test_every_tool_call_in_the_skills_exists_with_those_arguments(
     assert wrong == []
 
 
+@pytest.mark.unit
 def test_claude_code_validates_the_bundle_and_both_marketplaces(tmp_path: Path) -> None:
     for path in (
         PLUGIN / ".claude-plugin" / "plugin.json",
@@ -173,6 +175,7 @@ def test_installed_plugin_wires_the_hooks_connect_does_and_they_record(
     assert "Connected" in line and "✘" not in line, listed.stdout + listed.stderr
 
 
+@pytest.mark.unit
 def test_codex_installs_the_plugin_and_sees_its_server(tmp_path: Path) -> None:
     added = agent_clis.run("codex", "plugin", "marketplace", "add", str(ROOT), home=tmp_path)
     assert added.returncode == 0, added.stdout + added.stderr

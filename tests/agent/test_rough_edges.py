@@ -7,6 +7,7 @@ import subprocess
 from typing import Any
 
 import httpx
+import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
@@ -106,6 +107,7 @@ def test_lessons_from_an_imported_transcript_say_where_they_came_from(
     assert saved["source"] == "import"
 
 
+@pytest.mark.unit
 def test_a_cut_title_ends_with_an_ellipsis() -> None:
     assert clip("short", 80) == "short"
     long = "word " * 40

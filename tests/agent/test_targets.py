@@ -99,6 +99,7 @@ def _expected(name: str) -> dict[str, Any]:
 CONFIG_AGENTS = [a.name for a in AGENTS if a.format not in ("none", "extension")]
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("name", CONFIG_AGENTS)
 def test_each_target_writes_the_agents_own_schema_merges_and_removes(
     name: str, tmp_path: Path
@@ -117,6 +118,7 @@ def test_each_target_writes_the_agents_own_schema_merges_and_removes(
     assert _ours(tmp_path, name) is None
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     "name", [a.name for a in AGENTS if a.hooks is None and a.format != "extension"]
 )
@@ -132,6 +134,7 @@ def test_with_hooks_on_an_agent_without_hooks_says_so_and_writes_none(
     assert not any("hook" in c.after for c in result.changes if c.path.suffix == ".json")
 
 
+@pytest.mark.unit
 def test_hook_agents_get_claude_shaped_hooks_that_name_themselves(tmp_path: Path) -> None:
     for name, script in (
         ("claude-code", "claude_code.py"),
@@ -156,6 +159,7 @@ def test_hook_agents_get_claude_shaped_hooks_that_name_themselves(tmp_path: Path
     assert tomllib.loads(BY_NAME["codex"].file(tmp_path).read_text())["features"]["codex_hooks"]
 
 
+@pytest.mark.unit
 def test_dsh_hooks_row_names_the_hooks_file_it_writes(tmp_path: Path) -> None:
     for change in connect.wire("dsh", tmp_path, True, "", {}).changes:
         change.write()
@@ -166,6 +170,7 @@ def test_dsh_hooks_row_names_the_hooks_file_it_writes(tmp_path: Path) -> None:
     assert set(hooks) == set(CODEX_EVENTS)
 
 
+@pytest.mark.unit
 def test_pi_extension_runs_our_hook_script_with_this_interpreter(tmp_path: Path) -> None:
     for change in connect.wire("pi", tmp_path, False, "http://127.0.0.1:4111", {}).changes:
         change.write()
@@ -177,6 +182,7 @@ def test_pi_extension_runs_our_hook_script_with_this_interpreter(tmp_path: Path)
     assert BY_NAME["pi"].file(tmp_path).read_text() == ""
 
 
+@pytest.mark.unit
 def test_guideline_block_is_upserted_once_and_removed_alone(tmp_path: Path) -> None:
     rules = tmp_path / ".gemini" / "GEMINI.md"
     rules.parent.mkdir(parents=True)
@@ -192,6 +198,7 @@ def test_guideline_block_is_upserted_once_and_removed_alone(tmp_path: Path) -> N
     assert rules.read_text() == "# my rules\nBe brief.\n"
 
 
+@pytest.mark.unit
 def test_a_jsonc_file_is_refused_not_rewritten(tmp_path: Path) -> None:
     zed = BY_NAME["zed"].file(tmp_path)
     zed.parent.mkdir(parents=True)

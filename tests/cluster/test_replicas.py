@@ -73,6 +73,7 @@ async def test_a_replicated_bucket_stream_or_object_store_takes_writes_once_open
         await nc.close()
 
 
+@pytest.mark.unit
 def test_a_replica_count_jetstream_cannot_have_is_a_config_error(tmp_path: Path) -> None:
     from engine.config import ConfigError, load_config
 

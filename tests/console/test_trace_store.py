@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
+
 from engine.tracing import SpanRecord
 from workers.console.traces import TraceStore
+
+pytestmark = pytest.mark.unit
 
 
 def span(trace: str, sid: str, parent: str, start: int, end: int, **kw: object) -> SpanRecord:

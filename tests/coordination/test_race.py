@@ -117,6 +117,7 @@ def check_exclusive(entries: list[dict[str, Any]]) -> dict[str, list[dict[str, A
     return events
 
 
+@pytest.mark.unit
 def test_the_checker_catches_two_holders_and_an_early_takeover() -> None:
     def acq(rev: int, lease: str, at: str = "2026-01-01T00:00:05.000Z") -> dict[str, Any]:
         return {

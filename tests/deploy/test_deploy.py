@@ -106,6 +106,7 @@ def test_render_writes_private_secrets_and_a_node_config_nats_server_accepts(
     assert load_config(out / "engine.yaml").nats.credentials == str((out / "nats.json").resolve())
 
 
+@pytest.mark.unit
 def test_render_refuses_fewer_than_three_nodes(tmp_path: Path) -> None:
     assert render.main(["--out", str(tmp_path / "s"), "--nodes", "a,b"]) == 2
     assert not (tmp_path / "s").exists()
@@ -119,6 +120,7 @@ def _has_compose() -> bool:
     return probe.returncode == 0
 
 
+@pytest.mark.unit
 @pytest.mark.skipif(not _has_compose(), reason="docker compose is not installed here")
 def test_docker_compose_accepts_the_file(tmp_path: Path) -> None:
     copy = tmp_path / "ops" / "deploy"
@@ -129,6 +131,7 @@ def test_docker_compose_accepts_the_file(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr
 
 
+@pytest.mark.unit
 def test_compose_runs_three_clustered_nodes_from_the_rendered_config() -> None:
     c = compose()
     services = c["services"]
@@ -242,6 +245,7 @@ def test_systemd_units_start_the_wheel_nats_server_and_the_engine_entry_point() 
     assert eng["Service"]["Environment"] == f"HOME=/var/lib/{state}"
 
 
+@pytest.mark.unit
 @pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="no systemd-analyze here")
 def test_systemd_analyze_verifies_the_units(tmp_path: Path) -> None:
     """The units with /opt/agentmemory/venv as this checkout's venv: verify checks that the
@@ -272,6 +276,7 @@ def _glob_match(path: str, pattern: str) -> bool:
     return match(path.split("/"), pattern.split("/"))
 
 
+@pytest.mark.unit
 def test_the_wheel_the_image_installs_carries_every_data_file_the_product_reads() -> None:
     """The image runs a wheel install (no source tree on the path of a worker's static
     files): each file of a package that is not Python is declared package data."""

@@ -11,6 +11,8 @@ import pytest
 from engine import ErrorCode, FunctionError
 from engine._errors import STATUS_TABLE
 
+pytestmark = pytest.mark.unit
+
 
 def test_the_closed_set_of_codes_is_the_status_table() -> None:
     assert list(get_args(ErrorCode)) == list(STATUS_TABLE)

@@ -74,6 +74,7 @@ def _ours(raw: Any) -> Any:
         return type(exc)
 
 
+@pytest.mark.unit
 @settings(max_examples=1000, deadline=None)
 @given(st.one_of(st.binary(max_size=80), chunks, blocks, blocks.map(lambda b: b + b"\r\n\r\n")))
 def test_parse_header_lines_is_nats_pys_for_any_bytes(raw: bytes) -> None:
@@ -84,6 +85,7 @@ def test_parse_header_lines_is_nats_pys_for_any_bytes(raw: bytes) -> None:
     assert _ours(bytearray(raw)) == _nats_parse(bytearray(raw))
 
 
+@pytest.mark.unit
 def test_parse_header_lines_on_the_edges_nats_py_defines() -> None:
     cases = [
         b"",
@@ -146,6 +148,7 @@ value_texts = st.one_of(
 )
 
 
+@pytest.mark.unit
 @settings(max_examples=800, deadline=None)
 @given(st.dictionaries(header_texts, value_texts, max_size=5), st.sampled_from(["s.x", ""]))
 def test_send_publish_builds_the_bytes_nats_py_builds(
@@ -157,6 +160,7 @@ def test_send_publish_builds_the_bytes_nats_py_builds(
     assert faster == original
 
 
+@pytest.mark.unit
 def test_send_publish_fails_as_nats_py_does() -> None:
     for subject, headers in [
         ("s", None),
@@ -177,6 +181,7 @@ async def _status_or_headers(process: Any, raw: Any) -> Any:
         return type(exc)
 
 
+@pytest.mark.unit
 @settings(max_examples=800, deadline=None)
 @given(
     st.one_of(
@@ -208,6 +213,7 @@ def test_process_headers_is_nats_pys(raw: bytes | None) -> None:
     asyncio.run(run())
 
 
+@pytest.mark.unit
 def test_install_leaves_an_unverified_nats_py_alone(monkeypatch: pytest.MonkeyPatch) -> None:
     nc = NATS()
     monkeypatch.setattr(nats_client, "__version__", "2.99.0")
@@ -217,6 +223,7 @@ def test_install_leaves_an_unverified_nats_py_alone(monkeypatch: pytest.MonkeyPa
     assert "_process_headers" not in vars(nc)
 
 
+@pytest.mark.unit
 def test_the_installed_nats_py_is_one_the_replacements_were_checked_against() -> None:
     # On an upgrade this fails: rerun this file's property tests against the new version,
     # then add it to VERIFIED_NATS_PY (else connections silently keep the slower code).

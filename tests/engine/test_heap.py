@@ -47,6 +47,7 @@ def _run(script: str, **env: str) -> list[str]:
     return out.stdout.split()
 
 
+@pytest.mark.unit
 def test_malloc_trim_gives_a_fragmented_heap_back() -> None:
     assert malloc_trim() is not None
     before, after = map(float, _run("""
@@ -60,6 +61,7 @@ def test_malloc_trim_gives_a_fragmented_heap_back() -> None:
     assert after < before - 120, (before, after)  # ...until trimmed
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("busy, trimmed", [(0.0, True), (1000.0, False)])
 def test_the_trimmer_runs_when_the_process_was_busy_only(busy: float, trimmed: bool) -> None:
     before, after = map(float, _run(f"""
@@ -156,6 +158,7 @@ def _rss_of(pid: int) -> float:
     raise AssertionError("no VmRSS")
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("raw", ["soon", "-1"])
 def test_a_bad_setting_is_named(raw: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(ENV_TRIM_SECONDS, raw)
@@ -163,6 +166,7 @@ def test_a_bad_setting_is_named(raw: str, monkeypatch: pytest.MonkeyPatch) -> No
         trim_seconds()
 
 
+@pytest.mark.unit
 def test_the_default_and_off(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(ENV_TRIM_SECONDS, raising=False)
     assert trim_seconds() == 30.0
@@ -190,6 +194,7 @@ print(sum(in_heap(b) for b in blocks))
 """
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("mode", ["fixed", "default"])
 def test_large_allocations_keep_their_own_mapping_once_fixed(mode: str) -> None:
     out = subprocess.run(
@@ -203,6 +208,7 @@ def test_large_allocations_keep_their_own_mapping_once_fixed(mode: str) -> None:
         assert in_heap == 4  # glibc's raised threshold put them in the heap
 
 
+@pytest.mark.unit
 def test_the_search_worker_fixes_the_threshold() -> None:
     setup = "import workers.search\nworkers.search.build()\n"
     out = subprocess.run(

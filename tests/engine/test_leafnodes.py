@@ -205,6 +205,7 @@ async def _count(stream, n: int) -> bool:  # type: ignore[no-untyped-def]
     return (await stream.info()).messages == n
 
 
+@pytest.mark.unit
 def test_the_allowlist_names_the_shared_streams_api_and_plumbing_only() -> None:
     allow = leaf_allowlist(["TEAM"], ["topic.x"])
     assert "$JS.*.API.CONSUMER.CREATE.TEAM.>" in allow
@@ -218,6 +219,7 @@ def _config(tmp: Path, nats: str) -> Path:
     return p
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     ("nats", "says"),
     [
@@ -240,6 +242,7 @@ def test_a_leaf_config_that_cannot_work_is_refused_with_the_fix(
     assert says in str(ei.value)
 
 
+@pytest.mark.unit
 def test_the_server_config_carries_the_domain_the_link_and_its_permissions(tmp_path: Path) -> None:
     srv = NatsServer(
         store_dir=tmp_path,

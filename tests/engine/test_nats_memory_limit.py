@@ -37,6 +37,7 @@ def test_the_embedded_server_gets_the_memory_limit_as_gomemlimit(
     assert _environ(_nats_pid(eng.data_dir)).get("GOMEMLIMIT") == "200MiB"
 
 
+@pytest.mark.unit
 def test_the_shipped_default_sets_a_limit_and_null_sets_none(tmp_path: Path) -> None:
     root = Path(__file__).resolve().parents[2]
     assert load_config(root / "config" / "engine.yaml").nats.memory_limit == "320MiB"
@@ -45,6 +46,7 @@ def test_the_shipped_default_sets_a_limit_and_null_sets_none(tmp_path: Path) -> 
     assert load_config(off).nats.memory_limit is None
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("bad", ["320MB", "lots", "0", "-5MiB", "1.5GiB"])
 def test_a_memory_limit_go_would_refuse_is_a_config_error(tmp_path: Path, bad: str) -> None:
     cfg = tmp_path / "engine.yaml"

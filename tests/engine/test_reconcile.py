@@ -230,6 +230,7 @@ ALLOWED = {"engine/_streams.py", "engine/_kv.py", "engine/_objects.py", "engine/
 not a declaration there is anything to reconcile with."""
 
 
+@pytest.mark.unit
 def test_every_declaration_goes_through_the_reconciling_entry_points() -> None:
     """Streams, buckets, object stores and consumers are made in the three engine modules
     that reconcile them; anything else creating one directly would skip the check (the
@@ -243,6 +244,7 @@ def test_every_declaration_goes_through_the_reconciling_entry_points() -> None:
     assert found == []
 
 
+@pytest.mark.unit
 def test_the_check_above_can_see_a_direct_creation(tmp_path: Path) -> None:
     assert CREATION.search("await js.add_stream(cfg)")
     assert CREATION.search("await js.add_consumer(stream, cfg)")

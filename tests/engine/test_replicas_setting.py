@@ -8,6 +8,8 @@ from engine._connect import default_replicas
 
 ENV_REPLICAS = "ENGINE_REPLICAS"
 
+pytestmark = pytest.mark.unit
+
 
 def test_the_replica_setting_is_checked(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(ENV_REPLICAS, raising=False)

@@ -18,6 +18,7 @@ class Doc(msgspec.Struct):
     n: int
 
 
+@pytest.mark.unit
 def test_ttl_header_rounds_up_to_whole_seconds() -> None:
     assert [_kv.ttl_header(t) for t in (0.2, 1.0, 1.5, 600)] == ["1", "1", "2", "600"]
     with pytest.raises(ValueError):

@@ -11,6 +11,7 @@ import sys
 import time
 
 import msgspec
+import pytest
 
 from engine import FunctionError
 from tests.fixtures import ROOT, eventually, wait_until
@@ -176,6 +177,7 @@ def test_status_while_the_bus_is_not_up_is_one_clear_line(tmp_path) -> None:
     assert f"engine is running (pid {os.getpid()}) but did not answer" in out.stderr
 
 
+@pytest.mark.unit
 def test_the_shipped_configs_load_and_the_default_shares_processes() -> None:
     from engine.config import load_config
 

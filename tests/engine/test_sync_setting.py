@@ -24,6 +24,7 @@ def test_each_sync_policy_renders_a_config_nats_server_accepts(tmp_path: Path, v
     assert out.returncode == 0, out.stderr
 
 
+@pytest.mark.unit
 def test_a_sync_policy_nats_server_would_refuse_is_refused_naming_the_setting(
     tmp_path: Path,
 ) -> None:

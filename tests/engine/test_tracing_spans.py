@@ -13,6 +13,8 @@ from hypothesis import strategies as st
 from engine import _tracing
 from engine.tracing import LeanSpan, SpanContext, SpanKind
 
+pytestmark = pytest.mark.unit
+
 HEX16 = re.compile(r"[0-9a-f]{16}")
 HEX32 = re.compile(r"[0-9a-f]{32}")
 

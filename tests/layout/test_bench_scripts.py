@@ -28,6 +28,7 @@ SHARED = {"harness.py", "cluster_workload.py", "soak_plot.py"}
 soak's plot (also a script of its own, redrawing a kept series)."""
 
 
+@pytest.mark.unit
 def test_the_readme_lists_the_benchmarks() -> None:
     assert len(COMMANDS) >= 10, COMMANDS
 
@@ -47,11 +48,13 @@ def test_a_listed_benchmark_starts_as_written(command: str) -> None:
     assert missing == [], f"{command} --help does not know {missing}"
 
 
+@pytest.mark.unit
 def test_no_bench_module_shadows_the_standard_library() -> None:
     names = {p.stem for p in ROOT.joinpath("ops", "bench").glob("*.py")}
     assert not names & STDLIB, names & STDLIB
 
 
+@pytest.mark.unit
 def test_a_bench_imports_the_harness_and_no_other_bench() -> None:
     benches = sorted(p for p in BENCH.glob("*.py") if p.name not in SHARED)
     assert len(benches) > 15

@@ -12,8 +12,11 @@ import typing
 from typing import Any
 
 import msgspec
+import pytest
 
 import functions
+
+pytestmark = pytest.mark.unit
 
 _ATTR = "__engine_operation__"
 

@@ -13,6 +13,8 @@ import pytest
 
 from tests.layout.source_imports import ROOT, cycles, file_graph, imported_files
 
+pytestmark = pytest.mark.unit
+
 FOLDERS = ("engine", "functions", "workers", "triggers", "ops")
 
 

@@ -16,7 +16,10 @@ import re
 import tomllib
 from pathlib import Path
 
+import pytest
 import vulture
+
+pytestmark = pytest.mark.unit
 
 ROOT = Path(__file__).resolve().parents[2]
 PRODUCT = ("engine", "functions", "triggers", "workers")

@@ -65,6 +65,7 @@ def tree_with(tmp: Path, blocks: dict[str, str]) -> Path:
     return repo
 
 
+@pytest.mark.unit
 def test_the_recipe_is_two_files_and_a_config_entry() -> None:
     blocks = recipe()
     files = [p for p in blocks if not p.startswith("config/")]

@@ -8,7 +8,11 @@ import graphlib
 import re
 from pathlib import Path
 
+import pytest
+
 from tests.layout.source_imports import ROOT, imported_modules
+
+pytestmark = pytest.mark.unit
 
 FUNCTIONS = ROOT / "functions"
 

@@ -13,6 +13,10 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.unit
+
 ROOT = Path(__file__).resolve().parents[2]
 FOLDERS = ("engine", "functions", "workers", "triggers", "ops")
 ALLOWED_MODULES = {"engine/_natspy.py"}

@@ -13,6 +13,7 @@ from functions.lifecycle.wire import DecayIn, ReinforceIn
 from tests.lifecycle._data import T0, at, put_memory
 
 
+@pytest.mark.unit
 def test_decay_composes_however_often_it_runs() -> None:
     once = decayed(1.0, iso(T0), at(days=60), 30)
     stepwise = 1.0

@@ -84,6 +84,7 @@ async def test_a_malformed_observation_is_refused_naming_it(lifecycle: Any) -> N
     assert found["nodes"] == []  # nothing of a refused request is stored
 
 
+@pytest.mark.unit
 def test_algorithm_names_are_not_errors_and_everyday_words_are_not_concepts() -> None:
     from functions.graph.extract import observation_entities
     from functions.kernel.records import Observation

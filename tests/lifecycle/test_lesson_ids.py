@@ -5,8 +5,11 @@ returned `lessonId` beside a generated `id`, and got 404 for the lesson it had j
 from __future__ import annotations
 
 import msgspec
+import pytest
 
 from functions.lessons.wire import LessonReinforceIn
+
+pytestmark = pytest.mark.unit
 
 
 def test_lesson_id_wins_over_id() -> None:

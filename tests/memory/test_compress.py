@@ -7,6 +7,7 @@ import re
 from collections import Counter
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -28,6 +29,8 @@ from functions.memory.compress import (
     content_of,
     paths_in_text,
 )
+
+pytestmark = pytest.mark.unit
 
 
 def test_edit_tool_becomes_a_file_edit_with_the_file_and_language() -> None:

@@ -11,6 +11,7 @@ import copy
 from typing import Any
 
 import msgspec
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -87,6 +88,7 @@ def _two_datas(draw: st.DrawFn) -> tuple[dict[str, Any], dict[str, Any]]:
     return a, b
 
 
+@pytest.mark.unit
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(hook=_hook, pair=_two_datas())
 def test_events_differing_in_any_data_field_get_two_ids(
@@ -98,12 +100,14 @@ def test_events_differing_in_any_data_field_get_two_ids(
     assert _id(_event(hook, a)) != _id(_event(hook, b))
 
 
+@pytest.mark.unit
 @settings(max_examples=200, deadline=None)
 @given(hook=_hook, data=_data)
 def test_the_same_event_twice_gets_one_id(hook: str, data: dict[str, Any]) -> None:
     assert _id(_event(hook, data)) == _id(_event(hook, copy.deepcopy(data)))
 
 
+@pytest.mark.unit
 def test_every_field_of_the_event_is_in_the_key() -> None:
     base = _event("prompt_submit", {"prompt": "hello"})
     ids = {_id(base)}
@@ -119,6 +123,7 @@ def test_every_field_of_the_event_is_in_the_key() -> None:
     assert len(ids) == 7
 
 
+@pytest.mark.unit
 def test_tool_events_keep_their_first_key_so_stored_ids_stay_stable() -> None:
     # The first fallback key (before the whole-event key), for a tool call it covered fully.
     import hashlib

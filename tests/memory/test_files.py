@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import httpx
+import pytest
 
 from functions.files.markdown import compress_markdown, problems
 
@@ -25,6 +26,7 @@ Just   revert the tag.
 """
 
 
+@pytest.mark.unit
 def test_compression_keeps_headings_urls_code_and_nesting() -> None:
     out = compress_markdown(DOC)
     assert problems(DOC, out) == []

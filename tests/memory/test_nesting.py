@@ -42,6 +42,7 @@ async def test_nesting_inside_the_limit_is_accepted(rest: httpx.AsyncClient) -> 
     assert r.status_code in (200, 201), r.text
 
 
+@pytest.mark.unit
 def test_depth_checks() -> None:
     assert not maybe_too_deep(b'{"a": [1, 2, {"b": 3}]}')
     assert too_deep([[[[]]]], limit=3) and not too_deep([[[]]], limit=3)

@@ -6,10 +6,13 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime, timedelta
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from functions.kernel.clock import _iso_millis, now_iso
+
+pytestmark = pytest.mark.unit
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 

@@ -183,6 +183,7 @@ async def test_session_ids_that_are_not_kv_keys_still_work(
     assert [(s["id"], s["status"]) for s in sessions["sessions"]] == [(sid, "ended")]
 
 
+@pytest.mark.unit
 def test_bounded_cuts_and_marks_every_oversize_part_of_the_data() -> None:
     from functions.memory.observe import DATA_MAX, FIELD_MAX, ITEMS_MAX, bounded
 

@@ -24,6 +24,8 @@ from functions.kernel.scrub import (
 from tests.memory.samples import SECRETS, Planted
 from tests.memory.secret_corpus import PROVIDERS, SAMPLES, Sample
 
+pytestmark = pytest.mark.unit
+
 
 def test_one_rules_redaction_does_not_hide_anothers_secret() -> None:
     # hypothesis found it: database-password takes the "=" of `PWD==`, and its marker broke

@@ -11,6 +11,8 @@ from functions.kernel.scrub import RULE_SET, _lower, scrub
 from functions.kernel.secret_rules import Rule, shannon
 from ops.secret_rules import anchors, convert, main, strip_lazy_prefix, translate
 
+pytestmark = pytest.mark.unit
+
 
 @pytest.mark.parametrize("rule", RULE_SET.rules, ids=lambda r: r.id)
 @settings(

@@ -19,6 +19,8 @@ from functions.kernel.models.urls import chat_url, messages_url
 from functions.kernel.scrub import scrub
 from tests.models.standin import Answer, Seen, StandIn, answer, anthropic, fail, hang, openai
 
+pytestmark = pytest.mark.unit
+
 SECRET = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
 
 

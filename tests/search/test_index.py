@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from functions.kernel.records import (
     Memory,
     MemoryAdded,
@@ -10,6 +12,8 @@ from functions.kernel.records import (
     RecordsRemoved,
 )
 from functions.search.index import SearchConfig, SearchIndex
+
+pytestmark = pytest.mark.unit
 
 
 def obs(

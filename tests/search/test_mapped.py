@@ -13,6 +13,7 @@ from typing import Any
 
 import msgspec
 import numpy as np
+import pytest
 
 from engine import Client
 from functions.kernel.records import MemEvent, Observation, ObservationAdded
@@ -69,6 +70,7 @@ def _build(spill: Spill, seal_every: int) -> SearchIndex:
     return index
 
 
+@pytest.mark.unit
 def test_a_mapped_index_sealed_along_the_way_ranks_like_the_old_one(tmp_path: Path) -> None:
     spill = Spill(tmp_path)
     index = _build(spill, seal_every=97)
@@ -87,6 +89,7 @@ def test_a_mapped_index_sealed_along_the_way_ranks_like_the_old_one(tmp_path: Pa
             assert _records(plain.graph, nid, parts) == _records(index.graph, nid, parts)
 
 
+@pytest.mark.unit
 def test_a_snapshot_file_mapped_back_ranks_the_same(tmp_path: Path) -> None:
     index = _build(Spill(tmp_path / "a"), seal_every=500)
     path = tmp_path / "index.snap"
@@ -107,6 +110,7 @@ def test_a_snapshot_file_mapped_back_ranks_the_same(tmp_path: Path) -> None:
     assert all(_records(g2, n, None) == _records(g, n, None) for n in range(len(g.names)))
 
 
+@pytest.mark.unit
 def test_sealed_pages_are_the_files_and_trim_gives_them_back(tmp_path: Path) -> None:
     spill = Spill(tmp_path)
     index = SearchIndex(spill=spill)
@@ -142,6 +146,7 @@ def _meta(i: int) -> Meta:
                 title=f"title {i}", type="", timestamp="2026-12-01T00:00:00Z", importance=5)  # fmt: skip
 
 
+@pytest.mark.unit
 def test_the_byte_log_reads_rows_across_seals_in_few_segments(tmp_path: Path) -> None:
     table = MetaTable(Spill(tmp_path))
     for i in range(20_000):
@@ -157,6 +162,7 @@ def test_the_byte_log_reads_rows_across_seals_in_few_segments(tmp_path: Path) ->
     assert [again[n] for n in range(len(again))] == [table[n] for n in range(len(table))]
 
 
+@pytest.mark.unit
 def test_a_heap_spill_keeps_everything_on_the_heap() -> None:
     log = ByteLog()
     log.append(b"abc")
@@ -212,6 +218,7 @@ async def test_without_the_trim_loop_read_pages_stay(client: Client, tmp_path: P
         await holder.stop(client)
 
 
+@pytest.mark.unit
 def test_a_snapshot_from_before_the_graph_was_sealed_loads_the_same(tmp_path: Path) -> None:
     """Formats 5 and 6 (the last main's) held the graph's records in `graph_docs` alone:
     such a snapshot loads them as the tail, and reads and ranks as the index it was."""

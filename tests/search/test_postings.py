@@ -8,11 +8,14 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
+import pytest
 
 from functions.kernel.records import MemEvent
 from functions.search import index_snapshot
 from functions.search.index import SearchIndex
 from tests.search.ranking_corpus import build, events, rankings
+
+pytestmark = pytest.mark.unit
 
 
 def _sealing_every(n: int, query_between: bool) -> SearchIndex:

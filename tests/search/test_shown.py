@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
+import pytest
 
 from engine import Client
 from functions.kernel.records import (
@@ -41,6 +42,7 @@ def _json(o: Observation) -> dict[str, Any]:
 
 
 # ---- the file ----------------------------------------------------------------------------
+@pytest.mark.unit
 def test_records_read_back_and_slots_without_one_hold_nothing(tmp_path: Path) -> None:
     f = ShownRecords(tmp_path / "shown")
     f.open(0)
@@ -54,6 +56,7 @@ def test_records_read_back_and_slots_without_one_hold_nothing(tmp_path: Path) ->
     assert f.get(1) is None
 
 
+@pytest.mark.unit
 def test_a_restore_keeps_what_the_snapshot_holds_and_cuts_the_rest(tmp_path: Path) -> None:
     f = ShownRecords(tmp_path / "shown")
     f.open(0)
@@ -71,6 +74,7 @@ def test_a_restore_keeps_what_the_snapshot_holds_and_cuts_the_rest(tmp_path: Pat
     assert again.get(3) == b'{"n":"3 again"}'
 
 
+@pytest.mark.unit
 def test_a_file_that_does_not_match_the_snapshot_starts_again(tmp_path: Path) -> None:
     f = ShownRecords(tmp_path / "shown")
     f.open(0)
@@ -93,6 +97,7 @@ def test_a_file_that_does_not_match_the_snapshot_starts_again(tmp_path: Path) ->
     assert garbled.usable and garbled.first == 7
 
 
+@pytest.mark.unit
 def test_a_second_owner_of_the_file_reads_nothing_from_it(tmp_path: Path) -> None:
     first = ShownRecords(tmp_path / "shown")
     first.open(0)
@@ -105,6 +110,7 @@ def test_a_second_owner_of_the_file_reads_nothing_from_it(tmp_path: Path) -> Non
 
 
 # ---- the index ---------------------------------------------------------------------------
+@pytest.mark.unit
 def test_the_index_keeps_the_record_of_each_observation_it_holds(tmp_path: Path) -> None:
     index = SearchIndex()
     index.shown = ShownRecords(tmp_path / "shown")
@@ -126,6 +132,7 @@ def test_the_index_keeps_the_record_of_each_observation_it_holds(tmp_path: Path)
     assert index.shown.dead > 0  # the first copy of record two and record four
 
 
+@pytest.mark.unit
 def test_a_snapshot_finds_the_records_again_and_the_replay_adds_the_rest(
     tmp_path: Path,
 ) -> None:
@@ -239,6 +246,7 @@ async def test_the_search_worker_shows_hits_from_its_file_across_a_crash(
         await sub.unsubscribe()
 
 
+@pytest.mark.unit
 async def test_a_file_mostly_dead_is_rewritten_with_the_live_records(tmp_path: Path) -> None:
     index = SearchIndex()
     index.shown = ShownRecords(tmp_path / "shown")

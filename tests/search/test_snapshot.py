@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import random
 
+import pytest
+
 from functions.kernel.records import (
     MemEvent,
     Memory,
@@ -16,6 +18,8 @@ from functions.kernel.records import (
 )
 from functions.search import index_snapshot
 from functions.search.index import SearchIndex
+
+pytestmark = pytest.mark.unit
 
 WORDS = "cache timeout auth login parser config deploy docker test flaky retry queue index".split()
 QUERIES = [

@@ -8,6 +8,8 @@ from functions.search import tables
 from functions.search.documents import Meta
 from functions.search.tables import DocEntities, IdSlots, MetaTable
 
+pytestmark = pytest.mark.unit
+
 
 def _meta(i: int) -> Meta:
     return Meta(f"id{i}", "observation", "p", "", "s", "2026-01-01T00:00:00Z", f"t{i}", "x", i % 9)

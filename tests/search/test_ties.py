@@ -4,10 +4,13 @@ score are chosen by id, not left in the order numpy's partition happens to give 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from functions.search import ranking
 from functions.search.entity_expansion import _best, _best_dense
 from functions.search.ranking import ranked, top
+
+pytestmark = pytest.mark.unit
 
 
 def test_ties_at_the_cut_go_to_the_smallest_ids() -> None:

@@ -104,6 +104,7 @@ async def run(a: Client, b: Client, port: int) -> None:
     assert bad.value.code == "UNPROCESSABLE" and bad.value.field == "url"
 
 
+@pytest.mark.unit
 async def test_private_and_credentialed_urls_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("AGENTMEMORY_MESH_ALLOW_PRIVATE", raising=False)
     for url in ("http://127.0.0.1:3111", "http://localhost:3111", "http://10.0.0.5",

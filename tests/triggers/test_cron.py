@@ -76,6 +76,7 @@ async def test_five_field_schedule_with_time_zone_is_handed_to_the_server(client
     assert msg.headers["Nats-Schedule-Time-Zone"] == "Europe/Paris"
 
 
+@pytest.mark.unit
 def test_schedule_forms_are_converted_or_refused() -> None:
     assert server_schedule("*/5 * * * *") == "0 */5 * * * *"
     assert server_schedule("*/2  * * * * *") == "*/2 * * * * *"

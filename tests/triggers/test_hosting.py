@@ -7,6 +7,8 @@ import pytest
 from engine import Worker
 from engine.triggers import all_kinds, host, hosted_kinds, make_plugin
 
+pytestmark = pytest.mark.unit
+
 
 def test_hosted_kinds_reads_a_comma_list_and_nothing_by_default() -> None:
     assert hosted_kinds(None) == [] and hosted_kinds("") == []

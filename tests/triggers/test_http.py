@@ -215,6 +215,7 @@ async def test_routes_appear_live_when_a_worker_registers_later(spawn, client: C
         await eventually(routed, what="the new route to be served")
 
 
+@pytest.mark.unit
 def test_secret_is_generated_once_with_mode_0600(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.delenv("AGENTMEMORY_SECRET", raising=False)
     path = tmp_path / "home" / ".agentmemory" / "secret"
@@ -326,6 +327,7 @@ async def test_a_route_a_worker_no_longer_declares_is_removed_when_it_starts(
     await eventually(gone, what="the undeclared route to be removed")
 
 
+@pytest.mark.unit
 def test_processes_generating_the_secret_together_agree_on_one(tmp_path: Path) -> None:
     """The two memory replicas start at once with no secret yet: both must end up with the
     same non-empty secret (one of them read an empty, half-made file before)."""

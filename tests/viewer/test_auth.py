@@ -123,6 +123,7 @@ def test_the_url_agentmemory_viewer_prints_opens_a_working_page(browser: Any, st
     assert len(bodies) > 5
 
 
+@pytest.mark.unit
 def test_the_login_can_be_turned_off_for_a_trusted_machine(monkeypatch: pytest.MonkeyPatch) -> None:
     async def export(request: Any) -> PlainTextResponse:
         return PlainTextResponse("everything")

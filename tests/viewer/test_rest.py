@@ -40,6 +40,7 @@ def test_every_page_load_gets_a_csp_with_its_own_nonce(stack: Stack, viewer: htt
     assert viewer.get("/static/app.js").headers["content-security-policy"]
 
 
+@pytest.mark.unit
 def test_the_page_has_no_inline_script_or_handler() -> None:
     html = (STATIC / "index.html").read_text()
     assert not re.search(r"<script(?![^>]*\bsrc=)", html)
