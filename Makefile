@@ -74,8 +74,11 @@ typecheck: install-test
 
 # The whole suite, test modules spread over parallel workers (tests/fixtures.py: every test
 # has its own ports and temp dirs; a module, or a folder sharing a stack, is one unit).
+# The product's bytecode is compiled first: the suite starts ~800 worker and engine
+# processes, which would each compile what they import when PYTHONDONTWRITEBYTECODE is set.
 PYTEST_WORKERS ?= 3
 suite: install-test
+	$(PY) -m compileall -q engine functions triggers workers ops
 	$(VENV)/bin/pytest -q -n $(PYTEST_WORKERS) --dist loadscope --no-loadscope-reorder
 
 test: lint typecheck suite
