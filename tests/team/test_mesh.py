@@ -272,7 +272,12 @@ async def test_replaying_the_team_log_changes_nothing(mesh: Mesh) -> None:
                 msg.data,
                 headers={"Stream-Subject": msg.subject, "Stream-Seq": str(msg.seq)},
             )
-            assert reply["outcome"] in ("own", "duplicate", "gone")
+            # The mesh's heartbeat (a probe every 15 s, its echo; the stream keeps the latest
+            # of each) can land during the replay, before the live applier took it: answering
+            # it then is the link at work, not a change of state (failed so under load).
+            tail = msg.subject.rsplit(".", 1)[-1]
+            beat = ("echoed", "round trip") if tail == "probe" or tail.startswith("echo-") else ()
+            assert reply["outcome"] in ("own", "duplicate", "gone", *beat), (msg.subject, reply)
             replayed += 1
         assert replayed > 5
     finally:
