@@ -236,8 +236,11 @@ _SHARED_FOLDERS = sorted(
 
 def work_unit(nodeid: str) -> str:
     """The unit of work a test belongs to: its module (module fixtures start once), or its
-    folder when the folder shares a stack."""
+    folder when the folder shares a stack; the bench modules (`*_bench.py`, a cluster under
+    load each) are one unit, so two never load the machine at once."""
     module = nodeid.split("::")[0]
+    if module.endswith("_bench.py"):
+        return "benches"
     return next((f for f in _SHARED_FOLDERS if module.startswith(f)), module)
 
 

@@ -21,6 +21,7 @@ pytestmark = [
     pytest.mark.skipif(not OK, reason=WHY or "ok"),
     # The bench runs about 160 s on 2 busy cores: past the suite's default 120 s.
     pytest.mark.timeout(600),
+    pytest.mark.slow,
 ]
 
 
