@@ -261,13 +261,20 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """On a parallel worker: units holding a `slow` test first, so that the longest start
-    first and no worker is left alone with one at the end (`--no-loadscope-reorder` keeps
-    this order; every worker sorts the same way)."""
+    """On a parallel worker: units holding a `slow` test first, the one with the longest
+    declared timeout first, so that the longest start first and no worker is left alone
+    with one at the end (`--no-loadscope-reorder` keeps this order; every worker sorts the
+    same way)."""
     if not os.environ.get("PYTEST_XDIST_WORKER"):
         return
-    slow = {work_unit(i.nodeid) for i in items if i.get_closest_marker("slow") is not None}
-    items.sort(key=lambda i: work_unit(i.nodeid) not in slow)
+    slow: dict[str, float] = {}
+    for i in items:
+        if i.get_closest_marker("slow") is not None:
+            mark = i.get_closest_marker("timeout")
+            declared = float(mark.args[0]) if mark and mark.args else 0.0
+            unit = work_unit(i.nodeid)
+            slow[unit] = max(slow.get(unit, 0.0), declared)
+    items.sort(key=lambda i: -slow.get(work_unit(i.nodeid), -1.0))
 
 
 # ---------------------------------------------------------------------------------------
