@@ -4,8 +4,14 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.agent.cli_stack import CliStack
 from workers.cli.demo import QUERIES, SESSIONS
+
+# start, demo (three sessions, their searches), export, a second stack's import: over the
+# default 120 s on a machine loaded by other work.
+pytestmark = pytest.mark.timeout(300)
 
 
 def test_demo_seeds_three_sessions_whose_searches_find_them_and_export_reimports(
