@@ -149,9 +149,9 @@ def wait_until(
 # The `unit` marker
 
 UNIT = "unit"
-# What a unit test may not start: the servers and clients the rest of the suite drives.
+# What a unit test may not start: the servers and clients the rest of the suite drives
+# (`python -m engine run`, `engine.host` and worker modules count; `engine status` does not).
 _SERVER_PROGRAMS = {"nats-server", "chromium", "node", "npm", "npx", "agentmemory-engine"}
-_SERVER_MODULES = ("engine", "workers")
 _guard: dict[str, str | None] = {"test": None, "started": None}
 
 
@@ -163,8 +163,10 @@ def _server_in(argv: list[str]) -> str | None:
     if prog in _SERVER_PROGRAMS:
         return prog
     if prog.startswith("python") and "-m" in argv[1:]:
-        module = argv[argv.index("-m") + 1] if argv.index("-m") + 1 < len(argv) else ""
-        if module.split(".")[0] in _SERVER_MODULES and module != "workers.cli":
+        module, *rest = argv[argv.index("-m") + 1 :] or [""]
+        if module == "engine" and rest[:1] == ["run"]:
+            return "python -m engine run"
+        if module == "engine.host" or (module.startswith("workers.") and module != "workers.cli"):
             return f"python -m {module}"
     return None
 

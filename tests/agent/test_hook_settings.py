@@ -11,6 +11,8 @@ from engine.settings import FALSE, TRUE, SettingsError
 from workers.hooks import _settings as hook
 from workers.hooks.declared import HookSettings
 
+pytestmark = pytest.mark.unit
+
 SPELLINGS = [
     *TRUE,
     *FALSE,

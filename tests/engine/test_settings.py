@@ -25,6 +25,8 @@ from engine.settings import (
     text,
 )
 
+pytestmark = pytest.mark.unit
+
 
 @dataclass(frozen=True)
 class Inner:

@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 RUN = [sys.executable, "-m", "engine", "run"]
 CONFIG = """
@@ -82,6 +84,7 @@ def test_the_users_settings_file_is_read_and_checked(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
 
 
+@pytest.mark.unit
 def test_a_good_environment_passes_the_check(tmp_path: Path) -> None:
     (tmp_path / "engine.yaml").write_text(CONFIG)
     done = subprocess.run(

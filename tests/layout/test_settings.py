@@ -16,6 +16,8 @@ from engine import settings
 from engine.paths import default_config, read_layout
 from engine.settings import FALSE, TRUE, Setting, SettingsError
 
+pytestmark = pytest.mark.unit
+
 ROOT = Path(__file__).resolve().parents[2]
 CHECKED = ("engine", "functions", "workers", "triggers", "ops")
 LAYER = {"engine/_setting.py", "workers/hooks/_settings.py"}
