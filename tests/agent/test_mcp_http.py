@@ -15,7 +15,7 @@ from mcp import Client, ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.agent.conftest import CLI, Stack
+from tests.agent.cli_stack import CLI, CliStack
 
 PATH = "/agentmemory/mcp"
 INIT = {
@@ -37,7 +37,7 @@ def _text(result: Any) -> str:
 
 @asynccontextmanager
 async def _session(
-    stack: Stack, headers: dict[str, str] | None = None, params: dict[str, str] | None = None
+    stack: CliStack, headers: dict[str, str] | None = None, params: dict[str, str] | None = None
 ) -> AsyncIterator[ClientSession]:
     """The SDK's streamable-HTTP client with the bearer secret, as an agent holds it."""
     auth = {"Authorization": f"Bearer {stack.secret()}", **(headers or {})}
@@ -50,7 +50,7 @@ async def _session(
         yield session
 
 
-def _raw(stack: Stack, **headers: str) -> httpx.Client:
+def _raw(stack: CliStack, **headers: str) -> httpx.Client:
     """A client with its own connection per request: a request may reach either replica."""
     return httpx.Client(
         base_url=stack.url,
@@ -61,7 +61,7 @@ def _raw(stack: Stack, **headers: str) -> httpx.Client:
 
 
 async def test_the_sdk_client_lists_every_tool_saves_and_finds_a_memory(
-    running_stack: Stack,
+    running_stack: CliStack,
 ) -> None:
     async with _session(running_stack) as s:
         tools = {t.name: t for t in (await s.list_tools()).tools}
@@ -84,7 +84,7 @@ async def test_the_sdk_client_lists_every_tool_saves_and_finds_a_memory(
 
 
 async def test_the_tools_resources_and_prompts_equal_the_stdio_servers(
-    running_stack: Stack,
+    running_stack: CliStack,
 ) -> None:
     async with _session(running_stack) as s:
         over_http = (
@@ -111,7 +111,7 @@ async def test_the_tools_resources_and_prompts_equal_the_stdio_servers(
 
 
 async def test_refused_without_the_secret_with_a_foreign_origin_or_host(
-    running_stack: Stack,
+    running_stack: CliStack,
 ) -> None:
     with httpx.Client(base_url=running_stack.url, headers=ACCEPT, timeout=30) as c:
         bare = c.post(PATH, json=INIT)
@@ -146,7 +146,7 @@ async def test_refused_without_the_secret_with_a_foreign_origin_or_host(
     assert statuses and set(statuses) == {401}
 
 
-def test_a_session_opens_is_answered_by_any_replica_and_ends(running_stack: Stack) -> None:
+def test_a_session_opens_is_answered_by_any_replica_and_ends(running_stack: CliStack) -> None:
     with _raw(running_stack) as c:
         opened = c.post(PATH, json=INIT)
         assert opened.status_code == 200, opened.text
@@ -198,7 +198,7 @@ def test_a_session_opens_is_answered_by_any_replica_and_ends(running_stack: Stac
 
 
 async def test_the_callers_project_and_agent_come_from_headers_or_the_query(
-    running_stack: Stack,
+    running_stack: CliStack,
 ) -> None:
     headers = {"X-AgentMemory-Project": "billing-api", "X-AgentMemory-Agent-Id": "reviewer"}
     async with _session(running_stack, headers=headers) as s:
@@ -220,7 +220,7 @@ async def test_the_callers_project_and_agent_come_from_headers_or_the_query(
 
 
 async def test_a_client_of_the_stateless_protocol_is_answered_without_a_session(
-    running_stack: Stack,
+    running_stack: CliStack,
 ) -> None:
     auth = {"Authorization": f"Bearer {running_stack.secret()}"}
     async with (
@@ -234,7 +234,7 @@ async def test_a_client_of_the_stateless_protocol_is_answered_without_a_session(
         assert any(t.name == "memory_recall" for t in tools.tools)
 
 
-async def test_stdio_sends_its_agent_id_as_upstreams_bridge_does(running_stack: Stack) -> None:
+async def test_stdio_sends_its_agent_id_as_upstreams_bridge_does(running_stack: CliStack) -> None:
     params = StdioServerParameters(
         command=CLI[0],
         args=[*CLI[1:], "mcp"],

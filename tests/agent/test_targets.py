@@ -382,7 +382,7 @@ def test_an_agent_without_a_url_form_keeps_the_command_and_says_so(
     assert "s3cret" not in BY_NAME[name].file(tmp_path).read_text()
 
 
-def test_connect_mcp_prints_the_url_block(stack: Stack) -> None:
+def test_connect_mcp_prints_the_url_block(stack: CliStack) -> None:
     res = stack.cli("connect", "mcp", "--transport", "http")
     block = json.loads(res.stdout)["mcpServers"]["agentmemory"]
     assert block == {
@@ -394,7 +394,7 @@ def test_connect_mcp_prints_the_url_block(stack: Stack) -> None:
     assert bad.returncode == 2 and "stdio or http" in bad.stderr
 
 
-def _connected_by_url(stack: Stack, tmp: Path, name: str) -> Path:
+def _connected_by_url(stack: CliStack, tmp: Path, name: str) -> Path:
     """A new user's HOME where `agentmemory connect <name> --transport http` ran."""
     home = tmp / f"url-home-{name}"
     (home / ".agentmemory").mkdir(parents=True)
@@ -409,7 +409,7 @@ def _connected_by_url(stack: Stack, tmp: Path, name: str) -> Path:
 
 
 def test_claude_code_connects_to_the_url_connect_writes(
-    running_stack: Stack, tmp_path: Path
+    running_stack: CliStack, tmp_path: Path
 ) -> None:
     home = _connected_by_url(running_stack, tmp_path, "claude-code")
     res = agent_clis.run("claude", "mcp", "list", home=home)
@@ -430,7 +430,7 @@ def test_claude_code_connects_to_the_url_connect_writes(
 
 @pytest.mark.parametrize("cli,name", [("gemini", "gemini-cli"), ("qwen", "qwen")])
 def test_gemini_and_qwen_connect_to_the_url_connect_writes(
-    running_stack: Stack, tmp_path: Path, cli: str, name: str
+    running_stack: CliStack, tmp_path: Path, cli: str, name: str
 ) -> None:
     home = _connected_by_url(running_stack, tmp_path, name)
     work = home / "work"
@@ -444,7 +444,7 @@ def test_gemini_and_qwen_connect_to_the_url_connect_writes(
 
 
 def test_codex_opencode_droid_and_copilot_read_the_url_entry(
-    running_stack: Stack, tmp_path: Path
+    running_stack: CliStack, tmp_path: Path
 ) -> None:
     url = f"{running_stack.url}/agentmemory/mcp"
     home = _connected_by_url(running_stack, tmp_path, "codex")
