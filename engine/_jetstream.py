@@ -195,7 +195,11 @@ async def stream_info(conn: Connection, name: str, timeout: float = API_TIMEOUT)
 async def wait_for_leader(conn: Connection, name: str, timeout: float = API_TIMEOUT) -> None:
     """Return once stream `name` has a leader. On a cluster a stream just created with
     replicas elects one first, and a write sent before that finds no responder; a single
-    server answers at once. Raises BusError (DEADLINE_EXCEEDED) after `timeout`."""
+    server answers at once. Raises BusError (DEADLINE_EXCEEDED) after `timeout`.
+
+    A stream a racing peer has just created can answer "not found" for a moment on a
+    cluster (its assignment has not reached the server that answers us yet): that is
+    waited out like a missing leader, and only raised once `timeout` has passed."""
     deadline = time.monotonic() + timeout
     while True:
         left = deadline - time.monotonic()
@@ -205,7 +209,11 @@ async def wait_for_leader(conn: Connection, name: str, timeout: float = API_TIME
             )
         got = await _api(conn, f"STREAM.INFO.{name}", _NO_BODY, _info, left)
         if got.error is not None:
-            raise _refused(f"stream {name}", got.error)
+            refused = _refused(f"stream {name}", got.error)
+            if isinstance(refused, NotFound) and time.monotonic() + 0.05 < deadline:
+                await asyncio.sleep(0.05)
+                continue
+            raise refused
         if got.cluster is None or got.cluster.leader:
             return
         await asyncio.sleep(0.02)
