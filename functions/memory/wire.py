@@ -57,12 +57,17 @@ class ObserveIn(msgspec.Struct, rename="camel", kw_only=True):
     agent_id: str = ""
 
 
-class ObserveOut(msgspec.Struct, rename="camel", kw_only=True):
+class ObserveOut(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=True):
     status: Literal["accepted", "duplicate", "retrying"]
     observation_id: str
     boot_id: str
     accepted_at: str
     durable_after_ms: int
+    held: bool = False
+    """Present (true) when the observation's words were held as suspect: it is stored, and
+    kept out of what feeds an agent until released (GET /agentmemory/quarantine)."""
+    reasons: list[str] = msgspec.field(default_factory=list)
+    """Why it was held (rule codes: ignore-previous, role-marker, hidden-characters ...)."""
 
 
 class SessionStartIn(msgspec.Struct, rename="camel", kw_only=True):
@@ -235,6 +240,9 @@ class RememberOut(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=Tr
     memory: MemoryView
     superseded_id: str | None = None
     similar_to: list[Similar] | None = None
+    held: bool = False
+    """Present (true) when the memory's words were held as suspect (see ObserveOut)."""
+    reasons: list[str] = msgspec.field(default_factory=list)
 
 
 class ForgetOut(msgspec.Struct):

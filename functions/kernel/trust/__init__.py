@@ -39,6 +39,7 @@ from functions.kernel.trust.sources import (
 from functions.kernel.trust.verdicts import (
     check_record,
     either,
+    stored_record,
     stored_text,
     stored_value,
     trust_of,
@@ -71,6 +72,7 @@ __all__ = [
     "sanitize_value",
     "second_opinion",
     "source_of_hook",
+    "stored_record",
     "stored_text",
     "stored_value",
     "strings_of",

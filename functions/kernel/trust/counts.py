@@ -76,8 +76,10 @@ class _Tally:
 _tallies: dict[int, _Tally] = {}
 
 
-def count(client: Client, trust: Trust) -> None:
+def count(client: Client, trust: Trust | None) -> None:
     """Count one write's verdict (cheap: the KV put happens later, coalesced)."""
+    if trust is None:
+        return
     tally = _tallies.get(id(client))
     if tally is None or tally.client is not client:
         key = f"c.{PROCESS}" + (f"_{len(_tallies)}" if _tallies else "")

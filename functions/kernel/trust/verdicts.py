@@ -18,7 +18,8 @@ from functions.kernel.scrub import scrub, scrub_value
 from functions.kernel.trust.classify import Source, Verdict, classify_value
 from functions.kernel.trust.invisible import sanitize, sanitize_value
 
-R = TypeVar("R", Observation, Memory, SessionSummary, Lesson)
+R = TypeVar("R", bound=Observation | Memory | SessionSummary | Lesson)
+S = TypeVar("S", bound=msgspec.Struct)
 
 TEXT_FIELDS: dict[type[Any], tuple[str, ...]] = {
     Observation: ("title", "narrative", "facts", "raw"),
@@ -57,12 +58,17 @@ def check_record(record: R, source: Source) -> Verdict:
     return classify_value({f: getattr(record, f) for f in TEXT_FIELDS[type(record)]}, source)
 
 
+def stored_record(record: S) -> S:
+    """`record` with every string of it (ids too) sanitized and scrubbed."""
+    out: S = msgspec.convert(stored_value(msgspec.to_builtins(record)), type(record))
+    return out
+
+
 def vet(record: R, source: Source) -> R:
     """A record that arrived whole (a peer's, an export's): its words classified, every
     string of it sanitized and scrubbed, its `trust` ours (held too if its own held)."""
     verdict = check_record(record, source)
     theirs = record.trust
-    fields = msgspec.to_builtins(msgspec.structs.replace(record, trust=None))
-    out = msgspec.convert(stored_value(fields), type(record))
+    out = stored_record(msgspec.structs.replace(record, trust=None))
     out.trust = either(trust_of(verdict, source), theirs)
     return out
