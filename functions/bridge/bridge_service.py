@@ -22,13 +22,13 @@ import msgspec
 from engine import FunctionError, Tool, operation
 from functions.bridge import markdown
 from functions.bridge.settings import bridge_settings
-from functions.kernel import trust
 from functions.kernel.clock import now_iso
 from functions.kernel.ids import new_id
 from functions.kernel.owned import OwnedService, routes
 from functions.kernel.records import Memory, Trust
 from functions.kernel.store import StoreOwner
 from functions.kernel.text import clip
+from functions.kernel.trust import write_path as trust
 from functions.memory.remember import remember
 from functions.memory.wire import RememberIn
 

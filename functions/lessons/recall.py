@@ -11,9 +11,10 @@ import re
 from datetime import datetime
 
 from engine import FunctionError
-from functions.kernel import clock, trust
+from functions.kernel import clock
 from functions.kernel.records import LESSONS_BUCKET, Lesson
 from functions.kernel.store import MemoryStore
+from functions.kernel.trust import write_path as trust
 from functions.lessons.wire import LessonListIn, LessonRecallIn, LessonSaveIn
 from functions.lifecycle.decay import current_lesson_strength, reinforce_lesson
 from functions.lifecycle.settings import DecayConfig

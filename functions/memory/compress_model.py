@@ -20,11 +20,11 @@ import logging
 
 import msgspec
 
-from functions.kernel import trust
 from functions.kernel.ids import kv_key
 from functions.kernel.models.client import ModelClient
 from functions.kernel.records import Observation, ObservationAdded
 from functions.kernel.store import MemoryStore
+from functions.kernel.trust import write_path as trust
 from functions.memory.settings import memory_settings
 
 log = logging.getLogger("functions.memory")

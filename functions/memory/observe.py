@@ -25,11 +25,11 @@ from typing import Any, Literal, NamedTuple
 import msgspec
 
 from engine import FunctionError
-from functions.kernel import trust
 from functions.kernel.clock import now_iso
 from functions.kernel.ids import kv_key
 from functions.kernel.records import Observation, ObservationAdded, Session
 from functions.kernel.store import STORE_ERRORS, MemoryStore
+from functions.kernel.trust import write_path as trust
 from functions.memory.compress import compress
 from functions.memory.inbox import DiskFull, Inbox, Pending
 from functions.memory.wire import ObserveIn, ObserveOut

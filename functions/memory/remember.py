@@ -7,11 +7,11 @@ from __future__ import annotations
 import re
 
 from engine import FunctionError
-from functions.kernel import trust
 from functions.kernel.clock import now_iso
 from functions.kernel.ids import new_id
 from functions.kernel.records import Memory
 from functions.kernel.store import MemoryStore
+from functions.kernel.trust import write_path as trust
 from functions.kernel.views import MemoryView, as_view
 from functions.memory.observe import held_fields
 from functions.memory.wire import RememberIn, RememberOut, Similar

@@ -11,7 +11,6 @@ from typing import Any
 import msgspec
 
 from engine import FunctionError
-from functions.kernel import trust
 from functions.kernel.clock import now_iso
 from functions.kernel.ids import kv_key
 from functions.kernel.records import (
@@ -25,6 +24,7 @@ from functions.kernel.records import (
     SummaryAdded,
 )
 from functions.kernel.store import MemoryStore
+from functions.kernel.trust import write_path as trust
 from functions.kernel.views import MemoryView, ObservationView, SessionView, SummaryView, as_view
 from functions.memory.observe import DedupRecord, event_id_key
 from functions.memory.wire import ExportIn, ExportOut, ImportCounts, ImportIn, ImportOut, from_wire

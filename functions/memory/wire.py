@@ -13,6 +13,7 @@ from functions.kernel.names import NONBLANK, SOME_NAMES, Names, at_least_one_of,
 from functions.kernel.records import (
     HookType,
 )
+from functions.kernel.trust.counts import TrustCounts
 from functions.kernel.views import (
     AuditEntryView,
     MemoryView,
@@ -222,6 +223,10 @@ class StatusOut(Health, rename="camel", kw_only=True):
     models: UsageOut | None = None
     """Model providers: the chain, calls, tokens, failures and breakers, summed over the
     processes that call them (functions/kernel/models); None when none is configured."""
+    trust: TrustCounts | None = None
+    """Records the write paths checked for poisoning and held, by reason and by source,
+    summed over the processes that wrote them (functions/kernel/trust); None when the
+    counts could not be read."""
 
 
 class SessionStartOut(msgspec.Struct):

@@ -15,7 +15,6 @@ import msgspec
 
 from engine import FunctionError, Tool, operation
 from engine.settings import environ
-from functions.kernel import trust
 from functions.kernel.clock import now_iso
 from functions.kernel.ids import kv_key
 from functions.kernel.owned import OwnedService, routes
@@ -29,6 +28,7 @@ from functions.kernel.records import (
     Session,
 )
 from functions.kernel.store import StoreOwner
+from functions.kernel.trust import write_path as trust
 from functions.kernel.views import ObservationView, SessionView, as_view, view, wire_of
 
 Id = Annotated[str, msgspec.Meta(min_length=1, max_length=512)]

@@ -17,7 +17,6 @@ import msgspec
 from engine import FunctionError, Tool, operation
 from functions.graph.keys import MemoryIndex
 from functions.graph.stale import mark_stale
-from functions.kernel import trust
 from functions.kernel.clock import now_iso
 from functions.kernel.ids import new_id
 from functions.kernel.names import NONBLANK
@@ -29,6 +28,7 @@ from functions.kernel.records import (
     Relation,
 )
 from functions.kernel.store import StoreOwner
+from functions.kernel.trust import write_path as trust
 from functions.kernel.views import MemoryView, as_view, view
 
 Id = Annotated[str, msgspec.Meta(min_length=1, max_length=512)]

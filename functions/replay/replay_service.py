@@ -18,12 +18,12 @@ import msgspec
 
 from engine import FunctionError, operation
 from functions.files.file_service import checked_path
-from functions.kernel import trust
 from functions.kernel.clock import now_iso
 from functions.kernel.ids import kv_key
 from functions.kernel.owned import routes
 from functions.kernel.records import Observation, Session
 from functions.kernel.store import MemoryStore
+from functions.kernel.trust import write_path as trust
 from functions.kernel.views import SessionView, as_view
 from functions.memory.observe import prepare, reviewed
 from functions.memory.wire import NonEmpty, ObserveIn

@@ -17,11 +17,11 @@ from typing import TYPE_CHECKING, Annotated, Literal
 import msgspec
 
 from engine import Bucket, FunctionError, Tool, operation
-from functions.kernel import trust
 from functions.kernel.clock import now_iso
 from functions.kernel.owned import OwnedService, routes
 from functions.kernel.records import SLOTS_BUCKET, Observation, Slot, Trust
 from functions.kernel.store import StoreOwner
+from functions.kernel.trust import write_path as trust
 from functions.kernel.views import as_view, view
 
 HARD_CAP = 20_000

@@ -18,7 +18,6 @@ from typing import Any
 import msgspec
 
 from engine import Bucket
-from functions.kernel import trust
 from functions.kernel.clock import now_iso
 from functions.kernel.ids import kv_key
 from functions.kernel.records import (
@@ -29,6 +28,7 @@ from functions.kernel.records import (
     RecordsRemoved,
 )
 from functions.kernel.store import MemoryStore
+from functions.kernel.trust import write_path as trust
 from functions.team.chains import Chains
 from functions.team.config import TeamConfig
 from functions.team.log import TeamLog, shared_copy

@@ -13,12 +13,12 @@ import httpx
 import msgspec
 
 from engine import FunctionError, Tool, operation
-from functions.kernel import trust
 from functions.kernel.clock import now_iso
 from functions.kernel.ids import kv_key
 from functions.kernel.owned import routes
 from functions.kernel.records import Memory, MemoryAdded, Observation, ObservationAdded
 from functions.kernel.store import MemoryStore
+from functions.kernel.trust import write_path as trust
 from functions.memory.wire import from_wire
 from functions.team import http_peer
 from functions.team.links import http_view

@@ -8,7 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from functions.kernel.trust import (
+from functions.kernel.trust.classify import HEAD, TAIL
+from functions.kernel.trust.invisible import original_index, strip_invisible
+from functions.kernel.trust.write_path import (
     Source,
     Verdict,
     classify,
@@ -16,8 +18,6 @@ from functions.kernel.trust import (
     sanitize,
     sanitize_value,
 )
-from functions.kernel.trust.classify import HEAD, TAIL
-from functions.kernel.trust.invisible import original_index, strip_invisible
 from tests.kernel import trust_corpus as corpus
 
 WEB = Source.of_tool("WebFetch")

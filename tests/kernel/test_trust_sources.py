@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from functions.kernel.records import Memory, Observation, Trust
-from functions.kernel.trust import (
+from functions.kernel.trust.write_path import (
     HOST,
     PEER,
     USER,

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from functions.kernel.trust import Source
+from functions.kernel.trust.classify import Source
 
 
 class Case(NamedTuple):

@@ -22,7 +22,6 @@ IMPORT = Source(kind="import")
 PEER = Source(kind="peer")
 BRIDGE = Source(kind="bridge")
 COMMAND = Source(kind="command")
-PROJECT_INSTRUCTIONS = Source(kind="project-instructions")
 
 _BY_HOOK: dict[str, Source] = {
     "prompt_submit": USER,
