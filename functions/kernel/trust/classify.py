@@ -354,6 +354,10 @@ def strings_of(value: Any) -> Iterator[tuple[str, str]]:
 
 _MAX_DEPTH = 32
 _JSON_START = re.compile(r"\s*[\[{]")
+# What a JSON text cut short still opens with: an object's first key, an array of objects
+# or strings. A Jinja template (`{% for ... %}`, `{{ x }}`) opens with a brace too, and
+# undoing "escapes" in it would change what it says.
+_JSON_CUT = re.compile(r'\s*(?:\{\s*"|\[\s*[{"\[])')
 _JSON_ESCAPE = re.compile(r'\\(["\\/nrt])')
 _UNESCAPED = {'"': '"', "\\": "\\", "/": "/", "n": "\n", "r": "\r", "t": "\t"}
 
@@ -366,7 +370,9 @@ def _strings(value: Any, path: str, depth: int) -> Iterator[tuple[str, str]]:
             try:
                 decoded = msgspec.json.decode(value)
             except (msgspec.DecodeError, RecursionError):
-                yield path, _JSON_ESCAPE.sub(lambda m: _UNESCAPED[m.group(1)], value)
+                if _JSON_CUT.match(value):
+                    value = _JSON_ESCAPE.sub(lambda m: _UNESCAPED[m.group(1)], value)
+                yield path, value
                 return
             if not isinstance(decoded, str):
                 yield from _strings(decoded, path, depth + 1)
