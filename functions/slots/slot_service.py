@@ -85,6 +85,9 @@ DEFAULTS: list[tuple[str, int, str, bool, Scope]] = [
 
 
 def project_key(project: str) -> str:
+    # the project as stored (a slot's project is sanitized and scrubbed), so that a request
+    # naming it as it was sent finds it
+    project = trust.stored_text(project)
     return "_" if not project else "p" + hashlib.sha256(project.encode()).hexdigest()[:24]
 
 

@@ -3,6 +3,8 @@ its look-alikes, sources, mentions, JSON values, long texts, and `sanitize` as a
 
 from __future__ import annotations
 
+import json
+
 import msgspec
 import pytest
 from hypothesis import given, settings
@@ -428,3 +430,21 @@ def test_sanitize_value_cleans_every_string_of_a_hook_payload() -> None:
         "tool_name": "Bash",
         "out": ["sk-ant-api03-x", 3, {"k": "ab"}],
     }
+
+
+def test_sanitize_value_removes_the_escapes_a_json_text_spells_them_with() -> None:
+    hidden = (
+        "a" + corpus.tags("hi") + "b\u202ec\u200b\u200c\u200d\u2060\ufeffd\U000e0101\U000e0102e"
+    )
+    text = msgspec.json.encode({"stdout": hidden, "emoji": "👩\u200d💻"}).decode()
+    ascii_json = json.dumps({"stdout": hidden, "literal": "x\\u202e"})
+    assert json.loads(sanitize_value(ascii_json)) == {
+        "stdout": "abcde",
+        "literal": "x\\u202e",  # the text "\u202e", not an escape
+    }
+    assert msgspec.json.decode(sanitize_value(text)) == {"stdout": "abcde", "emoji": "👩\u200d💻"}
+    emoji = json.dumps({"e": "👩\u200d💻"})
+    assert sanitize_value(emoji) == emoji  # one joiner alone is kept
+    cut = ascii_json[:40]
+    assert "\\udb40" not in sanitize_value(cut) and "\\u202e" not in sanitize_value(cut)
+    assert sanitize_value("code: '\\u202e'") == "code: '\\u202e'"  # not JSON: text

@@ -208,16 +208,46 @@ def sanitize(text: str) -> str:
 
 
 def sanitize_value(value: Any) -> Any:
-    """`sanitize` every string inside a JSON-like value (dict keys included). Run it before
-    `scrub_value`: a zero-width character inside a key ("sk-ant-api\u200b03-...") hides it
-    from the secret patterns, not from a model."""
+    """`sanitize` every string inside a JSON-like value (dict keys included), and, in a
+    string that holds JSON text (a tool's output often does), the escapes that spell the
+    characters `sanitize` removes. Run it before `scrub_value`: a zero-width character inside
+    a key ("sk-ant-api\u200b03-...") hides it from the secret patterns, not from a model."""
     if isinstance(value, str):
-        return sanitize(value)
+        return _sanitize_string(value)
     if isinstance(value, dict):
-        return {sanitize(str(k)): sanitize_value(v) for k, v in value.items()}
+        return {_sanitize_string(str(k)): sanitize_value(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [sanitize_value(v) for v in value]
     return value
+
+
+# JSON escapes of what `sanitize` removes, inside a JSON text: whoever decodes it (the
+# compressor reads a tool's JSON output) would get the characters back. A run of such
+# escapes loses what `sanitize` always removes (tag characters, as surrogate pairs; bidi
+# embeddings, overrides and isolates; ZWSP, word joiner, BOM), then its joiners and
+# variation selectors unless one alone is left (it may be meant). An escape counts only
+# after an even run of backslashes (`\\u202e` in JSON is the text "\u202e").
+_ALWAYS_HEX = (
+    r"200[bB]|2060|[fF][eE][fF][fF]|202[a-eA-E]|206[6-9]|[dD][bB]40\\u[dD][cC][0-7][0-9a-fA-F]"
+)
+_OTHER_HEX = r"200[cCdD]|[dD][bB]40\\u[dD][dD][0-9a-eA-E][0-9a-fA-F]"
+_ESCAPE = rf"\\u(?:{_ALWAYS_HEX}|{_OTHER_HEX})"
+_ESCAPED_RUN = re.compile(rf"((?:^|[^\\])(?:\\\\)*)((?:{_ESCAPE})+)")
+_ALWAYS_ESCAPE = re.compile(rf"\\u(?:{_ALWAYS_HEX})")
+_ONE_ESCAPE = re.compile(_ESCAPE)
+_LOOKS_JSON = re.compile(r"\s*[\[{]")
+
+
+def _unescaped_run(m: re.Match[str]) -> str:
+    rest = _ALWAYS_ESCAPE.sub("", m.group(2))
+    return m.group(1) + (rest if len(_ONE_ESCAPE.findall(rest)) == 1 else "")
+
+
+def _sanitize_string(text: str) -> str:
+    text = sanitize(text)
+    if "\\u" in text and _LOOKS_JSON.match(text):
+        text = _ESCAPED_RUN.sub(_unescaped_run, text)
+    return text
 
 
 def tag_text(run: str) -> str:
