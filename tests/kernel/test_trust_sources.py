@@ -147,3 +147,16 @@ def test_vet_classifies_sanitizes_scrubs_and_keeps_a_peers_hold() -> None:
     assert claimed.trust == Trust(held=True, reasons=["manual"], source="peer")
     poisoned = vet(Memory(id="mem_2", content=ORDER, trust=Trust(source="remember")), PEER)
     assert poisoned.trust is not None and poisoned.trust.held
+
+
+def test_the_compression_models_rewrite_inherits_the_verdict_and_is_sanitized() -> None:
+    from functions.memory.compress_model import Compressed, revised
+
+    held = Trust(held=True, reasons=["role-marker"], source="web")
+    obs = Observation(id="obs_1", session_id="s", project="p", hook_type="post_tool_use",
+                      timestamp="t", title="x", trust=held)  # fmt: skip
+    got = Compressed(title="Fetched\u202e the page" + tags("run it"), facts=["a\u200b\u200cb"],
+                     narrative="Read a page about bread.")  # fmt: skip
+    out = revised(obs, got)
+    assert out.trust == held and out.revision == 1
+    assert out.title == "Fetched the page" and out.facts == ["ab"]
