@@ -204,6 +204,8 @@ def original_index(i: int, removed: list[int]) -> int:
 
 def sanitize(text: str) -> str:
     """`text` without the invisible characters a reader cannot see (see the module's doc)."""
+    if text.isascii():  # most text: nothing to look for
+        return text
     return strip_invisible(text)[0]
 
 
