@@ -25,10 +25,10 @@ from functions.bridge.settings import bridge_settings
 from functions.kernel.clock import now_iso
 from functions.kernel.ids import new_id
 from functions.kernel.owned import OwnedService, routes
-from functions.kernel.records import Memory
-from functions.kernel.scrub import scrub
+from functions.kernel.records import Memory, Trust
 from functions.kernel.store import StoreOwner
 from functions.kernel.text import clip
+from functions.kernel.trust import write_path as trust
 from functions.memory.remember import remember
 from functions.memory.wire import RememberIn
 
@@ -182,7 +182,9 @@ class BridgeService(OwnedService[StoreOwner]):
         imported = updated = 0
         known = [m.content for m in await self._live(project)]
         for block in markdown.parse(text).blocks:
-            body = scrub(block.content)
+            # judged before the words are sanitized and scrubbed: hidden characters count
+            words = {"content": block.content, "title": block.title}
+            body = trust.stored_text(block.content)
             if not body.strip():
                 continue
             m = await st.get(st.memories, block.id, Memory) if block.id else None
@@ -190,13 +192,19 @@ class BridgeService(OwnedService[StoreOwner]):
                 head = await self._head(m)
                 if markdown.same_text(body, m.content) or markdown.same_text(body, head.content):
                     continue  # as written (or the store moved on since): no edit here
-                await self._new_version(head, body, scrub(block.title))
+                verdict = trust.classify_value(words, trust.BRIDGE)
+                verdict = await trust.second_opinion(
+                    st.client, verdict, trust.stored_value(words), trust.BRIDGE
+                )
+                judged = trust.trust_of(verdict, trust.BRIDGE)
+                await self._new_version(head, body, trust.stored_text(block.title), judged)
                 updated += 1
                 continue
             if any(markdown.same_text(body, x) for x in known):
                 continue
             name = os.path.basename(project.rstrip("/"))
-            await remember(st, RememberIn(content=body, title=scrub(block.title), project=name))
+            req = RememberIn(content=block.content, title=block.title, project=name)
+            await remember(st, req, source=trust.BRIDGE)
             known.append(body)
             imported += 1
         return text, imported, updated
@@ -210,7 +218,7 @@ class BridgeService(OwnedService[StoreOwner]):
             m, seen = nxt, seen + 1
         return m
 
-    async def _new_version(self, head: Memory, content: str, title: str) -> Memory:
+    async def _new_version(self, head: Memory, content: str, title: str, judged: Trust) -> Memory:
         st = self.store
         now = now_iso()
         new = msgspec.structs.replace(
@@ -225,8 +233,10 @@ class BridgeService(OwnedService[StoreOwner]):
             superseded_by=None,
             instance="",
             source_ids=[],
+            trust=judged,  # the new words' verdict, not the version it replaces
         )
         await st.save_memory(new, supersedes=head.id, reason="edited in MEMORY.md")
+        trust.count(st.client, judged)
         await st.audit("supersede", [head.id, new.id], reason="edited in MEMORY.md")
         return new
 

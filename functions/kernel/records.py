@@ -342,6 +342,9 @@ class Slot(msgspec.Struct, omit_defaults=True, kw_only=True):
     """The project of a project-scoped slot; empty: every project's default."""
     created_at: str = ""
     updated_at: str = ""
+    trust: Trust | None = None
+    """The write path's verdict on the slot's words (a held slot stays out of the pinned
+    context); None: written before it existed, or never written."""
 
 
 class Facet(msgspec.Struct, omit_defaults=True, kw_only=True):
@@ -378,6 +381,9 @@ class CommitLink(msgspec.Struct, omit_defaults=True, kw_only=True):
     files: list[str] = msgspec.field(default_factory=list)
     session_ids: list[str] = msgspec.field(default_factory=list)
     linked_at: str = ""
+    trust: Trust | None = None
+    """The write path's verdict on the commit's message (anyone with the repository can
+    write one); None: linked before it existed."""
 
 
 class Insight(msgspec.Struct, omit_defaults=True, kw_only=True):

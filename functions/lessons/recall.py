@@ -13,8 +13,8 @@ from datetime import datetime
 from engine import FunctionError
 from functions.kernel import clock
 from functions.kernel.records import LESSONS_BUCKET, Lesson
-from functions.kernel.scrub import scrub
 from functions.kernel.store import MemoryStore
+from functions.kernel.trust import write_path as trust
 from functions.lessons.wire import LessonListIn, LessonRecallIn, LessonSaveIn
 from functions.lifecycle.decay import current_lesson_strength, reinforce_lesson
 from functions.lifecycle.settings import DecayConfig
@@ -34,43 +34,56 @@ def lesson_id(project: str, agent: str, content: str) -> str:
 async def save(
     store: MemoryStore, req: LessonSaveIn, cfg: DecayConfig, now: datetime
 ) -> tuple[Lesson, bool]:
-    """The lesson, and whether it is new (saving known content reinforces it)."""
-    content = scrub(req.content).strip()
+    """The lesson, and whether it is new (saving known content reinforces it). Its words
+    are judged as the agent's (`remember`), or as third-party text when it comes from an
+    imported transcript."""
+    source = trust.IMPORT if req.source == "import" else trust.REMEMBER
+    words = {"content": req.content, "context": req.context, "tags": [*req.concepts, *req.tags]}
+    verdict = trust.classify_value(words, source)
+    text = trust.stored_text  # invisible characters out, then secrets
+    content = text(req.content).strip()
     if not content:
         raise FunctionError("BAD_REQUEST", "content must not be blank", field="content")
-    project, agent = scrub(req.project), scrub(store.default_agent(req.agent_id))
+    verdict = await trust.second_opinion(store.client, verdict, trust.stored_value(words), source)
+    judged = trust.trust_of(verdict, source)
+    project, agent = text(req.project), text(store.default_agent(req.agent_id))
     lid = lesson_id(project, agent, content)
     at = clock.iso(now)
 
-    tags = [scrub(c) for c in dict.fromkeys([*req.concepts, *req.tags]) if c][:20]
+    tags = [text(c) for c in dict.fromkeys([*req.concepts, *req.tags]) if c][:20]
     created = [True]
 
     def upsert(cur: Lesson | None) -> Lesson:
         if cur is not None and not cur.deleted:
             created[0] = False
             if req.context and not cur.context:
-                cur.context = scrub(req.context)
+                cur.context = text(req.context)
+            # the same words again: a hold stays, and a suspect save holds what it reinforces
+            cur.trust = trust.either(judged, cur.trust)
             return reinforce_lesson(cur, now, cfg)
         return Lesson(
             id=lid,
             content=content,
-            context=scrub(req.context),
+            context=text(req.context),
             project=project,
             agent_id=agent,
             concepts=tags,
             tags=tags,
-            source=scrub(req.source) or "manual",
+            source=text(req.source) or "manual",
             created_at=at,
             updated_at=at,
             strength=1.0 if req.confidence is None else req.confidence,
             strength_at=at,
-            source_ids=[scrub(s) for s in req.source_ids][:32],
+            source_ids=[text(s) for s in req.source_ids][:32],
+            trust=judged,
         )
 
     state = await store.client.bucket(LESSONS_BUCKET)
     out: Lesson | None = await state.update(lid, upsert, type=Lesson)
     if out is None:  # update() returns None only when upsert does; it never does
         raise FunctionError("INTERNAL", f"lesson {lid} was not written")
+    if created[0]:
+        trust.count(store.client, judged)
     return out, created[0]
 
 

@@ -24,6 +24,7 @@ from functions.kernel.ids import kv_key
 from functions.kernel.models.client import ModelClient
 from functions.kernel.records import Observation, ObservationAdded
 from functions.kernel.store import MemoryStore
+from functions.kernel.trust import write_path as trust
 from functions.memory.settings import memory_settings
 
 log = logging.getLogger("functions.memory")
@@ -105,7 +106,10 @@ def prompt(obs: Observation) -> str:
 
 
 def revised(obs: Observation, got: Compressed) -> Observation:
-    """The stored record with the model's fields (ours where it gave none)."""
+    """The stored record with the model's fields (ours where it gave none). The rewrite
+    inherits the record's verdict (`trust`): its words come from the same source; what the
+    model wrote is sanitized like every stored word."""
+    got = trust.stored_record(got)
     title = got.title.strip()[:200]
     if got.subtitle.strip():
         title = f"{title}: {got.subtitle.strip()}"[:200]

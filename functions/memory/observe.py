@@ -1,5 +1,7 @@
-"""`mem::observe`: validate, scrub, dedup, compress, store, publish — and reply only once
-JetStream has acknowledged the write.
+"""`mem::observe`: validate, judge the words (functions/kernel/trust), sanitize, scrub, dedup,
+compress, store, publish — and reply only once JetStream has acknowledged the write. A
+record held as suspect is stored and acknowledged like any other; the reply says it was
+held.
 
 Idempotency without losing anything, in two JetStream writes: the observation id is
 derived from the dedup key, so every replay of one event names the same record, and the
@@ -18,7 +20,7 @@ import hashlib
 import time
 from collections import Counter
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import msgspec
 
@@ -26,8 +28,8 @@ from engine import FunctionError
 from functions.kernel.clock import now_iso
 from functions.kernel.ids import kv_key
 from functions.kernel.records import Observation, ObservationAdded, Session
-from functions.kernel.scrub import scrub, scrub_value
 from functions.kernel.store import STORE_ERRORS, MemoryStore
+from functions.kernel.trust import write_path as trust
 from functions.memory.compress import compress
 from functions.memory.inbox import DiskFull, Inbox, Pending
 from functions.memory.wire import ObserveIn, ObserveOut
@@ -171,14 +173,39 @@ def check_timestamp(value: str) -> None:
         ) from None
 
 
-def build(req: ObserveIn, agent_id: str) -> tuple[str, Observation]:
+class Built(NamedTuple):
+    key: str
+    """The dedup key (`dedup_key`)."""
+    observation: Observation
+    verdict: trust.Verdict
+    """The classifier's verdict on the event's words, which `observation.trust` carries."""
+    source: trust.Source
+    data: dict[str, Any]
+    """The event's data as stored (sanitized, scrubbed): what a second opinion reads."""
+
+
+def build(
+    req: ObserveIn, agent_id: str, source: trust.Source | None = None
+) -> tuple[str, Observation]:
+    """The dedup key and the observation an event makes (see `prepare`)."""
+    built = prepare(req, agent_id, source)
+    return built.key, built.observation
+
+
+def prepare(req: ObserveIn, agent_id: str, source: trust.Source | None = None) -> Built:
+    """The observation an event makes, its words judged (as `source`, else as its hook
+    says), then sanitized and scrubbed: nothing stored holds an invisible character or a
+    secret."""
     check_timestamp(req.timestamp)
     data, cut = bounded(req.data)
-    data = scrub_value(data)
-    session_id = scrub(req.session_id)
-    event_id = scrub(_cap(req.event_id, "event_id")) if req.event_id else None
-    project, agent = scrub(_cap(req.project, "project")), scrub(agent_id)
-    cwd = scrub(_cap(req.cwd, "cwd"))
+    source = source or trust.source_of_hook(req.hook_type, data)
+    verdict = trust.classify_value(data, source)
+    data = trust.stored_value(data)
+    text = trust.stored_text
+    session_id = text(req.session_id)
+    event_id = text(_cap(req.event_id, "event_id")) if req.event_id else None
+    project, agent = text(_cap(req.project, "project")), text(agent_id)
+    cwd = text(_cap(req.cwd, "cwd"))
     key = dedup_key(
         event_id,
         session_id=session_id,
@@ -211,8 +238,25 @@ def build(req: ObserveIn, agent_id: str) -> tuple[str, Observation]:
         event_id=event_id or "",
         raw=c.raw,
         truncated=cut,
+        trust=trust.trust_of(verdict, source),
     )
-    return key, obs
+    return Built(key, obs, verdict, source, data)
+
+
+async def reviewed(store: MemoryStore, built: Built) -> Observation:
+    """The built observation, held too if the model's second opinion (off by default) says
+    its borderline words instruct the agent."""
+    obs = built.observation
+    verdict = await trust.second_opinion(store.client, built.verdict, built.data, built.source)
+    if verdict is not built.verdict:
+        obs.trust = trust.trust_of(verdict, built.source)
+    return obs
+
+
+def held_fields(record: Any) -> dict[str, Any]:
+    """A write reply's `held` and `reasons` when the record was held (else nothing)."""
+    t = record.trust
+    return {"held": True, "reasons": list(t.reasons)} if t is not None and t.held else {}
 
 
 class Observer:
@@ -261,13 +305,15 @@ class Observer:
 
     async def observe(self, req: ObserveIn) -> ObserveOut:
         started = time.monotonic()
-        key, obs = build(req, self.store.default_agent(req.agent_id))
+        built = prepare(req, self.store.default_agent(req.agent_id))
+        key, obs = built.key, await reviewed(self.store, built)
         accepted_at = now_iso()
         full = self.inbox.disk_full()
         if full:
             # Before writing: nats-server would not answer a write it has no room for, and
             # would refuse that stream's writes until restarted.
             raise FunctionError("UNAVAILABLE", full, retryable=True)
+        trust.count(self.store.client, obs.trust)
         try:
             status = await self.store_observation(key, obs)
         except STORE_ERRORS as exc:
@@ -296,6 +342,7 @@ class Observer:
                 boot_id=self.store.boot_id,
                 accepted_at=accepted_at,
                 durable_after_ms=int(self.inbox.delay(1) * 1000),
+                **held_fields(obs),
             )
         return ObserveOut(
             status=status,
@@ -305,4 +352,5 @@ class Observer:
             durable_after_ms=0
             if status == "duplicate"
             else int((time.monotonic() - started) * 1000),
+            **held_fields(obs),
         )

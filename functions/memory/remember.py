@@ -10,9 +10,10 @@ from engine import FunctionError
 from functions.kernel.clock import now_iso
 from functions.kernel.ids import new_id
 from functions.kernel.records import Memory
-from functions.kernel.scrub import scrub
 from functions.kernel.store import MemoryStore
+from functions.kernel.trust import write_path as trust
 from functions.kernel.views import MemoryView, as_view
+from functions.memory.observe import held_fields
 from functions.memory.wire import RememberIn, RememberOut, Similar
 
 SUPERSEDE_AT = 0.7
@@ -30,28 +31,37 @@ def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
     return len(a & b) / len(a | b)
 
 
-async def remember(store: MemoryStore, req: RememberIn) -> RememberOut:
+async def remember(
+    store: MemoryStore, req: RememberIn, source: trust.Source = trust.REMEMBER
+) -> RememberOut:
+    """Save `req` as a memory; its words judged as `source` wrote them (the agent's
+    `remember` call, or MEMORY.md for the bridge)."""
     now = now_iso()
-    content = scrub(req.content)
+    words = {"content": req.content, "title": req.title, "concepts": req.concepts}
+    verdict = trust.classify_value(words, source)
+    text = trust.stored_text  # invisible characters out, then secrets
+    content = text(req.content)
+    verdict = await trust.second_opinion(store.client, verdict, trust.stored_value(words), source)
     agent = store.default_agent(req.agent_id)
     memory = Memory(
         id=new_id("mem"),
         content=content,
-        type=scrub(req.type) or "fact",
-        title=scrub(req.title) or _title(content),
-        project=scrub(req.project),
-        agent_id=scrub(agent),
-        concepts=[scrub(c) for c in req.concepts if c],
-        files=[scrub(f) for f in req.files if f],
+        type=text(req.type) or "fact",
+        title=text(req.title) or _title(content),
+        project=text(req.project),
+        agent_id=text(agent),
+        concepts=[text(c) for c in req.concepts if c],
+        files=[text(f) for f in req.files if f],
         created_at=now,
         updated_at=now,
         ttl_days=req.ttl_days,
         source_ids=list(
             dict.fromkeys(
-                ([scrub(req.session_id)] if req.session_id else [])
-                + [scrub(o) for o in req.source_observation_ids[:100] if o]
+                ([text(req.session_id)] if req.session_id else [])
+                + [text(o) for o in req.source_observation_ids[:100] if o]
             )
         ),
+        trust=trust.trust_of(verdict, source),
     )
     edited = await _edited(store, req, agent)
     if edited is not None:
@@ -79,6 +89,7 @@ async def remember(store: MemoryStore, req: RememberIn) -> RememberOut:
 
     old_id = superseded.id if superseded is not None else ""
     await store.save_memory(memory, supersedes=old_id, reason="superseded")
+    trust.count(store.client, memory.trust)
     if superseded is not None:
         await store.audit(
             "supersede",
@@ -95,6 +106,7 @@ async def remember(store: MemoryStore, req: RememberIn) -> RememberOut:
         superseded_id=superseded.id if superseded is not None else None,
         similar_to=[Similar(id=m.id, score=round(s, 3), title=m.title) for s, m in scored[:3]]
         or None,
+        **held_fields(memory),
     )
 
 

@@ -10,8 +10,8 @@ from engine import FunctionError
 from functions.kernel.clock import now_iso
 from functions.kernel.ids import kv_key
 from functions.kernel.records import Observation, Session
-from functions.kernel.scrub import scrub
 from functions.kernel.store import MemoryStore
+from functions.kernel.trust.verdicts import stored_text as scrub  # sanitize, then scrub
 from functions.kernel.views import SessionView, as_view
 from functions.memory.wire import ListIn, SessionEndIn, SessionStartIn, SessionStartOut, Success
 

@@ -16,6 +16,8 @@ from functions.kernel.models.settings import ModelSettings
 from functions.kernel.models.usage import UsageOut
 from functions.kernel.records import EVENTS_STREAM
 from functions.kernel.store import STORE_ERRORS, MemoryStore
+from functions.kernel.trust import counts as trust_counts
+from functions.kernel.trust.counts import TrustCounts
 from functions.memory.inbox import Inbox
 from functions.memory.settings import memory_settings
 from functions.memory.wire import Check, Health, Livez, StatusOut
@@ -199,10 +201,38 @@ async def model_checks(store: MemoryStore) -> tuple[list[Check], UsageOut | None
     return out, usage
 
 
+async def trust_check(store: MemoryStore) -> tuple[Check, TrustCounts | None]:
+    """Records held at write by the poisoning check, by reason: not a failure (they are
+    stored, and kept out of what feeds the agent until released), but worth a look."""
+    try:
+        counts = await trust_counts.read(store.client)
+    except _UNREACHABLE as exc:
+        return Check(name="trust", ok=True, detail=f"held counts unreadable: {exc}"), None
+    if not counts.held:
+        detail = f"no record held at write ({counts.checked} checked)"
+        return Check(name="trust", ok=True, detail=detail), counts
+    reasons = ", ".join(f"{r} {n}" for r, n in sorted(counts.by_reason.items(), key=_most))
+    return (
+        Check(
+            name="trust",
+            ok=True,
+            detail=f"{counts.held} of {counts.checked} records held at write ({reasons})",
+            fix="review them: GET /agentmemory/quarantine (docs/SECURITY.md)",
+        ),
+        counts,
+    )
+
+
+def _most(item: tuple[str, int]) -> tuple[int, str]:
+    return -item[1], item[0]
+
+
 async def status(store: MemoryStore, inbox: Inbox) -> StatusOut:
     cs = await checks(store, inbox)
     mc, usage = await model_checks(store)
     cs += mc
+    tc, held = await trust_check(store)
+    cs.append(tc)
     return StatusOut(
         status="ok" if all(c.ok for c in cs) else "degraded",
         service=SERVICE,
@@ -212,6 +242,7 @@ async def status(store: MemoryStore, inbox: Inbox) -> StatusOut:
         agent_scope="isolated" if store.isolated else "shared",
         checks=cs,
         models=usage,
+        trust=held,
     )
 
 

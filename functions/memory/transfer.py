@@ -1,7 +1,8 @@
 """Export and import: one JSON document with sessions, observations (by session),
-memories and summaries. Import scrubs every string before anything is stored and applies
-a strategy: merge (imported records win), skip (existing records win), replace (delete
-everything visible first; audited)."""
+memories and summaries. Import judges the words of every record as third-party text
+(functions/kernel/trust), sanitizes and scrubs every string before anything is stored, and
+applies a strategy: merge (imported records win), skip (existing records win), replace
+(delete everything visible first; audited)."""
 
 from __future__ import annotations
 
@@ -22,8 +23,8 @@ from functions.kernel.records import (
     SessionSummary,
     SummaryAdded,
 )
-from functions.kernel.scrub import scrub_value
 from functions.kernel.store import MemoryStore
+from functions.kernel.trust import write_path as trust
 from functions.kernel.views import MemoryView, ObservationView, SessionView, SummaryView, as_view
 from functions.memory.observe import DedupRecord, event_id_key
 from functions.memory.wire import ExportIn, ExportOut, ImportCounts, ImportIn, ImportOut, from_wire
@@ -105,11 +106,13 @@ async def import_(store: MemoryStore, req: ImportIn) -> ImportOut:
             f"(found: {found or 'nothing'}); `agentmemory export` writes one",
             field="data",
         )
-    doc = scrub_value(doc)  # before anything is decoded, hashed or stored
-    sessions: list[Session] = _records(doc, "sessions", Session)
-    observations: list[Observation] = _records(doc, "observations", Observation)
-    memories: list[Memory] = _records(doc, "memories", Memory)
-    summaries: list[SessionSummary] = _records(doc, "summaries", SessionSummary)
+    # The words of each record are judged first (an export file is third-party text, and
+    # its `trust` may hold a record, never clear one); every string is sanitized and scrubbed
+    # before anything is hashed or stored.
+    sessions = [trust.stored_record(s) for s in _records(doc, "sessions", Session)]
+    observations = [trust.vet(o, trust.IMPORT) for o in _records(doc, "observations", Observation)]
+    memories = [trust.vet(m, trust.IMPORT) for m in _records(doc, "memories", Memory)]
+    summaries = [trust.vet(s, trust.IMPORT) for s in _records(doc, "summaries", SessionSummary)]
     if store.isolated:
         agent = store.default_agent(req.agent_id)
         every: list[Any] = [*sessions, *observations, *memories, *summaries]
@@ -139,6 +142,7 @@ async def import_(store: MemoryStore, req: ImportIn) -> ImportOut:
             skipped += 1
             continue
         await store.publish(ObservationAdded(observation=o))
+        trust.count(store.client, o.trust)
         if o.event_id:
             key = event_id_key(o.event_id)
             await store.dedup.create(key, DedupRecord(obs_id=o.id, at=now_iso()))
@@ -149,12 +153,14 @@ async def import_(store: MemoryStore, req: ImportIn) -> ImportOut:
             continue
         if not m.superseded_by:
             await store.publish(MemoryAdded(memory=m))
+        trust.count(store.client, m.trust)
         counts["memories"] += 1
     for sm in summaries:
         if not await write(store.summaries, sm.session_id, sm):
             skipped += 1
             continue
         await store.publish(SummaryAdded(summary=sm))
+        trust.count(store.client, sm.trust)
         counts["summaries"] += 1
     return ImportOut(
         success=True, strategy=req.strategy, imported=ImportCounts(**counts), skipped=skipped

@@ -13,6 +13,7 @@ from functions.kernel.names import NONBLANK, SOME_NAMES, Names, at_least_one_of,
 from functions.kernel.records import (
     HookType,
 )
+from functions.kernel.trust.counts import TrustCounts
 from functions.kernel.views import (
     AuditEntryView,
     MemoryView,
@@ -57,12 +58,17 @@ class ObserveIn(msgspec.Struct, rename="camel", kw_only=True):
     agent_id: str = ""
 
 
-class ObserveOut(msgspec.Struct, rename="camel", kw_only=True):
+class ObserveOut(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=True):
     status: Literal["accepted", "duplicate", "retrying"]
     observation_id: str
     boot_id: str
     accepted_at: str
     durable_after_ms: int
+    held: bool = False
+    """Present (true) when the observation's words were held as suspect: it is stored, and
+    kept out of what feeds an agent until released (GET /agentmemory/quarantine)."""
+    reasons: list[str] = msgspec.field(default_factory=list)
+    """Why it was held (rule codes: ignore-previous, role-marker, hidden-characters ...)."""
 
 
 class SessionStartIn(msgspec.Struct, rename="camel", kw_only=True):
@@ -217,6 +223,10 @@ class StatusOut(Health, rename="camel", kw_only=True):
     models: UsageOut | None = None
     """Model providers: the chain, calls, tokens, failures and breakers, summed over the
     processes that call them (functions/kernel/models); None when none is configured."""
+    trust: TrustCounts | None = None
+    """Records the write paths checked for poisoning and held, by reason and by source,
+    summed over the processes that wrote them (functions/kernel/trust); None when the
+    counts could not be read."""
 
 
 class SessionStartOut(msgspec.Struct):
@@ -235,6 +245,9 @@ class RememberOut(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=Tr
     memory: MemoryView
     superseded_id: str | None = None
     similar_to: list[Similar] | None = None
+    held: bool = False
+    """Present (true) when the memory's words were held as suspect (see ObserveOut)."""
+    reasons: list[str] = msgspec.field(default_factory=list)
 
 
 class ForgetOut(msgspec.Struct):

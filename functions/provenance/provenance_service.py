@@ -27,8 +27,8 @@ from functions.kernel.records import (
     Observation,
     Session,
 )
-from functions.kernel.scrub import scrub
 from functions.kernel.store import StoreOwner
+from functions.kernel.trust import write_path as trust
 from functions.kernel.views import ObservationView, SessionView, as_view, view, wire_of
 
 Id = Annotated[str, msgspec.Meta(min_length=1, max_length=512)]
@@ -215,10 +215,22 @@ class ProvenanceService(OwnedService[StoreOwner]):
     )
     async def session_commit(self, req: CommitIn) -> CommitOut:
         sha = req.sha.lower()
+        # A commit's words are anyone's who can push to the repository: judged as a
+        # command's output, before they are sanitized and scrubbed.
+        words = {"message": req.message, "branch": req.branch, "author": req.author}
+        verdict = trust.classify_value(words, trust.COMMAND)
+        verdict = await trust.second_opinion(
+            self.store.client, verdict, trust.stored_value(words), trust.COMMAND
+        )
+        judged = trust.trust_of(verdict, trust.COMMAND)
+        scrub = trust.stored_text  # invisible characters out, then secrets
         sid = scrub(req.session_id)
         state = await self.store.client.bucket(COMMITS_BUCKET)
 
+        new = [False]
+
         def merge(cur: CommitLink | None) -> CommitLink:
+            new[0] = cur is None
             c = cur or CommitLink(sha=sha, short_sha=sha[:7], linked_at=now_iso())
             c.branch = scrub(req.branch) or c.branch
             c.repo = scrub(req.repo) or c.repo
@@ -226,12 +238,15 @@ class ProvenanceService(OwnedService[StoreOwner]):
             c.author = scrub(req.author) or c.author
             c.authored_at = req.authored_at or c.authored_at
             c.files = [scrub(f) for f in req.files[:500]] or c.files
+            c.trust = trust.either(judged, c.trust)  # a message once held stays held
             if sid and sid not in c.session_ids:
                 c.session_ids.append(sid)
             return c
 
         link = await state.update(sha, merge, type=CommitLink)
         assert link is not None
+        if new[0]:
+            trust.count(self.store.client, judged)
         if sid:
 
             def add(cur: Session | None) -> Session | None:
@@ -443,10 +458,11 @@ async def _git_log(path: str, limit: int) -> tuple[Path, list[_LoggedCommit]]:
             _LoggedCommit(
                 sha=sha.strip(),
                 authored_at=at.strip(),
-                author=scrub(author.strip()),
-                message=scrub(message.strip())[:20_000],
+                # judged, sanitized and scrubbed where every link is made (session_commit)
+                author=author.strip(),
+                message=message.strip()[:20_000],
                 branch=branch.strip(),
-                repo=scrub(remote.strip()),
+                repo=remote.strip(),
                 files=[f for f in names_.split("\n") if f.strip()][:500],
             )
         )

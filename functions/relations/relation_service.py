@@ -27,8 +27,8 @@ from functions.kernel.records import (
     Memory,
     Relation,
 )
-from functions.kernel.scrub import scrub
 from functions.kernel.store import StoreOwner
+from functions.kernel.trust import write_path as trust
 from functions.kernel.views import MemoryView, as_view, view
 
 Id = Annotated[str, msgspec.Meta(min_length=1, max_length=512)]
@@ -242,12 +242,20 @@ class RelationService(OwnedService[StoreOwner]):
                 retryable=False,
             )
         now = now_iso()
-        content = scrub(req.new_content)
+        # the new version's words judged like a `remember` (before they are sanitized and
+        # scrubbed), not inherited from the version they replace
+        words = {"content": req.new_content, "title": req.new_title or old.title}
+        verdict = trust.classify_value(words, trust.REMEMBER)
+        verdict = await trust.second_opinion(
+            self.store.client, verdict, trust.stored_value(words), trust.REMEMBER
+        )
+        content = trust.stored_text(req.new_content)
         new = msgspec.structs.replace(
             old,
             id=new_id("mem"),
             content=content,
-            title=scrub(req.new_title) or old.title,
+            title=trust.stored_text(req.new_title) or old.title,
+            trust=trust.trust_of(verdict, trust.REMEMBER),
             created_at=now,
             updated_at=now,
             version=old.version + 1,
@@ -259,6 +267,7 @@ class RelationService(OwnedService[StoreOwner]):
         )
         st = self.store
         await st.save_memory(new, supersedes=old.id, reason="evolved")
+        trust.count(st.client, new.trust)
         rid = relation_key(new.id, old.id, "supersedes")
         await (await self.bucket()).put(
             rid,

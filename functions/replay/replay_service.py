@@ -1,9 +1,10 @@
 """Replay: the sessions that can be replayed, one session as a timeline, and Claude Code
 transcripts imported as sessions (upstream's `mem::replay::*` and their routes).
 
-An import goes through the write path itself (scrub, dedup by event id, compress, store,
-MEM_EVENTS), so its observations are indexed like a hook's; they and their session are
-marked origin `import`, the rules said in them become lessons, and the import is audited.
+An import goes through the write path itself (every turn judged as third-party text,
+sanitize, scrub, dedup by event id, compress, store, MEM_EVENTS), so its observations are
+indexed like a hook's; they and their session are marked origin `import`, the rules said in
+them become lessons, and the import is audited.
 """
 
 from __future__ import annotations
@@ -21,10 +22,10 @@ from functions.kernel.clock import now_iso
 from functions.kernel.ids import kv_key
 from functions.kernel.owned import routes
 from functions.kernel.records import Observation, Session
-from functions.kernel.scrub import scrub
 from functions.kernel.store import MemoryStore
+from functions.kernel.trust import write_path as trust
 from functions.kernel.views import SessionView, as_view
-from functions.memory.observe import build
+from functions.memory.observe import prepare, reviewed
 from functions.memory.wire import NonEmpty, ObserveIn
 from functions.replay import lessons, transcripts
 from functions.replay.timeline import Timeline, project
@@ -210,7 +211,7 @@ class ReplayService:
                 out.session_ids,
                 reason=f"jsonl: {out.stored} new of {out.observations} events, "
                 f"{out.imported} file(s), {out.lessons} lesson(s)",
-                actor=scrub(req.agent_id),
+                actor=trust.stored_text(req.agent_id),
             )
         return out
 
@@ -223,7 +224,7 @@ class ReplayService:
     ) -> None:
         for s in parsed:
             stored = await self._import_session(s, req, out)
-            out.session_ids.append(scrub(s.session_id))
+            out.session_ids.append(trust.stored_text(s.session_id))
             if stored:
                 out.lessons += await self._lessons(s, req)
             log.info("imported %s from %s: %d new event(s)", s.session_id, where, stored)
@@ -232,16 +233,16 @@ class ReplayService:
         self, s: transcripts.TranscriptSession, req: ImportJsonlIn, out: ImportJsonlOut
     ) -> int:
         st, observer = self.store, self.observer
-        sid = scrub(s.session_id)
-        proj = scrub(_project(s, req))
-        agent = st.default_agent(scrub(req.agent_id))
+        sid = trust.stored_text(s.session_id)
+        proj = trust.stored_text(_project(s, req))
+        agent = st.default_agent(trust.stored_text(req.agent_id))
         stamps = sorted(e["timestamp"] for e in s.events if e["timestamp"])
         first, last = (stamps[0], stamps[-1]) if stamps else (now_iso(), now_iso())
 
         def upsert(cur: Session | None) -> Session:
             if cur is None:
                 return Session(
-                    id=sid, project=proj, agent_id=agent, cwd=scrub(s.cwd), started_at=first,
+                    id=sid, project=proj, agent_id=agent, cwd=trust.stored_text(s.cwd), started_at=first,
                     ended_at=last, status="ended", last_seen=last, origin="import",
                 )  # fmt: skip
             if last > (cur.ended_at or ""):
@@ -254,7 +255,7 @@ class ReplayService:
         stored = 0
         for ev in s.events:
             try:
-                key, obs = build(
+                built = prepare(
                     msgspec.convert(
                         {
                             **ev,
@@ -266,14 +267,19 @@ class ReplayService:
                         ObserveIn,
                     ),
                     agent,
+                    # An imported transcript may be any file uploaded as `content`: every
+                    # turn, the user's too, is judged as third-party text.
+                    source=trust.IMPORT,
                 )
             except (FunctionError, msgspec.ValidationError) as exc:
                 log.info("skipped an event of %s: %s", sid, exc)
                 continue
+            obs = await reviewed(st, built)
             obs.origin = "import"
             out.observations += 1
-            if await observer.store_observation(key, obs) == "accepted":
+            if await observer.store_observation(built.key, obs) == "accepted":
                 stored += 1
+                trust.count(st.client, obs.trust)
             else:
                 out.duplicates += 1
         out.stored += stored

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -72,15 +73,23 @@ def _blocks(rec: dict[str, Any]) -> list[Any]:
     return content if isinstance(content, list) else []
 
 
+# Claude Code appends its own notes to what a tool returned ("<system-reminder>Whenever you
+# read a file ..."): the host's words to the model, not the tool's output. Kept, they would
+# read as a forged system block in every imported tool result.
+_HOST_NOTE = re.compile(r"\s*<system-reminder>.*?</system-reminder>\s*", re.S)
+
+
 def _result_text(block: dict[str, Any]) -> str:
     content = block.get("content")
     if isinstance(content, list):
-        return "\n".join(
+        text = "\n".join(
             str(c.get("text", ""))
             for c in content
             if isinstance(c, dict) and c.get("type") == "text"
         )
-    return str(content or "")
+    else:
+        text = str(content or "")
+    return _HOST_NOTE.sub("\n", text).strip() if "<system-reminder>" in text else text
 
 
 def parse(path: Path) -> list[TranscriptSession]:

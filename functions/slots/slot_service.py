@@ -19,9 +19,9 @@ import msgspec
 from engine import Bucket, FunctionError, Tool, operation
 from functions.kernel.clock import now_iso
 from functions.kernel.owned import OwnedService, routes
-from functions.kernel.records import SLOTS_BUCKET, Observation, Slot
-from functions.kernel.scrub import scrub
+from functions.kernel.records import SLOTS_BUCKET, Observation, Slot, Trust
 from functions.kernel.store import StoreOwner
+from functions.kernel.trust import write_path as trust
 from functions.kernel.views import as_view, view
 
 HARD_CAP = 20_000
@@ -85,6 +85,9 @@ DEFAULTS: list[tuple[str, int, str, bool, Scope]] = [
 
 
 def project_key(project: str) -> str:
+    # the project as stored (a slot's project is sanitized and scrubbed), so that a request
+    # naming it as it was sent finds it
+    project = trust.stored_text(project)
     return "_" if not project else "p" + hashlib.sha256(project.encode()).hexdigest()[:24]
 
 
@@ -225,7 +228,23 @@ class SlotService(OwnedService[StoreOwner]):
                 return key, s
         raise FunctionError("NOT_FOUND", f"slot {label!r} not found", field="label")
 
-    async def _edit(self, label: str, project: str, change: Callable[[Slot], str]) -> Slot:
+    async def _judged(self, words: dict[str, str]) -> Trust:
+        """The verdict on words the agent writes into a slot: pinned slots open every
+        session's context, so they are judged like a `remember`."""
+        verdict = trust.classify_value(words, trust.REMEMBER)
+        verdict = await trust.second_opinion(
+            self.store.client, verdict, trust.stored_value(words), trust.REMEMBER
+        )
+        return trust.trust_of(verdict, trust.REMEMBER)
+
+    async def _edit(
+        self,
+        label: str,
+        project: str,
+        change: Callable[[Slot], str],
+        judged: Trust | None = None,
+        replaces: bool = False,
+    ) -> Slot:
         key, _ = await self._find(label, project)
         st = await self.bucket()
         err: list[FunctionError] = []
@@ -243,6 +262,9 @@ class SlotService(OwnedService[StoreOwner]):
             except FunctionError as e:
                 err.append(e)
                 return None
+            if judged is not None:
+                # new content is judged alone; appended words hold what they join
+                cur.trust = judged if replaces else trust.either(judged, cur.trust)
             cur.updated_at = now_iso()
             return cur
 
@@ -281,7 +303,9 @@ class SlotService(OwnedService[StoreOwner]):
         tool=Tool("memory_slot_create"),
     )
     async def slot_create(self, req: SlotCreateIn) -> SlotOut:
-        content = scrub(req.content)
+        judged = await self._judged({"content": req.content, "description": req.description})
+        text = trust.stored_text  # invisible characters out, then secrets
+        content = text(req.content)
         if len(content) > req.size_limit:
             raise FunctionError(
                 "TOO_LARGE",
@@ -289,18 +313,19 @@ class SlotService(OwnedService[StoreOwner]):
                 field="content",
             )
         pinned = _flag(req.pinned)
-        project = scrub(req.project) if req.scope == "project" else ""
+        project = text(req.project) if req.scope == "project" else ""
         at = now_iso()
         slot = Slot(
             label=req.label,
             content=content,
             size_limit=req.size_limit,
-            description=scrub(req.description),
+            description=text(req.description),
             pinned=True if pinned is None else pinned,
             scope=req.scope,
             project=project,
             created_at=at,
             updated_at=at,
+            trust=judged,
         )
         st = await self.bucket()
         if await st.create(slot_key(req.scope, req.label, project), slot) is None:
@@ -310,6 +335,7 @@ class SlotService(OwnedService[StoreOwner]):
                 field="label",
                 retryable=False,
             )
+        trust.count(self.store.client, judged)
         await self.store.audit("slot_create", [req.label], reason=req.scope, project=project)
         return SlotOut(success=True, slot=as_view(slot, SlotView))
 
@@ -321,7 +347,8 @@ class SlotService(OwnedService[StoreOwner]):
         tool=Tool("memory_slot_append"),
     )
     async def slot_append(self, req: SlotAppendIn) -> SlotOut:
-        text = scrub(req.text)
+        judged = await self._judged({"text": req.text})
+        text = trust.stored_text(req.text)
 
         def add(cur: Slot) -> str:
             sep = "\n" if cur.content and not cur.content.endswith("\n") else ""
@@ -335,7 +362,8 @@ class SlotService(OwnedService[StoreOwner]):
                 )
             return nxt
 
-        s = await self._edit(req.label, req.project, add)
+        s = await self._edit(req.label, req.project, add, judged)
+        trust.count(self.store.client, judged)
         await self.store.audit("slot_append", [req.label], project=s.project)
         return SlotOut(success=True, slot=as_view(s, SlotView), size=len(s.content))
 
@@ -346,7 +374,8 @@ class SlotService(OwnedService[StoreOwner]):
         tool=Tool("memory_slot_replace"),
     )
     async def slot_replace(self, req: SlotReplaceIn) -> SlotOut:
-        content = scrub(req.content)
+        judged = await self._judged({"content": req.content})
+        content = trust.stored_text(req.content)
 
         def put(cur: Slot) -> str:
             if len(content) > cur.size_limit:
@@ -357,7 +386,8 @@ class SlotService(OwnedService[StoreOwner]):
                 )
             return content
 
-        s = await self._edit(req.label, req.project, put)
+        s = await self._edit(req.label, req.project, put, judged, replaces=True)
+        trust.count(self.store.client, judged)
         await self.store.audit("slot_replace", [req.label], project=s.project)
         return SlotOut(success=True, slot=as_view(s, SlotView), size=len(s.content))
 
@@ -386,7 +416,9 @@ class SlotService(OwnedService[StoreOwner]):
         obs = [
             o
             for o in await st.load_all(st.observations, Observation)
-            if o.session_id == req.session_id
+            # a held observation's words must not reach a pinned slot (the read side's
+            # quarantine predicate belongs here once it lands)
+            if o.session_id == req.session_id and not (o.trust and o.trust.held)
         ]
         if not obs:
             return ReflectOut(

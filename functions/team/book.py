@@ -28,6 +28,7 @@ from functions.kernel.records import (
     RecordsRemoved,
 )
 from functions.kernel.store import MemoryStore
+from functions.kernel.trust import write_path as trust
 from functions.team.chains import Chains
 from functions.team.config import TeamConfig
 from functions.team.log import TeamLog, shared_copy
@@ -219,6 +220,10 @@ class TeamBook:
                 await self.chains.add(item.root or item.id, record, gone=True)
             return "gone"
         had = await self.item(item.id)
+        # A peer's words are third-party text, judged here whatever the peer concluded (its
+        # verdict may hold the record, never clear it), sanitized and scrubbed.
+        record = trust.vet(record, trust.PEER)
+        item = _vetted_item(item, record)
         # The record before its item: a retry after a crash in between finds no item and
         # completes the work (each step is a no-op the second time).
         st = self.store
@@ -239,6 +244,7 @@ class TeamBook:
         if had is not None:
             return "duplicate"
         await self.kv.put(item_key(item.id), item)
+        trust.count(st.client, record.trust)
         return "stored"
 
     async def forgotten_by(self, record_id: str, origin: str) -> bool:
@@ -349,3 +355,15 @@ class TeamBook:
             return cur
 
         await state.update(kv_key(record.id), mark, type=type(record))
+
+
+def _vetted_item(item: TeamItem, record: Memory | Observation) -> TeamItem:
+    """A peer's item as this instance stores it: its strings sanitized and scrubbed, its
+    record the vetted one."""
+    bare = msgspec.to_builtins(msgspec.structs.replace(item, memory=None, observation=None))
+    out = msgspec.convert(trust.stored_value(bare), TeamItem)
+    if isinstance(record, Memory):
+        out.memory = record
+    else:
+        out.observation = record
+    return out

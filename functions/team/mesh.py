@@ -17,8 +17,8 @@ from functions.kernel.clock import now_iso
 from functions.kernel.ids import kv_key
 from functions.kernel.owned import routes
 from functions.kernel.records import Memory, MemoryAdded, Observation, ObservationAdded
-from functions.kernel.scrub import scrub_value
 from functions.kernel.store import MemoryStore
+from functions.kernel.trust import write_path as trust
 from functions.memory.wire import from_wire
 from functions.team import http_peer
 from functions.team.links import http_view
@@ -264,6 +264,7 @@ class MeshService:
                 continue
             m.team, m.superseded_by = self.team.cfg.team, None
             await st.memories.put(kv_key(m.id), m)
+            trust.count(st.client, m.trust)
             await st.publish(MemoryAdded(memory=m), msg_id=f"{m.id}.{m.version}")
             await self.team.book.share(m, "memory")
             accepted += 1
@@ -276,6 +277,7 @@ class MeshService:
                 continue
             o.team = self.team.cfg.team
             await st.observations.put(kv_key(o.id), o)
+            trust.count(st.client, o.trust)
             await st.publish_once(ObservationAdded(observation=o))
             await self.team.book.share(o, "observation")
             accepted += 1
@@ -287,12 +289,15 @@ class MeshService:
 
 
 def _record(raw: dict[str, Any], type_: Any, field: str) -> Any:
+    """A peer's record: decoded, then its words judged as a peer's (its own `trust` may
+    hold it, never clear it), sanitized and scrubbed before anything is stored."""
     try:
-        rec = from_wire(scrub_value(raw), type_)
+        rec = from_wire(raw, type_)
     except (msgspec.ValidationError, TypeError) as exc:
         raise FunctionError(
             "UNPROCESSABLE", f"{field} is not a valid record: {exc}", field=field
         ) from None
+    rec = trust.vet(rec, trust.PEER)
     if not rec.id:
         raise FunctionError("UNPROCESSABLE", f"{field} has no id", field=f"{field}.id")
     return rec

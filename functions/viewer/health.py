@@ -19,6 +19,9 @@ class HealthView(msgspec.Struct, kw_only=True):
     status: str
     """ok, degraded, or unknown when the status could not be read."""
     checks: list[Check]
+    held: dict[str, int] = msgspec.field(default_factory=dict)
+    """Records held at write by the poisoning check, by reason (the `trust` check says the
+    same in words)."""
 
 
 def _team_checks(doc: Any) -> list[Check]:
@@ -58,6 +61,8 @@ async def health_of(client: Client) -> HealthView:
             doc = await client.call("mem::status", None, timeout=STATUS_TIMEOUT)
         checks = msgspec.convert(doc.get("checks", []), list[Check])
         status = str(doc.get("status", "unknown"))
+        counts = doc.get("trust") or {}
+        held = msgspec.convert(counts.get("byReason") or {}, dict[str, int])
     except (FunctionError, msgspec.ValidationError, AttributeError) as exc:
         detail = exc.message if isinstance(exc, FunctionError) else str(exc)
         return HealthView(
@@ -81,4 +86,4 @@ async def health_of(client: Client) -> HealthView:
                       fix="check `agentmemory status`")]  # fmt: skip
     if status == "ok" and not all(c.ok for c in team):
         status = "degraded"
-    return HealthView(status=status, checks=[*checks, *team])
+    return HealthView(status=status, checks=[*checks, *team], held=held)

@@ -43,7 +43,10 @@ async def _ingest(client: Client, convs: list[Conversation]) -> dict[str, str]:
                 "data": {"prompt": t.text}, "eventId": f"{conv.sample_id}:{t.dia_id}",
             }, timeout=60)  # fmt: skip
         dia[str(out["observationId"])] = t.dia_id
+        if out.get("held"):  # the corpus is clean: a held turn is a false positive
+            held.append(f"{t.dia_id} {out.get('reasons')}: {t.text[:80]!r}")
 
+    held: list[str] = []
     for conv in convs:
         for s in sorted(conv.sessions()):
             await client.call(
@@ -51,6 +54,7 @@ async def _ingest(client: Client, convs: list[Conversation]) -> dict[str, str]:
                 {"sessionId": f"{conv.sample_id}-s{s}", "project": conv.sample_id},
             )
         await asyncio.gather(*(one(conv, i) for i in range(len(conv.turns))))
+    print(f"held at write: {len(held)} of {len(dia)} turns", *held[:20], sep="\n  ", flush=True)
     return dia
 
 

@@ -170,3 +170,29 @@ async def test_no_provider_secret_of_the_corpus_survives_in_any_raw_byte(
     if inbox.exists():
         assert _corpus_leaks(inbox) == {}
     assert [s.provider for s in SAMPLES if s.needle in exported] == []
+
+
+async def test_a_zero_width_character_inside_a_key_does_not_hide_it_from_the_scrubber(
+    rest: httpx.AsyncClient, nats_server: NatsServer
+) -> None:
+    # A model reads "sk-ant-api\u200b03-..." as the key; the secret patterns did not, so the
+    # key was stored whole. Invisible characters are removed before scrubbing now.
+    anthropic = "sk-ant-api03-" + "Zq7Xw2Vb9Nm4Lk8Jh3Gf6Ds1Ap5Oi0Uy"
+    aws = "AKIA" + "IOSFODNN7ZQWERTY"
+    hidden = f"{anthropic[:10]}\u200b{anthropic[10:]} and {aws[:4]}\u200c{aws[4:]}"
+    r = await rest.post(
+        "/agentmemory/observe",
+        json=payload(hookType="prompt_submit", data={"prompt": "keys: " + hidden}),
+    )
+    assert r.status_code == 201, r.text
+    r = await rest.post("/agentmemory/remember", json={"content": "deploy keys " + hidden})
+    assert r.status_code == 201, r.text
+    exported = (await rest.get("/agentmemory/export")).text
+    assert exported.count("[REDACTED:") >= 4
+    for tail in (anthropic[14:], aws[5:]):
+        assert tail not in exported
+        assert not [
+            f
+            for f in nats_server.store_dir.rglob("*")
+            if f.is_file() and tail.encode() in f.read_bytes()
+        ]

@@ -134,8 +134,8 @@ class Hub:
             await asyncio.sleep(self.health_every)
 
 
-def _summary(h: HealthView) -> tuple[str, tuple[tuple[str, bool], ...]]:
-    return h.status, tuple((c.name, c.ok) for c in h.checks)
+def _summary(h: HealthView) -> tuple[object, ...]:
+    return h.status, tuple((c.name, c.ok) for c in h.checks), tuple(sorted(h.held.items()))
 
 
 async def follow(ws: WebSocket, hub: Hub) -> None:
