@@ -17,7 +17,9 @@ from functions.search import index_snapshot
 from functions.search.index import SearchIndex
 
 
-def obs(i: str, text: str, *, held: bool = False, session: str = "s1", revision: int = 0) -> Observation:
+def obs(
+    i: str, text: str, *, held: bool = False, session: str = "s1", revision: int = 0
+) -> Observation:
     trust = Trust(held=True, reasons=["ignore-previous"], source="web") if held else None
     return Observation(
         id=i, session_id=session, project="p", hook_type="post_tool_use",
@@ -74,7 +76,9 @@ def test_a_release_outlives_a_revision_of_the_record() -> None:
     idx = SearchIndex()
     idx.apply(ObservationAdded(observation=obs("o1", "install with pnpm", held=True)))
     idx.apply(QuarantineChanged(released=["o1"]))
-    idx.apply(ObservationAdded(observation=obs("o1", "install it with pnpm", held=True, revision=1)))
+    idx.apply(
+        ObservationAdded(observation=obs("o1", "install it with pnpm", held=True, revision=1))
+    )
     assert ids(idx, "pnpm") == ["o1"]
 
 

@@ -11,6 +11,7 @@ import msgspec
 
 from engine import FunctionError, FunctionInfo
 from functions.kernel.settings import kernel_settings
+from functions.quarantine.frame import framed_answer
 
 SETS = ("core", "basic", "all")
 """`AGENTMEMORY_TOOLS`: which tools an MCP client is shown, as upstream documents them:
@@ -88,12 +89,15 @@ def text_result(text: str, *, error: bool = False) -> dict[str, Any]:
 
 
 def result_document(reply: Any) -> dict[str, Any]:
-    """An MCP CallToolResult (JSON) for a function's reply."""
-    text = msgspec.json.encode(reply).decode() if not isinstance(reply, str) else reply
-    out = text_result(text)
+    """An MCP CallToolResult (JSON) for a function's reply. What a model reads of an object
+    reply is framed as retrieved data (functions/quarantine/frame.py): the reply under an
+    `about` notice, no record's text able to pass for markup; the structured content is the
+    reply as it is."""
     if isinstance(reply, dict):
+        out = text_result(framed_answer(reply))
         out["structuredContent"] = reply
-    return out
+        return out
+    return text_result(msgspec.json.encode(reply).decode() if not isinstance(reply, str) else reply)
 
 
 def error_text(err: FunctionError) -> str:
