@@ -309,4 +309,3 @@ class QuarantineService(OwnedService[StoreOwner]):
         state = await bucket(self.store.client)
         got: Decision | None = await state.get(key(record_id), Decision)
         return got
-
