@@ -28,8 +28,8 @@ def obs(
     )  # fmt: skip
 
 
-def ids(idx: SearchIndex, query: str, **kw: object) -> list[str]:
-    return [h.id for h in idx.search(query, limit=10, **kw)]  # type: ignore[arg-type]
+def ids(idx: SearchIndex, query: str, *, quarantined: bool = False) -> list[str]:
+    return [h.id for h in idx.search(query, limit=10, quarantined=quarantined)]
 
 
 def test_a_record_held_at_write_is_left_out_unless_asked_for() -> None:
