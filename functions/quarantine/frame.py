@@ -4,7 +4,7 @@ Memory holds words other parties wrote (web pages, files, command output, other 
 the write path holds the ones that look like instructions, but a pattern-based check
 misses new phrasings. So everything read back into an agent's context is framed: the
 context block (`mem::context`, session start) between `<agentmemory-context>` markers
-under a short notice, and MCP answers as JSON under an `about` notice. No record's text can
+under a short notice, and the MCP recall tools' answers as JSON under an `about` notice. No record's text can
 end the frame: the frame's markers are neutralised inside it (`&lt;agentmemory-context`),
 and in MCP answers every `<` is JSON-escaped (`\\u003c`), which decodes to the same data.
 """
@@ -53,6 +53,23 @@ def frame_context(body: str) -> str:
     """The context block: the notice and `body` (already made inert) between the markers."""
     return f"{CONTEXT_OPEN}\n{NOTICE}\n{body}\n{CONTEXT_CLOSE}"
 
+
+RECALL_TOOLS = frozenset(
+    {
+        "memory_recall",
+        "memory_smart_search",
+        "memory_file_history",
+        "memory_timeline",
+        "memory_profile",
+        "memory_lesson_recall",
+        "memory_graph_query",
+        "memory_relations",
+        "memory_insight_list",
+        "memory_sessions",
+    }
+)
+"""The MCP tools whose answers read memory back to the agent: framed (`framed_answer`).
+Other tools answer what they did (saved, deleted, synced) in their reply's own JSON."""
 
 FRAME_OVERHEAD = len(frame_context(""))
 """Characters the frame adds to a context block (for its token budget)."""

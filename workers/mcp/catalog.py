@@ -11,7 +11,7 @@ import msgspec
 
 from engine import FunctionError, FunctionInfo
 from functions.kernel.settings import kernel_settings
-from functions.quarantine.frame import framed_answer
+from functions.quarantine.frame import RECALL_TOOLS, framed_answer
 
 SETS = ("core", "basic", "all")
 """`AGENTMEMORY_TOOLS`: which tools an MCP client is shown, as upstream documents them:
@@ -88,16 +88,19 @@ def text_result(text: str, *, error: bool = False) -> dict[str, Any]:
     return out
 
 
-def result_document(reply: Any) -> dict[str, Any]:
-    """An MCP CallToolResult (JSON) for a function's reply. What a model reads of an object
-    reply is framed as retrieved data (functions/quarantine/frame.py): the reply under an
-    `about` notice, no record's text able to pass for markup; the structured content is the
-    reply as it is."""
+def result_document(reply: Any, tool: str = "") -> dict[str, Any]:
+    """An MCP CallToolResult (JSON) for a function's reply. What a model reads of a recall
+    tool's answer is framed as retrieved data (functions/quarantine/frame.py): the reply
+    under an `about` notice, no record's text able to pass for markup; the structured
+    content is the reply as it is."""
+    if isinstance(reply, dict) and tool in RECALL_TOOLS:
+        text = framed_answer(reply)
+    else:
+        text = msgspec.json.encode(reply).decode() if not isinstance(reply, str) else reply
+    out = text_result(text)
     if isinstance(reply, dict):
-        out = text_result(framed_answer(reply))
         out["structuredContent"] = reply
-        return out
-    return text_result(msgspec.json.encode(reply).decode() if not isinstance(reply, str) else reply)
+    return out
 
 
 def error_text(err: FunctionError) -> str:

@@ -173,7 +173,7 @@ class BusGateway:
             )
         except FunctionError as err:
             return text_result(error_text(err), error=True)
-        return result_document(reply)
+        return result_document(reply, name)
 
     async def _route(self, method: str, path: str) -> tuple[str, str]:
         if self._routes is None or (method, path) not in self._routes:
