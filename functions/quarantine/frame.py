@@ -71,6 +71,10 @@ RECALL_TOOLS = frozenset(
 """The MCP tools whose answers read memory back to the agent: framed (`framed_answer`).
 Other tools answer what they did (saved, deleted, synced) in their reply's own JSON."""
 
+OWNER_ARGUMENTS = frozenset({"includeQuarantined"})
+"""Request fields for the owner's tools (REST, the viewer), not an agent's: the MCP tools
+neither list nor pass them, so no agent reads held records through a recall tool."""
+
 FRAME_OVERHEAD = len(frame_context(""))
 """Characters the frame adds to a context block (for its token budget)."""
 

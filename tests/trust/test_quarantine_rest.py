@@ -75,6 +75,15 @@ async def test_held_records_stay_out_of_every_answer_and_round_trip(
             "Retrieved from agentmemory"
         )
 
+        # an agent cannot ask for them: the recall tools neither list nor pass the flag
+        mcp = (await rest.post("/agentmemory/mcp/call", json={"name": "memory_recall",
+               "arguments": {"query": "evil.example curl", "includeQuarantined": True}})).json()  # fmt: skip
+        assert held not in json.dumps(mcp) and "AI assistants" not in json.dumps(mcp)
+        tools = (await rest.get("/agentmemory/mcp/tools")).json()["tools"]
+        recall = next(t for t in tools if t["name"] == "memory_recall")
+        assert "query" in recall["inputSchema"]["properties"]
+        assert "includeQuarantined" not in recall["inputSchema"]["properties"]
+
         # includeQuarantined: found, flagged, with its reasons
         r = await rest.post("/agentmemory/search", json={
             "query": "evil.example curl", "includeQuarantined": True})  # fmt: skip

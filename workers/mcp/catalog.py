@@ -11,7 +11,7 @@ import msgspec
 
 from engine import FunctionError, FunctionInfo
 from functions.kernel.settings import kernel_settings
-from functions.quarantine.frame import RECALL_TOOLS, framed_answer
+from functions.quarantine.frame import OWNER_ARGUMENTS, RECALL_TOOLS, framed_answer
 
 SETS = ("core", "basic", "all")
 """`AGENTMEMORY_TOOLS`: which tools an MCP client is shown, as upstream documents them:
@@ -49,7 +49,9 @@ def input_schema(request: dict[str, Any] | None) -> dict[str, Any]:
     else:
         obj = {k: v for k, v in request.items() if k != "$defs"}
     obj.pop("title", None)
-    obj.setdefault("properties", {})
+    obj["properties"] = {
+        k: v for k, v in (obj.get("properties") or {}).items() if k not in OWNER_ARGUMENTS
+    }
     if defs and msgspec.json.encode(obj).find(b'"#/$defs/') >= 0:
         obj["$defs"] = defs
     return obj
