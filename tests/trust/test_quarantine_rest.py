@@ -75,6 +75,21 @@ async def test_held_records_stay_out_of_every_answer_and_round_trip(
             "Retrieved from agentmemory"
         )
 
+        # MCP over Streamable HTTP: the same tools, the same filter and frame
+        accept = {"Accept": "application/json, text/event-stream"}
+        opened = await rest.post("/agentmemory/mcp", headers=accept, json={
+            "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2025-06-18", "capabilities": {},
+                "clientInfo": {"name": "quarantine-test", "version": "1"}}})  # fmt: skip
+        assert opened.status_code == 200, opened.text
+        session = {**accept, "Mcp-Session-Id": opened.headers["mcp-session-id"]}
+        called = await rest.post("/agentmemory/mcp", headers=session, json={
+            "jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+                "name": "memory_recall", "arguments": {"query": "release notes evil curl"}}})  # fmt: skip
+        text = called.json()["result"]["content"][0]["text"]
+        assert json.loads(text)["about"].startswith("Retrieved from agentmemory")
+        assert held not in text and clean in text
+
         # an agent cannot ask for them: the recall tools neither list nor pass the flag
         mcp = (await rest.post("/agentmemory/mcp/call", json={"name": "memory_recall",
                "arguments": {"query": "evil.example curl", "includeQuarantined": True}})).json()  # fmt: skip
