@@ -28,6 +28,7 @@ from functions.memory.compress_model import requested as auto_compress_requested
 from functions.memory.memory_service import MemoryService
 from functions.memory.settings import memory_settings
 from functions.provenance.provenance_service import ProvenanceService
+from functions.quarantine.quarantine_service import QuarantineService
 from functions.relations.relation_service import RelationService
 from functions.replay.replay_service import ReplayService
 from functions.slots.slot_service import SlotService
@@ -57,6 +58,7 @@ def serve_memory(worker: Worker, service: MemoryService | None = None) -> Memory
         ReplayService(svc),
         SurfaceService(svc),
         McpContentService(svc),
+        QuarantineService(svc),
     ):
         worker.serve(part)
 

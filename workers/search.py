@@ -13,6 +13,7 @@ from engine import Worker
 from engine.heap import map_large_allocations
 from functions.search.embed_queue import QUEUE, EmbedService
 from functions.search.feeder import IndexHolder
+from functions.search.held_service import HeldService
 from functions.search.search_service import SearchService
 
 
@@ -23,6 +24,9 @@ def serve_search(worker: Worker, holder: IndexHolder | None = None) -> SearchSer
     worker.on_start(svc.start)
     worker.on_stop(svc.stop)
     worker.serve(svc)
+    held = HeldService(svc.holder)
+    worker.on_start(held.start)
+    worker.serve(held)
     if svc.holder.queue is not None and svc.holder.embedder is not None:
         worker.serve(EmbedService(svc.holder.embedder))
         worker.trigger(

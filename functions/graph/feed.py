@@ -14,6 +14,8 @@ the same way, per event; compaction recounts them exactly anyway.
   (`supersedes`, new -> old).
 - A later mention reopens a closed edge (`validFrom` moves to that mention).
 - RecordsRemoved is noted (`rm.<seq>`) for compaction, which drops the ids from provenance.
+- A record its write path held is not folded until an owner releases it (functions/quarantine
+  /feeds.py).
 Summaries are not folded: they restate their session's observations.
 """
 
@@ -61,6 +63,7 @@ from functions.kernel.records import (
     RecordsRemoved,
 )
 from functions.kernel.scrub import scrub
+from functions.quarantine.feeds import feedable
 
 T = TypeVar("T")
 PAIR_ENTITIES = 6
@@ -157,7 +160,7 @@ class GraphFeed:
 
     async def delta(self, batch: list[tuple[int, MemEvent]]) -> Delta:
         d = Delta()
-        for seq, ev in batch:
+        for seq, ev in feedable(batch):
             if isinstance(ev, ObservationAdded):
                 o = ev.observation
                 if o.revision:

@@ -33,6 +33,7 @@ from functions.graph.wire import (
     stats_wire,
 )
 from functions.kernel.records import GraphEdge, GraphNode, GraphStats
+from functions.quarantine.feeds import supported_only_by
 
 WALK_CAP = 5000
 """Nodes a walk keeps."""
@@ -59,8 +60,11 @@ def _rank(n: GraphNode) -> tuple[int, int, str]:
 
 
 class GraphQuery:
-    def __init__(self, state: Bucket) -> None:
+    def __init__(self, state: Bucket, held: set[str] | None = None) -> None:
         self.state = state
+        self.held = held or set()
+        """Records held by a decision after their write (functions/quarantine): a node or
+        edge only they support is left out (records held at write were never folded)."""
         self.mirror: GraphMirror | None = None
         """Set for a query when the mirror caught up with every write before it."""
 
@@ -104,9 +108,13 @@ class GraphQuery:
     def _keep(self, n: GraphNode, req: GraphQueryIn) -> bool:
         if n.stale or (req.project and n.project != req.project):
             return False
+        if supported_only_by(n.source_ids, self.held):
+            return False
         return req.node_type is None or n.kind == req.node_type
 
     def _live(self, e: GraphEdge, req: GraphQueryIn) -> bool:
+        if supported_only_by(e.source_ids, self.held):
+            return False
         return not e.stale and (req.include_expired or e.valid_to is None)
 
     async def _list(self, req: GraphQueryIn, limit: int) -> dict[str, Any]:
@@ -219,7 +227,8 @@ class GraphQuery:
             # drops only nodes without live edges): read the page's nodes only.
             kept = set(order)
             got_page = await self._nodes(order[req.offset : req.offset + limit])
-            page = [n for n in got_page if n is not None and not n.stale]
+            page = [n for n in got_page if n is not None and not n.stale
+                    and not supported_only_by(n.source_ids, self.held)]  # fmt: skip
         page_ids = {n.id for n in page}
         inside = [k for k, (src, dst) in edges.items() if src in kept and dst in kept]
         shown = [k for k in inside if edges[k][0] in page_ids and edges[k][1] in page_ids]

@@ -27,6 +27,7 @@ FACETS_BUCKET = "mem_facets"  # key: <target key>.<facet key>
 RELATIONS_BUCKET = "mem_relations"  # key: <relationId>
 COMMITS_BUCKET = "mem_commits"  # key: <sha>
 INSIGHTS_BUCKET = "mem_insights"  # key: <insightId>
+QUARANTINE_BUCKET = "mem_quarantine"  # key: <record id> -> functions.quarantine Decision
 # mem_graph also holds: stats (GraphStats), m.<memoryId> (nodes and edges a memory made, for
 # supersession), rm.<seq> (ids forgotten, pending compaction). Edge keys are
 # e.<srcNodeId>.<dstNodeId>.<kind>, so a node's edges are a subject filter away.
@@ -428,4 +429,19 @@ class RecordsRemoved(msgspec.Struct, tag="records.removed", kw_only=True):
     records go to the team; the other removals stay on this machine."""
 
 
-MemEvent = ObservationAdded | MemoryAdded | SummaryAdded | RecordsRemoved
+class QuarantineChanged(msgspec.Struct, tag="quarantine.changed", omit_defaults=True, kw_only=True):
+    """A decision on records after they were written (functions/quarantine): an owner's hold
+    or release, or a hold by chain (derived from a held record). The records are not
+    rewritten: every read model keeps `held` out of what feeds an agent from here on, and
+    lets `released` back in."""
+
+    held: dict[str, list[str]] = msgspec.field(default_factory=dict)
+    """Record id -> why it is held now (`manual`, `chain`, the write verdict's codes)."""
+    released: list[str] = msgspec.field(default_factory=list)
+    observations: list[Observation] = msgspec.field(default_factory=list)
+    """Released records the feeds (graph, profile) skipped when they were written, held:
+    they fold them now. The index has them already."""
+    memories: list[Memory] = msgspec.field(default_factory=list)
+
+
+MemEvent = ObservationAdded | MemoryAdded | SummaryAdded | RecordsRemoved | QuarantineChanged

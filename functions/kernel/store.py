@@ -31,6 +31,7 @@ from functions.kernel.records import (
     MemoryAdded,
     Observation,
     ObservationAdded,
+    QuarantineChanged,
     RecordsRemoved,
     SummaryAdded,
     observation_events_subject,
@@ -57,7 +58,10 @@ _event_encoder = msgspec.json.Encoder()
 def _event_subject(event: MemEvent) -> str:
     if isinstance(event, ObservationAdded):
         return observation_events_subject(event.observation.project)
-    kind = {MemoryAdded: "memory", SummaryAdded: "summary", RecordsRemoved: "removed"}[type(event)]
+    kind = {
+        MemoryAdded: "memory", SummaryAdded: "summary", RecordsRemoved: "removed",
+        QuarantineChanged: "quarantine",
+    }[type(event)]  # fmt: skip
     return f"{EVENTS_SUBJECT}.{kind}"
 
 

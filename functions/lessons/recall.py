@@ -18,6 +18,7 @@ from functions.kernel.trust import write_path as trust
 from functions.lessons.wire import LessonListIn, LessonRecallIn, LessonSaveIn
 from functions.lifecycle.decay import current_lesson_strength, reinforce_lesson
 from functions.lifecycle.settings import DecayConfig
+from functions.quarantine.decisions import Decisions
 
 _TOKEN = re.compile(r"[a-z0-9_./-]{2,}")
 
@@ -109,10 +110,13 @@ async def listing(
 ) -> list[tuple[float, Lesson]]:
     state = await store.client.bucket(LESSONS_BUCKET)
     agent = store.default_agent(req.agent_id)
+    decisions = await Decisions.load(store.client)
     out: list[tuple[float, Lesson]] = []
     async for _, lesson in state.scan(">", Lesson):
         if lesson.deleted or (req.project and lesson.project != req.project):
             continue
+        if decisions.held(lesson.id, lesson.trust):
+            continue  # quarantined: listed by GET quarantine, not here
         if (req.source and lesson.source != req.source) or not store.visible(
             lesson.agent_id, agent
         ):
@@ -145,9 +149,12 @@ async def recall(
     q = tokens(req.query)
     agent = store.default_agent(req.agent_id)
     best: list[tuple[float, str, Lesson]] = []
+    decisions = await Decisions.load(store.client)
     async for _, lesson in state.scan(">", Lesson):
         if lesson.deleted or (req.project and lesson.project != req.project):
             continue
+        if decisions.held(lesson.id, lesson.trust):
+            continue  # quarantined: never recalled into an agent's context
         if not store.visible(lesson.agent_id, agent):
             continue
         strength = current_lesson_strength(lesson, now, cfg)

@@ -36,6 +36,8 @@ from functions.lifecycle.extraction_model import Extractor, carried, supersede
 from functions.lifecycle.procedural import ProcedurePlanner
 from functions.lifecycle.semantic import SemanticPlanner
 from functions.lifecycle.wording import Rewriter
+from functions.quarantine.chain import summary_record_id
+from functions.quarantine.decisions import Decisions
 
 MARKER = "run.consolidate"
 CONCURRENCY = 64
@@ -146,7 +148,10 @@ class Consolidator:
         # One pass over the observations feeds the summaries, the planner and the model's.
         swept = await sweep(st, now, None, cap=self.cap, visit=visit, model=self.model)
         procedural = ProcedurePlanner(self.min_sessions, self.cap)
+        decisions = await Decisions.load(st.client)
         async for _, summary in st.summaries.scan(">", SessionSummary):
+            if decisions.held(summary_record_id(summary.session_id), summary.trust):
+                continue  # quarantined (by chain, most often): no procedure from it
             procedural.add(summary)
             if x is not None:
                 x.summary(summary)

@@ -22,6 +22,7 @@ from functions.kernel.records import (
 from functions.kernel.store import MemoryStore
 from functions.lifecycle import summary_model
 from functions.lifecycle.summarize import SessionDigest, same_summary
+from functions.quarantine.decisions import Decisions
 
 
 async def summarize_sessions(
@@ -35,7 +36,8 @@ async def summarize_sessions(
     stop: Callable[[], bool] | None = None,
 ) -> list[SessionSummary]:
     """Write (or refresh) the summary of each session; unchanged summaries are not rewritten.
-    Returns the summaries written. `visit` sees every observation of the scan, so a caller
+    Returns the summaries written. `visit` sees every observation of the scan but the held ones
+    (the quarantine's: neither summaries nor consolidation take them), so a caller
     needing its own pass (consolidation) shares this one. With a `model`, the summary is the
     model's (summary_model.py), the keyless one its fallback. When `stop()` turns true (the
     worker drains) the scan ends and nothing is written: the next run does it all again (the
@@ -43,9 +45,12 @@ async def summarize_sessions(
     if not session_ids and visit is None:
         return []
     digests = {sid: SessionDigest(sid, cap=cap) for sid in session_ids}
+    decisions = await Decisions.load(store.client)
     async for _, obs in store.observations.scan(">", Observation):
         if stop is not None and stop():
             return []
+        if decisions.held(obs.id, obs.trust):
+            continue  # quarantined: nothing derived from it (functions/quarantine)
         if visit is not None:
             visit(obs)
         d = digests.get(obs.session_id)

@@ -69,6 +69,7 @@ from functions.lifecycle.wire import (
     SweepOut,
 )
 from functions.lifecycle.wording import Rewriter
+from functions.quarantine.decisions import Decisions
 
 LONG = 900.0
 """Seconds a sweep over a large store may take (consolidation of 100k observations)."""
@@ -318,7 +319,10 @@ class LifecycleService:
         return GraphCompactOut(folded=folded, **msgspec.structs.asdict(out))
 
     async def graph_reader(self) -> GraphQuery:
-        return GraphQuery(await self.store.client.bucket(GRAPH_BUCKET))
+        """A query over the graph that leaves out what only held records support."""
+        client = self.store.client
+        held = (await Decisions.load(client)).held_ids()
+        return GraphQuery(await client.bucket(GRAPH_BUCKET), held=held)
 
     @operation(
         "mem::graph-query",

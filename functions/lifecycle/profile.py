@@ -37,6 +37,7 @@ from functions.kernel.records import (
 from functions.kernel.scrub import scrub
 from functions.kernel.steps import command_head, command_of, error_key
 from functions.lifecycle.settings import ProfileConfig
+from functions.quarantine.feeds import feedable
 
 RECENT_SESSIONS = 16
 SHOWN = 15
@@ -191,7 +192,7 @@ class ProfileFeed:
             return {"profiles": 0}
         hi = batch[-1][0]
         by_project: dict[str, list[tuple[int, Observation]]] = {}
-        for seq, ev in batch:
+        for seq, ev in feedable(batch):
             if isinstance(ev, ObservationAdded) and not ev.observation.revision:
                 by_project.setdefault(ev.observation.project, []).append((seq, ev.observation))
         projects = list(by_project)

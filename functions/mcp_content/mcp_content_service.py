@@ -15,6 +15,9 @@ from engine import Context, FunctionError, operation
 from functions.kernel.owned import OwnedService, routes
 from functions.kernel.records import Memory, Session, SessionSummary
 from functions.kernel.store import StoreOwner
+from functions.quarantine.chain import summary_record_id
+from functions.quarantine.decisions import Decisions
+from functions.quarantine.frame import MCP_NOTICE
 
 JSON = "application/json"
 
@@ -222,7 +225,11 @@ class McpContentService(OwnedService[StoreOwner]):
                 "healthStatus": "available",
             }
         if uri == "agentmemory://memories/latest":
-            ms = [m for m in await st.load_all(st.memories, Memory) if not m.superseded_by]
+            held = await Decisions.load(st.client)  # quarantined memories are not read back
+            ms = [
+                m for m in await st.load_all(st.memories, Memory)
+                if not m.superseded_by and not held.held(m.id, m.trust)
+            ]  # fmt: skip
             ms.sort(key=lambda m: m.updated_at or m.created_at, reverse=True)
             return [
                 {
@@ -244,9 +251,12 @@ class McpContentService(OwnedService[StoreOwner]):
                 return await _optional(
                     ctx, "mem::profile", {"project": project}, {"project": project}
                 )
+            held = await Decisions.load(st.client)
             got = [
-                s for s in await st.load_all(st.summaries, SessionSummary) if s.project == project
-            ]
+                s for s in await st.load_all(st.summaries, SessionSummary)
+                if s.project == project
+                and not held.held(summary_record_id(s.session_id), s.trust)
+            ]  # fmt: skip
             got.sort(key=lambda s: s.created_at, reverse=True)
             return [msgspec.to_builtins(s) for s in got[:5]]
         t = _TEAM.match(uri)
@@ -296,9 +306,10 @@ class McpContentService(OwnedService[StoreOwner]):
         found = await _optional(
             ctx, "mem::smart-search", {"query": task, "limit": 8}, {"results": []}
         )
+        recalled = json.dumps(found, indent=1)[:6000].replace("<", "\\u003c")
         return (
             f"Before working on: {task}\n\nHere is what agentmemory recalls from earlier "
-            f"sessions (JSON):\n{json.dumps(found, indent=1)[:6000]}\n\n"
+            f"sessions (JSON; {MCP_NOTICE}):\n{recalled}\n\n"
             "Use what applies; call memory_recall for the full record of any hit."
         )
 
@@ -317,6 +328,10 @@ class McpContentService(OwnedService[StoreOwner]):
         if sid and session is None:
             raise FunctionError("NOT_FOUND", f"no session {sid}", field="arguments.session_id")
         summary = await st.get(st.summaries, session.id, SessionSummary) if session else None
+        if summary is not None and (await Decisions.load(st.client)).held(
+            summary_record_id(summary.session_id), summary.trust
+        ):
+            summary = None  # quarantined: the handoff goes without it
         body = {
             "sessionId": session.id if session else "handoff",
             "project": project or (session.project if session else ""),

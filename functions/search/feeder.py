@@ -62,7 +62,9 @@ before snapshots were streamed (still read; a snapshot without any prefix, msgpa
 SNAPSHOT_SPACING = 10.0
 """A snapshot waits at least this many times as long as the last one took (a large index
 takes seconds to compress: snapshots then cost at most a tenth of a core)."""
-SHARED_SUBJECTS = tuple(f"{EVENTS_SUBJECT}.{k}" for k in ("memory", "summary", "removed"))
+SHARED_SUBJECTS = tuple(
+    f"{EVENTS_SUBJECT}.{k}" for k in ("memory", "summary", "removed", "quarantine")
+)
 """Event subjects every project's queries may see (memories without a project are global)."""
 _decoder = msgspec.json.Decoder(MemEvent)
 

@@ -3,8 +3,9 @@
 Streams: BM25 over records, BM25 over sessions (a record inherits the rank of its session,
 so a turn whose neighbours match the question is found too), vectors (when an embedding
 provider is on) and the entity graph. Every stream sees only the documents the filter
-(project, agent, kinds) allows; fusion is weighted RRF, then at most `per_session` results
-of one session lead the list.
+(project, agent, kinds, and the quarantine: held records are left out unless asked for)
+allows; fusion is weighted RRF, then at most `per_session` results of one session lead the
+list.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from functions.kernel.records import (
     MemoryAdded,
     Observation,
     ObservationAdded,
+    QuarantineChanged,
     RecordsRemoved,
     SummaryAdded,
 )
@@ -140,6 +142,14 @@ class SearchIndex:
         self._cuts = 0
         """Removals so far: a scope made before one cannot grow by appends alone."""
         self._scopes: dict[tuple[object, ...], _Held] = {}
+        self.verdicts: dict[str, list[str]] = {}
+        """Record id -> reasons, for live records their write path held (`Record.trust`)."""
+        self.decided: dict[str, list[str] | None] = {}
+        """Record id -> reasons while a later decision holds it, None once one released it
+        (functions/quarantine): a decision outlives a revision of the record."""
+        self.held: set[int] = set()
+        """Slots of live records held now: left out of every query unless asked for."""
+        self._held_slots: np.ndarray = np.zeros(0, np.int64)
         self._sess_len: np.ndarray = np.zeros(0)
         self.shown: ShownRecords | None = None
         """The full record of observation slots, in a local file (the search worker's; None:
@@ -164,6 +174,12 @@ class SearchIndex:
         self._insert(doc)
         if self.shown is not None and isinstance(record, Observation):
             self.shown.put(len(self.meta) - 1, _encode(record))
+        if record.trust is not None and record.trust.held:
+            self.verdicts[doc.meta.id] = list(record.trust.reasons)
+        else:
+            self.verdicts.pop(doc.meta.id, None)
+        if self.held_reasons(doc.meta.id) is not None:
+            self._hold({len(self.meta) - 1}, set())
 
     def _insert(self, d: Document) -> None:
         n = len(self.meta)
@@ -194,6 +210,9 @@ class SearchIndex:
             n = self.doc_of.pop(i, None)
             if n is None:
                 continue
+            self.verdicts.pop(i, None)
+            if n in self.held:
+                self._hold(set(), {n})
             self.alive[n] = 0
             self.meta[n] = None
             if self.shown is not None:
@@ -221,8 +240,51 @@ class SearchIndex:
             self.add(event.summary)
         elif isinstance(event, RecordsRemoved):
             self.remove(event.ids)
+            for i in event.ids:
+                self.decided.pop(i, None)
+        elif isinstance(event, QuarantineChanged):
+            self.decide(event)
         if seq:
             self.seq = max(self.seq, seq)
+
+    # ---- the quarantine ---------------------------------------------------------------
+    def held_reasons(self, record_id: str) -> list[str] | None:
+        """Why a record is held now (its write verdict, or a later decision); None: it is not."""
+        if record_id in self.decided:
+            return self.decided[record_id]
+        return self.verdicts.get(record_id)
+
+    def decide(self, event: QuarantineChanged) -> None:
+        """A decision after the write: the records it holds leave every query, the ones it
+        releases come back."""
+        for i, why in event.held.items():
+            self.decided[i] = list(why)
+        for i in event.released:
+            self.decided[i] = None
+        on = {n for i in event.held if (n := self.doc_of.get(i)) is not None}
+        off = {n for i in event.released if (n := self.doc_of.get(i)) is not None}
+        self._hold(on, off - on)
+
+    def _hold(self, on: set[int], off: set[int]) -> None:
+        before = len(self.held)
+        changed = bool(on - self.held) or bool(off & self.held)
+        self.held |= on
+        self.held -= off
+        if changed or len(self.held) != before:
+            self._held_slots = np.fromiter(sorted(self.held), np.int64, len(self.held))
+            # Scopes made before leave out other slots: each is made again.
+            self._version += 1
+            self._cuts += 1
+
+    def reload_held(self) -> None:
+        """The held slots from `verdicts` and `decided` (after a snapshot load)."""
+        self.held = set()
+        for i in {*self.verdicts, *self.decided}:
+            n = self.doc_of.get(i)
+            if n is not None and self.held_reasons(i) is not None:
+                self.held.add(n)
+        self._held_slots = np.fromiter(sorted(self.held), np.int64, len(self.held))
+        self.forget_scopes()
 
     # ---- reads -------------------------------------------------------------------
     def __len__(self) -> int:
@@ -240,8 +302,15 @@ class SearchIndex:
         n = self.doc_of.get(record_id)
         return self.shown.get(n) if n is not None else None
 
-    def mask(self, project: str | None, agent_id: str | None, kinds: Iterable[str] | None) -> Mask:
-        return self._mask(project, agent_id, kinds, 0, len(self.alive))
+    def mask(
+        self,
+        project: str | None,
+        agent_id: str | None,
+        kinds: Iterable[str] | None,
+        quarantined: bool = False,
+    ) -> Mask:
+        """The filter over every slot; `quarantined`: held records pass it too."""
+        return self._mask(project, agent_id, kinds, 0, len(self.alive), quarantined)
 
     def _mask(
         self,
@@ -250,9 +319,13 @@ class SearchIndex:
         kinds: Iterable[str] | None,
         lo: int,
         hi: int,
+        quarantined: bool = False,
     ) -> Mask:
         """The filter over slots lo..hi-1 (element by element what it is over them all)."""
         m = np.frombuffer(self.alive, dtype=np.int8)[lo:hi].astype(bool)
+        if not quarantined and len(self._held_slots):
+            hs = self._held_slots
+            m[hs[(hs >= lo) & (hs < hi)] - lo] = False
         if project is not None:
             proj = np.frombuffer(self.project, dtype=np.int32)[lo:hi]
             p = self.projects.of.get(project, -1)
@@ -282,9 +355,13 @@ class SearchIndex:
         return int(np.isin(np.frombuffer(self.project, dtype=np.int32)[lo:hi], parts).sum())
 
     def _scope(
-        self, project: str | None, agent_id: str | None, kinds: tuple[str, ...] | None
+        self,
+        project: str | None,
+        agent_id: str | None,
+        kinds: tuple[str, ...] | None,
+        quarantined: bool = False,
     ) -> tuple[Scope, Scope]:
-        key = (project, agent_id, kinds)
+        key = (project, agent_id, kinds, quarantined)
         held = self._scopes.get(key)
         if held is not None and held.version == self._version:
             self._sess_len = held.lens
@@ -303,8 +380,8 @@ class SearchIndex:
         return made.docs, made.sessions
 
     def _made(self, key: tuple[object, ...], parts: tuple[int, ...] | None) -> _Held:
-        project, agent_id, kinds = cast(_Key, key)
-        m = self.mask(project, agent_id, kinds)
+        project, agent_id, kinds, quarantined = cast(_Key, key)
+        m = self.mask(project, agent_id, kinds, quarantined)
         in_parts = self._in_parts(parts, 0, len(m))
         docs = self.bm25.scope(m, parts, in_parts)
         sess = np.frombuffer(self.session, dtype=np.int32)
@@ -322,9 +399,9 @@ class SearchIndex:
         come after the old ones in every array, so masks and numberings extend, and the
         session lengths go on summing in slot order (`np.add.at` adds one by one, as
         `bincount` does). Statistics (n, avgdl) are taken again over the whole scope."""
-        project, agent_id, kinds = cast(_Key, key)
+        project, agent_id, kinds, quarantined = cast(_Key, key)
         lo, hi = held.slots, len(self.alive)
-        tail = self._mask(project, agent_id, kinds, lo, hi)
+        tail = self._mask(project, agent_id, kinds, lo, hi, quarantined)
         m = np.concatenate([held.docs.mask, tail])
         in_parts = held.in_parts + self._in_parts(parts, lo, hi)
         docs = self.bm25.scope(m, parts, in_parts)
@@ -378,11 +455,12 @@ class SearchIndex:
         kinds: Iterable[str] | None = None,
         limit: int = 10,
         query_vector: np.ndarray | None = None,
+        quarantined: bool = False,
     ) -> dict[str, list[int]]:
         """The ranked documents of each stream, before fusion (a stream whose fusion weight
-        is 0 is not computed)."""
+        is 0 is not computed); `quarantined`: held records are ranked too."""
         kt = tuple(sorted(kinds)) if kinds is not None else None
-        scope, sscope = self._scope(project, agent_id, kt)
+        scope, sscope = self._scope(project, agent_id, kt, quarantined)
         clauses = self.clauses(query)
         depth = max(min(self.config.depth, 3 * limit), 30, limit)
         streams: dict[str, list[int]] = {}
@@ -442,10 +520,11 @@ class SearchIndex:
         kinds: Iterable[str] | None = None,
         limit: int = 10,
         query_vector: np.ndarray | None = None,
+        quarantined: bool = False,
     ) -> list[Hit]:
         streams = self.streams(
             query, project=project, agent_id=agent_id, kinds=kinds, limit=limit,
-            query_vector=query_vector,
+            query_vector=query_vector, quarantined=quarantined,
         )  # fmt: skip
         fusion = self.config.fusion
         best = sum(fusion.of(k) for k, v in streams.items() if v) / (self.config.rrf_k + 1)
@@ -477,12 +556,13 @@ class SearchIndex:
             "entities": len(self.graph.names),
             "vectors": self.vectors.count() if self.vectors is not None else 0,
             "pendingEmbeddings": len(self.pending_text),
+            "held": len(self.held),
             "seq": self.seq,
             **(self.shown.status() if self.shown is not None else {}),
         }
 
 
-_Key = tuple[str | None, str | None, tuple[str, ...] | None]
+_Key = tuple[str | None, str | None, tuple[str, ...] | None, bool]
 
 
 @dataclass

@@ -93,6 +93,9 @@ class IndexSnapshot(msgspec.Struct, kw_only=True):
     empty in snapshots of an index without one, and in those written before it."""
     sections: list[tuple[str, int]] = msgspec.field(default_factory=list)
     """Format 6 only: the fields sent after the header, in order, and their lengths."""
+    verdicts: dict[str, list[str]] = msgspec.field(default_factory=dict)
+    decided: dict[str, list[str] | None] = msgspec.field(default_factory=dict)
+    """The quarantine (`SearchIndex.verdicts`, `.decided`): empty in snapshots before it."""
 
 
 def dump(index: SearchIndex) -> bytes:
@@ -229,6 +232,8 @@ def _parts(index: SearchIndex) -> tuple[IndexSnapshot, list[tuple[str, Section]]
         shown_id=shown_id,
         shown_first=shown_first,
         shown_end=shown_end,
+        verdicts=dict(index.verdicts),
+        decided=dict(index.decided),
     )
     sections: list[tuple[str, Section]] = []
     for name in _SECTIONS:
@@ -337,5 +342,7 @@ def load(blob: Buffer, index: SearchIndex) -> SearchIndex:
             index.pending_text = dict(index.texts)
     if index.shown is not None:
         index.shown.open(len(index.meta), snap.shown_id, snap.shown_first, bytes(snap.shown_end))
-    index.forget_scopes()
+    index.verdicts = dict(snap.verdicts)
+    index.decided = dict(snap.decided)
+    index.reload_held()
     return index

@@ -29,6 +29,7 @@ from functions.kernel.records import (
     ProjectProfile,
     profile_key,
 )
+from functions.quarantine.frame import FRAME_OVERHEAD, frame_context, inert, one_line
 from functions.search.documents import KIND_MEMORY, KIND_OBSERVATION, KIND_SUMMARY, KINDS, Meta
 from functions.search.feeder import IndexHolder
 from functions.search.index import Hit
@@ -45,6 +46,7 @@ from functions.search.wire import (
     SearchIn,
     SearchOut,
     SearchStatusOut,
+    SmartSearchIn,
     SmartSearchOut,
     SmartSearchRequest,
     TimelineIn,
@@ -156,15 +158,24 @@ class SearchService:
         return out
 
     def _search(self, query: str, project: str | None, agent_id: str | None,
-                kinds: Sequence[str] | None, limit: int) -> list[Hit]:  # fmt: skip
+                kinds: Sequence[str] | None, limit: int,
+                quarantined: bool = False) -> list[Hit]:  # fmt: skip
         h = self.holder
         qv = None
         if h.embedder is not None and h.index.vectors is not None and h.index.vectors.count():
             qv = h.embedder.embed([query])[0]
         return h.index.search(
             query, project=project, agent_id=agent_id, kinds=_kinds(kinds), limit=limit,
-            query_vector=qv,
+            query_vector=qv, quarantined=quarantined,
         )  # fmt: skip
+
+    def _flag(self, item: dict[str, Any], record_id: str) -> dict[str, Any]:
+        """A held record's hit, as `includeQuarantined` returns it: flagged, with its reasons."""
+        why = self.holder.index.held_reasons(record_id)
+        if why is not None:
+            item["quarantined"] = True
+            item["reasons"] = why
+        return item
 
     # ---- functions -------------------------------------------------------------------
     @operation(
@@ -176,10 +187,14 @@ class SearchService:
     )
     async def search(self, req: SearchIn) -> SearchOut:
         await self._fresh(req.project)
-        hits = self._search(req.query, req.project, req.agent_id, req.kinds, req.limit)
+        hits = self._search(
+            req.query, req.project, req.agent_id, req.kinds, req.limit, req.include_quarantined
+        )
         full = await self._full(hits) if req.format != "compact" else [
             msgspec.to_builtins(h) for h in hits
         ]  # fmt: skip
+        if req.include_quarantined:
+            full = [self._flag(x, h.id) for x, h in zip(full, hits, strict=True)]
         used = truncated = None
         if req.token_budget:
             found = len(full)
@@ -214,28 +229,42 @@ class SearchService:
         tool=Tool("memory_smart_search", tier="core,basic"),
     )
     async def smart_search(self, req: SmartSearchRequest) -> SmartSearchOut:
+        index = self.holder.index
         if req.expand_ids:
-            metas = [(i, self.holder.index.get(i)) for i in req.expand_ids[:100]]
+            # a held record is not expanded either (unless asked for): its id alone leaks
+            # nothing, its text would
+            wanted = [
+                i for i in req.expand_ids[:100]
+                if req.include_quarantined or index.held_reasons(i) is None
+            ]  # fmt: skip
+            metas = [(i, index.get(i)) for i in wanted]
             found = await asyncio.gather(
                 *(self.record(m.kind if m else KIND_OBSERVATION, i) for i, m in metas)
             )
-            return SmartSearchOut(mode="expanded", results=[r for r in found if r is not None])
+            results: list[Any] = [r for r in found if r is not None and not _held_record(r, req)]
+            if req.include_quarantined:
+                results = [self._flag(r, str(r.get("id", ""))) for r in results]
+            return SmartSearchOut(mode="expanded", results=results)
         if not req.query.strip():
             raise FunctionError("BAD_REQUEST", "query must not be empty", field="query")
         await self._fresh(req.project)
-        hits = self._search(req.query, req.project, req.agent_id, req.kinds, req.limit)
+        hits = self._search(
+            req.query, req.project, req.agent_id, req.kinds, req.limit, req.include_quarantined
+        )
         if req.session_id and req.source != "viewer" and hits and self.client is not None:
             with contextlib.suppress(*BUS_ERRORS):  # a counter never fails a search
                 await followup.note(self.client, req.session_id, req.query, [h.id for h in hits])
-        return SmartSearchOut(
-            mode="compact",
-            results=[
-                CompactHit(obs_id=h.id, session_id=h.session_id, title=h.title, type=h.type,
-                           score=h.score, timestamp=h.timestamp, kind=h.kind,
-                           matched=h.matched)
-                for h in hits
-            ],
-        )  # fmt: skip
+        compact = [
+            CompactHit(obs_id=h.id, session_id=h.session_id, title=h.title, type=h.type,
+                       score=h.score, timestamp=h.timestamp, kind=h.kind, matched=h.matched)
+            for h in hits
+        ]  # fmt: skip
+        if req.include_quarantined:
+            return SmartSearchOut(
+                mode="compact",
+                results=[self._flag(msgspec.to_builtins(c), c.obs_id) for c in compact],
+            )
+        return SmartSearchOut(mode="compact", results=list(compact))
 
     def _metas(self, project: str | None, agent_id: str | None, kinds: list[str]) -> list[Meta]:
         idx = self.holder.index
@@ -505,21 +534,29 @@ def _fit(items: list[tuple[str, dict[str, Any]]], budget: int) -> list[dict[str,
     return out
 
 
+def _held_record(record: dict[str, Any], req: SmartSearchIn) -> bool:
+    """A record read from KV whose own write verdict holds it (the index knows it too, but
+    an id the index no longer holds reads its record from KV)."""
+    trust = record.get("trust")
+    return not req.include_quarantined and isinstance(trust, dict) and bool(trust.get("held"))
+
+
 def _pack(blocks: list[tuple[str, str]], budget: int) -> ContextOut:
     """Greedy packing in priority order: a block that does not fit is skipped, and smaller
-    ones after it may still fill the budget."""
-    header = "<agentmemory-context>"
-    footer = "</agentmemory-context>"
-    used = tokens_of(header) + tokens_of(footer) + 2
+    ones after it may still fill the budget. The block is framed as retrieved data
+    (functions/quarantine/frame.py): no record's text can end the frame, and a record's
+    line stays one line (pinned slots keep theirs: the owner wrote them)."""
+    used = tokens_of("x" * FRAME_OVERHEAD) + 1
     chosen: list[tuple[str, str]] = []
-    for kind, text in blocks:
+    for kind, raw in blocks:
+        text = inert(raw if kind == "slots" else one_line(raw))
         t = tokens_of(text) + 1
         if used + t > budget:
             continue
         chosen.append((kind, text))
         used += t
     body = "\n".join(text for _, text in chosen)
-    context = f"{header}\n{body}\n{footer}" if chosen else ""
+    context = frame_context(body) if chosen else ""
     return ContextOut(
         context=context,
         blocks=[{"type": k, "content": t, "tokens": tokens_of(t)} for k, t in chosen],

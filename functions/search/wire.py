@@ -33,6 +33,8 @@ class SearchIn(msgspec.Struct, rename="camel", kw_only=True):
         default=None, name="token_budget"
     )
     """Upstream's name, as its clients send it: results are kept while they fit."""
+    include_quarantined: bool = False
+    """Held records too (docs/SECURITY.md), each flagged `quarantined: true` with its reasons."""
 
 
 class SmartSearchIn(msgspec.Struct, rename="camel", kw_only=True):
@@ -50,6 +52,8 @@ class SmartSearchIn(msgspec.Struct, rename="camel", kw_only=True):
     """The agent's session: its searches count for diagnostics/followup."""
     source: Annotated[str, msgspec.Meta(max_length=64)] = ""
     """`viewer` (or header X-Agentmemory-Source): not an agent's search, not counted."""
+    include_quarantined: bool = False
+    """Held records too (docs/SECURITY.md), each flagged `quarantined: true` with its reasons."""
 
     def __post_init__(self) -> None:
         self.expand_ids = names(self.expand_ids)
@@ -188,6 +192,8 @@ class SearchStatusOut(msgspec.Struct, rename="camel", kw_only=True):
     shown_dead_bytes: int = 0
     shown_file: str = ""
     """Empty when hits read their records from KV (no data dir, or the file is not ours)."""
+    held: int = 0
+    """Records the quarantine keeps out of every query (docs/SECURITY.md)."""
 
 
 class ProfileIn(msgspec.Struct, rename="camel", kw_only=True):

@@ -23,6 +23,7 @@ from functions.kernel.records import (
     MemoryAdded,
     Observation,
     ObservationAdded,
+    QuarantineChanged,
     RecordsRemoved,
     SummaryAdded,
 )
@@ -173,7 +174,8 @@ class Activity:
                 title=title, happened=_happened(s.created_at, at), session_id=s.session_id,
                 project=s.project, agent_id=s.agent_id, detail=_cut(s.narrative),
             )  # fmt: skip
-        assert isinstance(event, RecordsRemoved)
+        if isinstance(event, QuarantineChanged):
+            return None  # a decision on records already in the feed (the Quarantine page's)
         return event
 
     async def item(self, seq: int, data: bytes, at: float) -> ActivityItem | None:

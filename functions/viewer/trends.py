@@ -154,13 +154,14 @@ class Folder:
             if seq <= d.seq:
                 return
             d.summaries += 1
-        else:
-            assert isinstance(event, RecordsRemoved)
+        elif isinstance(event, RecordsRemoved):
             d = await self.day(day, "")
             if seq <= d.seq:
                 return
             kind, _ = removal_kind(event)
             d.removed[kind] = d.removed.get(kind, 0) + len(event.ids)
+        else:
+            return  # a quarantine decision: it adds or removes nothing
         d.seq = seq
 
     async def save(self) -> None:

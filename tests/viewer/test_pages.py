@@ -21,7 +21,7 @@ from tests.viewer.transcripts import transcript
 
 SHOTS = ROOT / os.environ.get("SCREENSHOTS", "artifacts/viewer")
 PAGES = ["activity", "trends", "memories", "sessions", "replay", "graph", "profile", "lessons",
-         "audit", "actions", "health"]  # fmt: skip
+         "quarantine", "audit", "actions", "health"]  # fmt: skip
 
 pytestmark = needs_chromium
 
@@ -289,6 +289,7 @@ def test_every_page_says_what_fills_it_when_empty(page: Any, stack: Stack) -> No
         "viewer/snapshot": snapshot, "memories": {"memories": []}, "sessions": {"sessions": []},
         "replay/sessions": {"success": True, "sessions": []}, "lessons/recall": {"lessons": []},
         "audit": {"entries": []}, "actions": {"success": True, "actions": []},
+        "quarantine": {"records": [], "total": 0},
         "graph/query": {"nodes": [], "edges": [], "depth": 0,
         "totalNodes": 0, "totalEdges": 0, "truncated": False, "limit": 60, "offset": 0},
         "graph/stats": {"totalNodes": 0, "totalEdges": 0, "nodesByType": {}, "edgesByType": {},
@@ -305,6 +306,7 @@ def test_every_page_says_what_fills_it_when_empty(page: Any, stack: Stack) -> No
         "profile": ("#profile-empty", "agentmemory connect"),
         "lessons": ("#lessons-empty", "agentmemory import-jsonl"),
         "audit": ("#audit-empty", "forget"),
+        "quarantine": ("#quarantine-empty", "quarantine/hold"),
         "actions": ("#actions-empty", "memory_action_create"),
     }
     for name, (box, command) in expect.items():

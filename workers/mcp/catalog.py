@@ -11,6 +11,7 @@ import msgspec
 
 from engine import FunctionError, FunctionInfo
 from functions.kernel.settings import kernel_settings
+from functions.quarantine.frame import OWNER_ARGUMENTS, RECALL_TOOLS, framed_answer
 
 SETS = ("core", "basic", "all")
 """`AGENTMEMORY_TOOLS`: which tools an MCP client is shown, as upstream documents them:
@@ -48,7 +49,9 @@ def input_schema(request: dict[str, Any] | None) -> dict[str, Any]:
     else:
         obj = {k: v for k, v in request.items() if k != "$defs"}
     obj.pop("title", None)
-    obj.setdefault("properties", {})
+    obj["properties"] = {
+        k: v for k, v in (obj.get("properties") or {}).items() if k not in OWNER_ARGUMENTS
+    }
     if defs and msgspec.json.encode(obj).find(b'"#/$defs/') >= 0:
         obj["$defs"] = defs
     return obj
@@ -87,9 +90,15 @@ def text_result(text: str, *, error: bool = False) -> dict[str, Any]:
     return out
 
 
-def result_document(reply: Any) -> dict[str, Any]:
-    """An MCP CallToolResult (JSON) for a function's reply."""
-    text = msgspec.json.encode(reply).decode() if not isinstance(reply, str) else reply
+def result_document(reply: Any, tool: str = "") -> dict[str, Any]:
+    """An MCP CallToolResult (JSON) for a function's reply. What a model reads of a recall
+    tool's answer is framed as retrieved data (functions/quarantine/frame.py): the reply
+    under an `about` notice, no record's text able to pass for markup; the structured
+    content is the reply as it is."""
+    if isinstance(reply, dict) and tool in RECALL_TOOLS:
+        text = framed_answer(reply)
+    else:
+        text = msgspec.json.encode(reply).decode() if not isinstance(reply, str) else reply
     out = text_result(text)
     if isinstance(reply, dict):
         out["structuredContent"] = reply

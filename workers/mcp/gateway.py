@@ -18,6 +18,7 @@ import msgspec
 
 from engine import TRIGGERS_BUCKET, Client, FunctionError, HttpRequest, TriggerSpec, discover
 from engine.protocol import HDR_COERCE
+from functions.quarantine.frame import OWNER_ARGUMENTS
 from triggers.http.secret import given_secret
 from workers.cli.settings import cli_settings
 from workers.mcp.catalog import (
@@ -167,13 +168,13 @@ class BusGateway:
             # worker decodes a tool's arguments leniently, as it does a query string.
             reply = await self.client.call(
                 found.function_id,
-                arguments,
+                {k: v for k, v in arguments.items() if k not in OWNER_ARGUMENTS},
                 timeout=self.timeout,
                 headers={HDR_COERCE: "strings"},
             )
         except FunctionError as err:
             return text_result(error_text(err), error=True)
-        return result_document(reply)
+        return result_document(reply, name)
 
     async def _route(self, method: str, path: str) -> tuple[str, str]:
         if self._routes is None or (method, path) not in self._routes:

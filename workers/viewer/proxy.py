@@ -2,8 +2,8 @@
 the secret added, so the page uses upstream's routes and gets their validation and errors.
 
 Reads go through; of the writes, only what the pages do: remember (edit = new version),
-forget, the searches, and transcript imports. Anything else the REST API offers needs the
-secret, as before."""
+forget, the searches, transcript imports, and the quarantine's release and hold. Anything
+else the REST API offers needs the secret, as before."""
 
 from __future__ import annotations
 
@@ -22,6 +22,8 @@ WRITES = frozenset(
         "lessons/recall",
         "replay/import-jsonl",
         "team/resolve",
+        "quarantine/release",
+        "quarantine/hold",
     }
 )
 MAX_BODY = 17 * 1024 * 1024

@@ -9,11 +9,12 @@ import * as health from "./pages/health.js";
 import * as lessons from "./pages/lessons.js";
 import * as memories from "./pages/memories.js";
 import * as profile from "./pages/profile.js";
+import * as quarantine from "./pages/quarantine.js";
 import * as replay from "./pages/replay.js";
 import * as sessions from "./pages/sessions.js";
 import * as trends from "./pages/trends.js";
 
-const PAGES = { activity, trends, memories, sessions, replay, graph, profile, lessons, audit, actions, health };
+const PAGES = { activity, trends, memories, sessions, replay, graph, profile, lessons, quarantine, audit, actions, health };
 const live = new Live(document.getElementById("live-status"));
 let cleanup = [];
 let rendering = 0;
