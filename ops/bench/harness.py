@@ -466,3 +466,44 @@ def payload_template(k: int, rng: random.Random) -> dict[str, Any]:
         "eventId": "__EID__",
         "data": {"tool_name": tool, "tool_input": tool_input, "tool_output": "".join(lines)},
     }
+
+
+def read_payload(k: int, text: str) -> dict[str, Any]:
+    return {
+        "hookType": "post_tool_use",
+        "sessionId": f"bench-session-{k % 8}",
+        "project": "bench",
+        "cwd": "/work/bench",
+        "timestamp": "2026-11-29T10:00:00.000Z",
+        "eventId": f"ev-{k}",
+        "data": {
+            "tool_name": "Read",
+            "tool_input": {"file_path": f"src/module_{k}.py"},
+            "tool_output": text,
+        },
+    }
+
+
+def payload_mixes(n: int) -> dict[str, list[dict[str, Any]]]:
+    """Three mixes of `n` hook payloads: the ingest mix, this repository's own code read back
+    as 1-8 KB `Read` outputs, and the provider secret corpus (one sample a payload)."""
+    from tests.memory.secret_corpus import SAMPLES
+
+    rng = random.Random(11)
+    mix = [payload_template(k, rng) for k in range(n)]
+    for k, p in enumerate(mix):
+        p["eventId"] = f"ev-{k}"
+    sources = sorted(
+        f for d in ("engine", "functions", "workers", "triggers") for f in (ROOT / d).rglob("*.py")
+    )
+    code_text = "".join(f.read_text() for f in sources)
+    code = []
+    pos = 0
+    for k in range(n):
+        size = rng.randint(1024, 8 * 1024)
+        if pos + size > len(code_text):
+            pos = 0
+        code.append(read_payload(k, code_text[pos : pos + size]))
+        pos += size
+    secrets = [read_payload(k, SAMPLES[k % len(SAMPLES)].text) for k in range(n)]
+    return {"mix": mix, "code": code, "secrets": secrets}

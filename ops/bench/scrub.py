@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import random
 import statistics
 import subprocess
 import sys
@@ -35,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from functions.kernel import scrub as new
-from ops.bench.harness import emit, payload_template
+from ops.bench.harness import emit, payload_mixes
 from tests.memory.secret_corpus import SAMPLES
 
 
@@ -55,43 +54,6 @@ def load_base(rev: str) -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
-
-
-def _read_payload(k: int, text: str) -> dict[str, Any]:
-    return {
-        "hookType": "post_tool_use",
-        "sessionId": f"bench-session-{k % 8}",
-        "project": "bench",
-        "cwd": "/work/bench",
-        "timestamp": "2026-11-29T10:00:00.000Z",
-        "eventId": f"ev-{k}",
-        "data": {
-            "tool_name": "Read",
-            "tool_input": {"file_path": f"src/module_{k}.py"},
-            "tool_output": text,
-        },
-    }
-
-
-def mixes(n: int) -> dict[str, list[dict[str, Any]]]:
-    rng = random.Random(11)
-    mix = [payload_template(k, rng) for k in range(n)]
-    for k, p in enumerate(mix):
-        p["eventId"] = f"ev-{k}"
-    sources = sorted(
-        f for d in ("engine", "functions", "workers", "triggers") for f in (ROOT / d).rglob("*.py")
-    )
-    code_text = "".join(f.read_text() for f in sources)
-    code = []
-    pos = 0
-    for k in range(n):
-        size = rng.randint(1024, 8 * 1024)
-        if pos + size > len(code_text):
-            pos = 0
-        code.append(_read_payload(k, code_text[pos : pos + size]))
-        pos += size
-    secrets = [_read_payload(k, SAMPLES[k % len(SAMPLES)].text) for k in range(n)]
-    return {"mix": mix, "code": code, "secrets": secrets}
 
 
 def per_obs_us(module: ModuleType, payloads: list[dict[str, Any]], repeat: int) -> float:
@@ -115,7 +77,7 @@ def main() -> None:
     args = ap.parse_args()
     rounds, repeat, n = (5, 3, 48) if args.quick else (15, 5, 96)
     base = load_base(args.base)
-    data = mixes(n)
+    data = payload_mixes(n)
     figures: dict[str, Any] = {"base": args.base, "rules": len(new.RULE_SET.rules)}
     for name, payloads in data.items():
         for m in (base, new):  # warm-up: caches, lazily built state

@@ -37,8 +37,7 @@ from functions.kernel.scrub import scrub_value
 from functions.kernel.trust.classify import classify_value
 from functions.kernel.trust.invisible import sanitize_value
 from functions.kernel.trust.sources import source_of_hook
-from ops.bench.harness import emit, machine
-from ops.bench.scrub import mixes
+from ops.bench.harness import emit, machine, payload_mixes
 from tests.kernel.trust_corpus import CASES, HOLDOUT, HOLDOUT_2
 
 Payload = dict[str, Any]
@@ -87,7 +86,7 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true")
     args = ap.parse_args()
     rounds, repeat, n = (7, 3, 48) if args.quick else (21, 5, 96)
-    data = mixes(n)
+    data = payload_mixes(n)
     corpus, expected = corpus_payloads()
     sets = {"mix": data["mix"], "code": data["code"], "corpus": corpus}
     figures: dict[str, Any] = {"rounds": rounds, **machine()}

@@ -24,7 +24,7 @@ from functions.team.book import TeamBook
 from functions.team.config import TeamConfig
 from functions.team.log import TeamLog, shared_copy
 from functions.team.records import Shared, TeamItem
-from tests.helpers import eventually
+from tests.fixtures import eventually
 from tests.kernel.trust_corpus import tags
 from tests.memory.test_trust_write import TEAM, memory_path, team_env
 

@@ -25,7 +25,7 @@ from functions.team.book import TeamBook
 from functions.team.config import TeamConfig
 from functions.team.log import TeamLog, shared_copy
 from functions.team.records import Shared, TeamItem
-from tests.helpers import eventually
+from tests.fixtures import eventually
 from tests.kernel import trust_corpus as corpus
 
 CAUGHT_AT_LEAST = 0.95

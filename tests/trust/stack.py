@@ -17,7 +17,7 @@ from functions.kernel.clock import now_iso
 from functions.kernel.ids import new_id
 from functions.kernel.records import Observation, ObservationAdded, Trust
 from functions.kernel.store import MemoryStore
-from tests.helpers import eventually
+from tests.fixtures import eventually
 
 SECRET = "quarantine-test-secret"
 AUTH = {"Authorization": f"Bearer {SECRET}", "Content-Type": "application/json"}

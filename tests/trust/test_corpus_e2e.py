@@ -22,7 +22,7 @@ import pytest
 
 from engine import Client
 from functions.kernel.clock import now_iso
-from tests.helpers import eventually
+from tests.fixtures import eventually
 from tests.trust.stack import rest_stack
 
 corpus = pytest.importorskip("tests.kernel.trust_corpus")

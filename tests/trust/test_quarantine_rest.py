@@ -13,7 +13,7 @@ import httpx
 from engine import Client
 from functions.kernel.records import Memory, Trust
 from functions.kernel.store import MemoryStore
-from tests.helpers import eventually
+from tests.fixtures import eventually
 from tests.trust.stack import observe, rest_stack, write_held
 
 POISON = (

@@ -13,10 +13,8 @@ from typing import Any
 import pytest
 
 from functions.kernel.records import Observation
-from tests.browser import chromium, needs_chromium
-from tests.helpers import wait_until
+from tests.fixtures import Stack, chromium, needs_chromium, wait_until
 from tests.trust.stack import write_held
-from tests.viewer.conftest import Stack
 from tests.viewer.test_pages import open_live, shot
 
 pytestmark = needs_chromium
