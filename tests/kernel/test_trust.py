@@ -22,6 +22,8 @@ from functions.kernel.trust.write_path import (
 )
 from tests.kernel import trust_corpus as corpus
 
+pytestmark = pytest.mark.unit
+
 WEB = Source.of_tool("WebFetch")
 READ = Source.of_tool("Read")
 BASH = Source.of_tool("Bash")
