@@ -29,6 +29,7 @@ from functions.kernel.records import (
 )
 from functions.search.analysis import synonyms, tokenize
 from functions.search.bm25 import BM25Index, Clause, Mask, Scope
+from functions.search.context_index import ContextIndex
 from functions.search.documents import (
     KIND_MEMORY,
     KINDS,
@@ -144,6 +145,9 @@ class SearchIndex:
         self.shown: ShownRecords | None = None
         """The full record of observation slots, in a local file (the search worker's; None:
         hits read their records from KV)."""
+        self.context = ContextIndex()
+        """Per project: the best and newest records, counts and entities, what the session
+        start reads (functions/search/context_index.py)."""
 
     def id_of(self, n: int) -> str | None:
         """The record id in slot `n`, by the table in place now (a snapshot load replaces it)."""
@@ -162,8 +166,10 @@ class SearchIndex:
         doc = document(record, self.config.fields)
         self.remove([doc.meta.id])
         self._insert(doc)
+        n = len(self.meta) - 1
+        self.context.add(self, n, record, doc.meta)
         if self.shown is not None and isinstance(record, Observation):
-            self.shown.put(len(self.meta) - 1, _encode(record))
+            self.shown.put(n, _encode(record))
 
     def _insert(self, d: Document) -> None:
         n = len(self.meta)
@@ -194,6 +200,9 @@ class SearchIndex:
             n = self.doc_of.pop(i, None)
             if n is None:
                 continue
+            m = self.meta[n]
+            if m is not None:
+                self.context.remove(self, n, m)
             self.alive[n] = 0
             self.meta[n] = None
             if self.shown is not None:

@@ -24,6 +24,7 @@ from typing import Any, TypeAlias
 
 import msgspec
 
+from functions.search.context_index import ContextIndex
 from functions.search.documents import Meta
 from functions.search.index import SearchIndex
 from functions.search.postings import Sealed, SealedBuffers
@@ -41,7 +42,7 @@ PLAIN = b"rs6\0"
 """Prefix of the same, uncompressed (a local file: written and read at disk speed)."""
 _SECTIONS = ("meta_buf", "meta_end", "meta_live", "alive", "project", "agent", "kind",
              "session", "day", "doc_len", "graph_ents_flat", "graph_ents_end", "ids_keys",
-             "ids_slots", "vector_blob", "shown_end")  # fmt: skip
+             "ids_slots", "vector_blob", "shown_end", "context")  # fmt: skip
 _SEALED = ("first", "part", "end", "docs", "tfs")
 Buffer: TypeAlias = "bytes | memoryview | mmap.mmap"
 _PIECE = 1 << 20
@@ -93,6 +94,9 @@ class IndexSnapshot(msgspec.Struct, kw_only=True):
     empty in snapshots of an index without one, and in those written before it."""
     sections: list[tuple[str, int]] = msgspec.field(default_factory=list)
     """Format 6 only: the fields sent after the header, in order, and their lengths."""
+    context: bytes = b""
+    """The per-project lists and counts the session start reads (msgpack of
+    `ContextIndex.dump()`); empty in snapshots written before it: made from the records."""
 
 
 def dump(index: SearchIndex) -> bytes:
@@ -229,6 +233,7 @@ def _parts(index: SearchIndex) -> tuple[IndexSnapshot, list[tuple[str, Section]]
         shown_id=shown_id,
         shown_first=shown_first,
         shown_end=shown_end,
+        context=msgspec.msgpack.encode(index.context.dump()),
     )
     sections: list[tuple[str, Section]] = []
     for name in _SECTIONS:
@@ -337,5 +342,9 @@ def load(blob: Buffer, index: SearchIndex) -> SearchIndex:
             index.pending_text = dict(index.texts)
     if index.shown is not None:
         index.shown.open(len(index.meta), snap.shown_id, snap.shown_first, bytes(snap.shown_end))
+    if snap.context:
+        index.context = ContextIndex.load(msgspec.msgpack.decode(snap.context))
+    else:
+        index.context = ContextIndex.of(index)
     index.forget_scopes()
     return index

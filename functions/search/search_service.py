@@ -7,7 +7,6 @@ import asyncio
 import contextlib
 import logging
 import re
-from collections import Counter
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -263,9 +262,9 @@ class SearchService:
         pinned = await self._pinned(req.project)
         if pinned:
             blocks.append(("slots", pinned))
-        memories = sorted(self._metas(project, req.agent_id, [KIND_MEMORY]),
-                          key=lambda m: (-m.importance, m.timestamp), reverse=False)  # fmt: skip
-        for m in memories[:20]:
+        view = self.holder.index.context
+        index = self.holder.index
+        for m in view.best(index, project, req.agent_id, KIND_MEMORY, 20):
             label = "pinned" if m.importance >= 8 else "memory"
             blocks.append((label, f"- [{m.type}] {m.title}"))
         prof = await self.profile(ProfileIn(project=req.project, agent_id=req.agent_id))
@@ -273,18 +272,14 @@ class SearchService:
             blocks.append(("profile", f"Project {prof.project}: {prof.sessions} sessions, "
                            f"{prof.observations} observations; files: {', '.join(prof.top_files[:8])}; "
                            f"concepts: {', '.join(prof.top_concepts[:8])}"))  # fmt: skip
-        summaries = sorted(self._metas(project, req.agent_id, [KIND_SUMMARY]),
-                           key=lambda m: m.timestamp, reverse=True)  # fmt: skip
-        for m in summaries[:5]:
+        for m in view.best(index, project, req.agent_id, KIND_SUMMARY, 5):
             blocks.append(("summary", f"- {m.timestamp[:10]} {m.title}"))
         if req.query.strip():
             hits = self._search(req.query, project, req.agent_id, [KIND_OBSERVATION], 10)
             important: list[Meta | None] = [self.holder.index.get(h.id) for h in hits]
         else:
-            obs = self._metas(project, req.agent_id, [KIND_OBSERVATION])
-            obs = [m for m in obs if m.session_id != req.session_id or not req.session_id]
-            ranked = sorted(obs, key=lambda m: (m.importance, m.timestamp), reverse=True)
-            important = list(ranked[:30])
+            important = list(view.best(index, project, req.agent_id, KIND_OBSERVATION, 30,
+                                       skip_session=req.session_id))  # fmt: skip
         for om in important:
             if om is not None:
                 blocks.append(("observation", f"- {om.timestamp[:16]} [{om.type}] {om.title}"))
@@ -417,33 +412,14 @@ class SearchService:
 
     def _index_profile(self, req: ProfileIn, *, with_entities: bool) -> ProfileOut:
         idx = self.holder.index
-        mask = idx.mask(req.project or None, req.agent_id, None)
-        docs = np.flatnonzero(mask).tolist()
-        types: Counter[str] = Counter()
-        ents: Counter[str] = Counter()
-        sessions: set[str] = set()
-        memories = 0
-        last = ""
-        for n in docs:
-            m = idx.meta[n]
-            if m is None:
-                continue
-            if m.kind == KIND_MEMORY:
-                memories += 1
-            else:
-                types[m.type] += 1
-            if m.session_id:
-                sessions.add(m.session_id)
-            last = max(last, m.timestamp)
-            if with_entities:
-                for e in idx.graph.ents_of.get(n, ()):
-                    ents[idx.graph.names[e]] += 1
-        files = [e for e, _ in ents.most_common(200) if "/" in e or "." in e][:10]
-        concepts = [e for e, _ in ents.most_common(200) if "/" not in e and "." not in e][:10]
+        got = idx.context.profile(idx, req.project or None, req.agent_id, entities=with_entities)
+        names = [idx.graph.names[v] for v in got.nodes]
+        files = [e for e in names if "/" in e or "." in e][:10]
+        concepts = [e for e in names if "/" not in e and "." not in e][:10]
         return ProfileOut(
-            project=req.project, observations=sum(types.values()), memories=memories,
-            sessions=len(sessions), top_files=files, top_concepts=concepts, types=dict(types),
-            last_activity=last,
+            project=req.project, observations=got.observations, memories=got.memories,
+            sessions=got.sessions, top_files=files, top_concepts=concepts, types=got.types,
+            last_activity=got.last_activity,
         )  # fmt: skip
 
 

@@ -16,7 +16,8 @@ from typing import Any
 import msgspec
 
 from functions.kernel.records import MemEvent
-from functions.search import index_snapshot
+from functions.search import context_index, index_snapshot
+from functions.search.context_index import ContextIndex
 from functions.search.feeder import IndexHolder
 from functions.search.index import SearchIndex
 from functions.search.search_service import SearchService
@@ -62,17 +63,49 @@ def _service(index: SearchIndex | None = None) -> SearchService:
     return service
 
 
-async def test_context_gives_the_blocks_it_gave_by_sorting_every_record() -> None:
+async def _replay() -> None:
     service = _service()
     evs = events()
     for i, ev in enumerate(evs, 1):
         service.holder.index.apply(msgspec.convert(ev, MemEvent), seq=i)
         if i in CHECKPOINTS or i == len(evs):
             _check(i, await pinned(service))
+
+
+async def test_context_gives_the_blocks_it_gave_by_sorting_every_record() -> None:
+    await _replay()
     # the corpus reaches what it is for: every kind of block, and empty contexts too
     kinds = {b[0] for pin in FIXTURE["at"].values() for _, blocks in pin["contexts"]
              for b in blocks.split()}  # fmt: skip
     assert kinds == {"p", "m", "f", "s", "o"}
+
+
+async def test_lists_too_short_for_their_readers_are_made_again(monkeypatch: Any) -> None:
+    """With lists of a few entries, readers run past them all the time (best records
+    forgotten, the session left out filling the list, more asked than a list holds): the
+    lists are made again, grown, and past their largest the records sorted; the blocks
+    stay the same."""
+    monkeypatch.setitem(context_index.CAPS, context_index.OBS, 8)
+    monkeypatch.setitem(context_index.CAPS, context_index.MEM, 4)
+    monkeypatch.setitem(context_index.CAPS, context_index.SUM, 2)
+    monkeypatch.setattr(context_index, "LATEST", 1)
+    monkeypatch.setattr(context_index, "MAX_CAP", 64)
+    made: list[int] = []
+    sorted_: list[int] = []
+    refill, by_sorting = ContextIndex.refill, ContextIndex._sorted
+
+    def counted_refill(self: ContextIndex, *args: Any) -> None:
+        made.append(args[-1])
+        refill(self, *args)
+
+    def counted_sort(self: ContextIndex, *args: Any) -> Any:
+        sorted_.append(1)
+        return by_sorting(self, *args)
+
+    monkeypatch.setattr(ContextIndex, "refill", counted_refill)
+    monkeypatch.setattr(ContextIndex, "_sorted", counted_sort)
+    await _replay()
+    assert made and sorted_ and max(made) == 64 and min(made) < 64
 
 
 async def test_a_snapshot_round_trip_keeps_the_blocks() -> None:
