@@ -7,14 +7,15 @@ import asyncio
 import contextlib
 import logging
 import re
+import time
 from collections.abc import Sequence
-from datetime import datetime
-from typing import Any
+from datetime import UTC, datetime
+from typing import Any, TypeVar
 
 import msgspec
 import numpy as np
 
-from engine import BUS_ERRORS, Client, FunctionError, Http, NoArgs, Tool, operation
+from engine import BUS_ERRORS, Client, Context, FunctionError, Http, NoArgs, Tool, operation
 from functions.kernel import followup
 from functions.kernel.clock import now_iso
 from functions.kernel.owned import routes, started
@@ -46,12 +47,14 @@ from functions.search.wire import (
     SearchStatusOut,
     SmartSearchOut,
     SmartSearchRequest,
+    Staleness,
     TimelineIn,
     TimelineOut,
 )
 from functions.slots.slot_service import pinned_context
 
 log = logging.getLogger("functions.search")
+T = TypeVar("T")
 AGENT = {"x-agent-id": "agentId"}
 rest = routes("search", headers=AGENT)
 
@@ -63,6 +66,10 @@ _BUCKET = {
 
 
 _as_dict = msgspec.json.Decoder(dict[str, Any]).decode
+ANSWER_MARGIN = 0.1
+"""Seconds before its caller's deadline a context stops waiting, to answer in time."""
+LEFT_OUT_RECENT = "the latest writes (the index could not catch up with the stream)"
+LEFT_OUT_SLOTS = "pinned slots"
 
 
 def tokens_of(text: str) -> int:
@@ -88,17 +95,39 @@ class SearchService:
         # Read-your-writes across processes: the index may live in another process than
         # the write path (workers.search), so a query first waits, up to this long, until
         # every event already in MEM_EVENTS is applied. 0 turns the fence off.
-        self.freshness = search_settings().freshness_seconds
+        settings = search_settings()
+        self.freshness = settings.freshness_seconds
+        self.reach = settings.stream_reach_seconds
+        """How long the fence tries to learn what it must wait for before the query answers
+        from the index as it is, and says so (a partition, a leader election)."""
 
-    async def _fresh(self, project: str | None = None) -> None:
+    async def _fresh(self, project: str | None = None, wait: float | None = None) -> bool:
         """The freshness fence, scoped: a query of one project waits for that project's
-        writes (and the shared ones), not for every writer's backlog."""
+        writes (and the shared ones), not for every writer's backlog; `wait` bounds it
+        further. False when the index could not be brought up to the stream in time (the
+        stream out of reach, or not applied yet): the query then answers from what this
+        replica has, marked stale. Writes are not concerned: they still need the stream."""
         if self.client is None or self.freshness <= 0:
-            return
+            return True
+        timeout = self.freshness if wait is None else min(self.freshness, wait)
+        if timeout <= 0:
+            return False
         try:
-            await self.holder.caught_up(timeout=self.freshness, project=project or None)
-        except Exception as exc:  # the bus is reconnecting: answer from what we have
-            log.debug("freshness fence skipped: %s", exc)
+            return await self.holder.caught_up(
+                timeout=timeout, project=project or None, reach=self.reach
+            )
+        except Exception as exc:  # out of reach (a partition, an election): what we have
+            log.debug("freshness fence: the stream is out of reach (%s)", exc)
+            return False
+
+    def _staleness(self) -> Staleness:
+        """What a stale answer covers: the last event applied and when it was stored."""
+        at = self.holder.applied_at
+        return Staleness(
+            stale=True,
+            indexed_seq=self.holder.index.seq,
+            indexed_at=_iso(at) if at else None,
+        )
 
     async def start(self, client: Client) -> None:
         self.client = client
@@ -174,7 +203,7 @@ class SearchService:
         tool=Tool("memory_recall", tier="core,basic"),
     )
     async def search(self, req: SearchIn) -> SearchOut:
-        await self._fresh(req.project)
+        fresh = await self._fresh(req.project)
         hits = self._search(req.query, req.project, req.agent_id, req.kinds, req.limit)
         full = await self._full(hits) if req.format != "compact" else [
             msgspec.to_builtins(h) for h in hits
@@ -192,6 +221,9 @@ class SearchService:
             tokens_budget=req.token_budget,
             truncated=truncated,
         )
+        if not fresh:
+            st = self._staleness()
+            out.stale, out.indexed_seq, out.indexed_at = st.stale, st.indexed_seq, st.indexed_at
         if not full:
             where = f" in project {req.project!r}" if req.project else ""
             out.message = f"nothing in memory matches {req.query!r}{where}"
@@ -221,12 +253,12 @@ class SearchService:
             return SmartSearchOut(mode="expanded", results=[r for r in found if r is not None])
         if not req.query.strip():
             raise FunctionError("BAD_REQUEST", "query must not be empty", field="query")
-        await self._fresh(req.project)
+        fresh = await self._fresh(req.project)
         hits = self._search(req.query, req.project, req.agent_id, req.kinds, req.limit)
         if req.session_id and req.source != "viewer" and hits and self.client is not None:
             with contextlib.suppress(*BUS_ERRORS):  # a counter never fails a search
                 await followup.note(self.client, req.session_id, req.query, [h.id for h in hits])
-        return SmartSearchOut(
+        out = SmartSearchOut(
             mode="compact",
             results=[
                 CompactHit(obs_id=h.id, session_id=h.session_id, title=h.title, type=h.type,
@@ -235,6 +267,10 @@ class SearchService:
                 for h in hits
             ],
         )  # fmt: skip
+        if not fresh:
+            st = self._staleness()
+            out.stale, out.indexed_seq, out.indexed_at = st.stale, st.indexed_seq, st.indexed_at
+        return out
 
     def _metas(self, project: str | None, agent_id: str | None, kinds: list[str]) -> list[Meta]:
         idx = self.holder.index
@@ -255,11 +291,29 @@ class SearchService:
         description="Token-budgeted context for a session",
         http=rest("POST", "context"),
     )
-    async def context(self, req: ContextIn) -> ContextOut:
-        await self._fresh(req.project)
+    async def context(self, req: ContextIn, ctx: Context | None = None) -> ContextOut:
+        """What the index holds is read at once; what must be waited for (the freshness
+        fence, the pinned slots and the stored profile in KV) is waited for until the
+        caller's deadline allows (a session start gives it a fraction of the hooks' wait),
+        and what is not ready by then is left out and named in the reply."""
+        until = ctx.deadline - ANSWER_MARGIN if ctx is not None else None
+        left_out: list[str] = []
+        # The reads from KV go on while the fence waits: neither needs the other.
+        slots = asyncio.create_task(self._pinned(req.project))
+        stored = (
+            asyncio.create_task(self._stored_profile(req.project)) if not req.agent_id else None
+        )
+        try:
+            if not await self._fresh(req.project, wait=_left(until)):
+                left_out.append(LEFT_OUT_RECENT)
+            pinned = await _by(slots, until)
+        finally:
+            slots.cancel()
+        if pinned is None:
+            pinned = ""
+            left_out.append(LEFT_OUT_SLOTS)
         project = req.project or None
         blocks: list[tuple[str, str]] = []
-        pinned = await self._pinned(req.project)
         if pinned:
             blocks.append(("slots", pinned))
         view = self.holder.index.context
@@ -267,7 +321,9 @@ class SearchService:
         for m in view.best(index, project, req.agent_id, KIND_MEMORY, 20):
             label = "pinned" if m.importance >= 8 else "memory"
             blocks.append((label, f"- [{m.type}] {m.title}"))
-        prof = await self.profile(ProfileIn(project=req.project, agent_id=req.agent_id))
+        prof = await self._profile(
+            ProfileIn(project=req.project, agent_id=req.agent_id), stored, until
+        )
         if prof.observations:
             blocks.append(("profile", f"Project {prof.project}: {prof.sessions} sessions, "
                            f"{prof.observations} observations; files: {', '.join(prof.top_files[:8])}; "
@@ -283,7 +339,7 @@ class SearchService:
         for om in important:
             if om is not None:
                 blocks.append(("observation", f"- {om.timestamp[:16]} [{om.type}] {om.title}"))
-        return _pack(blocks, req.budget)
+        return _pack(blocks, req.budget, left_out)
 
     @operation(
         "mem::enrich",
@@ -385,7 +441,27 @@ class SearchService:
         commands, errors, conventions) when it has one; counts by type from the index.
         With an agent filter, or before the lifecycle has folded the project, everything
         comes from the index."""
-        stored = None if req.agent_id else await self._stored_profile(req.project)
+        reading = (
+            asyncio.create_task(self._stored_profile(req.project)) if not req.agent_id else None
+        )
+        return await self._profile(req, reading, None)
+
+    async def _profile(
+        self,
+        req: ProfileIn,
+        reading: asyncio.Task[ProjectProfile | None] | None,
+        until: float | None,
+    ) -> ProfileOut:
+        """`profile`, with the stored one being read by `reading` (None: not wanted), waited
+        for until `until` (epoch; then the index's answers)."""
+        stored = None
+        if reading is not None:
+            try:
+                stored = await _by(reading, until)
+            finally:
+                if not reading.done():
+                    reading.cancel()
+                    log.info("project profile of %r not read in time: the index's", req.project)
         if stored is None or not stored.observations:
             return self._index_profile(req, with_entities=True)
         out = self._index_profile(req, with_entities=False)
@@ -481,12 +557,39 @@ def _fit(items: list[tuple[str, dict[str, Any]]], budget: int) -> list[dict[str,
     return out
 
 
-def _pack(blocks: list[tuple[str, str]], budget: int) -> ContextOut:
+async def _by(task: asyncio.Task[T], until: float | None) -> T | None:
+    """The task's result if it is done by `until` (epoch; None: no limit), else None (the
+    task goes on; its owner cancels it)."""
+    done, _ = await asyncio.wait({task}, timeout=_left(until))
+    return task.result() if done else None
+
+
+def _left(until: float | None) -> float | None:
+    """Seconds until `until` (epoch), at least 0; None: no limit."""
+    return None if until is None else max(0.0, until - time.time())
+
+
+def _iso(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, tz=UTC).isoformat(timespec="milliseconds")
+
+
+def left_out_line(left_out: list[str]) -> str:
+    """The line a context ends with when parts of it were not ready in time."""
+    return f"(agentmemory: not ready in time, left out: {', '.join(left_out)})"
+
+
+def _pack(
+    blocks: list[tuple[str, str]], budget: int, left_out: list[str] | None = None
+) -> ContextOut:
     """Greedy packing in priority order: a block that does not fit is skipped, and smaller
-    ones after it may still fill the budget."""
+    ones after it may still fill the budget. What was not ready in time (`left_out`) is
+    named on the context's last line, whose room is kept first."""
     header = "<agentmemory-context>"
     footer = "</agentmemory-context>"
     used = tokens_of(header) + tokens_of(footer) + 2
+    note = left_out_line(left_out) if left_out else ""
+    if note:
+        used += tokens_of(note) + 1
     chosen: list[tuple[str, str]] = []
     for kind, text in blocks:
         t = tokens_of(text) + 1
@@ -494,10 +597,12 @@ def _pack(blocks: list[tuple[str, str]], budget: int) -> ContextOut:
             continue
         chosen.append((kind, text))
         used += t
-    body = "\n".join(text for _, text in chosen)
-    context = f"{header}\n{body}\n{footer}" if chosen else ""
+    lines = [text for _, text in chosen] + ([note] if note else [])
+    body = "\n".join(lines)
+    context = f"{header}\n{body}\n{footer}" if lines else ""
     return ContextOut(
         context=context,
         blocks=[{"type": k, "content": t, "tokens": tokens_of(t)} for k, t in chosen],
         tokens=tokens_of(context),
+        left_out=list(left_out or []),
     )
