@@ -307,23 +307,28 @@ class SearchService:
             if not await self._fresh(req.project, wait=_left(until)):
                 left_out.append(LEFT_OUT_RECENT)
             pinned = await _by(slots, until)
+            if pinned is None:
+                left_out.append(LEFT_OUT_SLOTS)
+            prof = await self._profile(
+                ProfileIn(project=req.project, agent_id=req.agent_id), stored, until
+            )
         finally:
             slots.cancel()
-        if pinned is None:
-            pinned = ""
-            left_out.append(LEFT_OUT_SLOTS)
+            if stored is not None:
+                stored.cancel()
+        return _pack(self._blocks(req, pinned or "", prof), req.budget, left_out)
+
+    def _blocks(self, req: ContextIn, pinned: str, prof: ProfileOut) -> list[tuple[str, str]]:
+        """The context's blocks in priority order, from the index's per-project lists."""
         project = req.project or None
         blocks: list[tuple[str, str]] = []
         if pinned:
             blocks.append(("slots", pinned))
-        view = self.holder.index.context
         index = self.holder.index
+        view = index.context
         for m in view.best(index, project, req.agent_id, KIND_MEMORY, 20):
             label = "pinned" if m.importance >= 8 else "memory"
             blocks.append((label, f"- [{m.type}] {m.title}"))
-        prof = await self._profile(
-            ProfileIn(project=req.project, agent_id=req.agent_id), stored, until
-        )
         if prof.observations:
             blocks.append(("profile", f"Project {prof.project}: {prof.sessions} sessions, "
                            f"{prof.observations} observations; files: {', '.join(prof.top_files[:8])}; "
@@ -332,14 +337,14 @@ class SearchService:
             blocks.append(("summary", f"- {m.timestamp[:10]} {m.title}"))
         if req.query.strip():
             hits = self._search(req.query, project, req.agent_id, [KIND_OBSERVATION], 10)
-            important: list[Meta | None] = [self.holder.index.get(h.id) for h in hits]
+            important: list[Meta | None] = [index.get(h.id) for h in hits]
         else:
             important = list(view.best(index, project, req.agent_id, KIND_OBSERVATION, 30,
                                        skip_session=req.session_id))  # fmt: skip
         for om in important:
             if om is not None:
                 blocks.append(("observation", f"- {om.timestamp[:16]} [{om.type}] {om.title}"))
-        return _pack(blocks, req.budget, left_out)
+        return blocks
 
     @operation(
         "mem::enrich",
