@@ -67,6 +67,11 @@ SHARED_SUBJECTS = tuple(f"{EVENTS_SUBJECT}.{k}" for k in ("memory", "summary", "
 _decoder = msgspec.json.Decoder(MemEvent)
 
 
+class OutOfReach(Exception):
+    """The stream answered only from a replica without a leader: what it says it holds may
+    be behind what was acknowledged elsewhere, so no fence can be set on it."""
+
+
 def _local_dir() -> Path | None:
     """SEARCH_INDEX_DIR, else `search/` in the instance's data dir; None for a process run
     without either."""
@@ -271,9 +276,14 @@ class IndexHolder:
         summaries, removals), asked only when the index is behind the stream's end.
         Without a project, or until the index has applied everything the stream held when
         it started (events of the layout before per-project subjects included), the
-        stream's last sequence. At most `timeout` seconds in all (else BusError)."""
+        stream's last sequence. At most `timeout` seconds in all (else BusError); OutOfReach
+        when the answer comes from a replica of a stream without a leader (a node cut off, or
+        an election), whose state may be behind what the others acknowledged."""
         deadline = time.monotonic() + timeout
-        last = (await self.events.info(timeout=timeout)).last_seq
+        info = await self.events.info(timeout=timeout)
+        if info.leader == "":
+            raise OutOfReach("MEM_EVENTS has no leader this node reaches: its state may be behind")
+        last = info.last_seq
         if project is None or not self.booted or max(self.index.seq, self.delivered_seq) >= last:
             return last  # caught up with everything: one request, as a query alone costs
         left = max(deadline - time.monotonic(), 0.001)

@@ -3,16 +3,19 @@ network namespace of its own, ops/netns.py; the cut both ways, while the host's 
 clients still reach it) keeps answering searches from the host's read model, at once and
 marked `stale` with how far they reach, instead of failing; writes through it are still
 refused (nothing is acknowledged that the majority did not store), and after the heal the
-same searches are fresh again and find what the majority wrote meanwhile. Skipped, with
-the reason, where network namespaces cannot be made."""
+same searches are fresh again and find what the majority wrote meanwhile. The host's
+worker, given every node, is on its own (engine/_connect.py puts a node of this machine
+first). Skipped, with the reason, where network namespaces cannot be made."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +62,14 @@ async def _search(client: Client, word: str) -> dict[str, Any]:
     return out
 
 
+def _clients_of(cluster: NatsCluster, k: int) -> list[str]:
+    """Names of the client connections node k serves (its monitoring endpoint)."""
+    node = cluster.nodes[k]
+    url = f"http://{node.host}:{node.monitor_port}/connz"
+    with urllib.request.urlopen(url, timeout=5) as r:
+        return [str(c.get("name", "")) for c in json.loads(r.read()).get("connections", [])]
+
+
 async def _not_leading(client: Client, node: str) -> None:
     """MEM_EVENTS led by another node than `node` (a leader cut off goes on answering
     reads as leader until it notices it lost its peers: here the cut node is a follower)."""
@@ -76,7 +87,8 @@ async def _not_leading(client: Client, node: str) -> None:
 
 
 async def _scenario(cluster: NatsCluster, lab: Lab, tmp: Path) -> None:
-    env = dict(os.environ, PYTHONPATH=str(ROOT), ENGINE_NATS_URL=cluster.urls[CUT],
+    # The host is given every node, as a cluster host is; it talks to its own first.
+    env = dict(os.environ, PYTHONPATH=str(ROOT), ENGINE_NATS_URL=cluster.url,
                ENGINE_REPLICAS="3", ENGINE_LOG_LEVEL="WARNING", EMBEDDING_PROVIDER="none",
                AGENTMEMORY_DATA_DIR=str(tmp / "host"))  # fmt: skip
     worker = subprocess.Popen(lab.exec_argv(CUT, [sys.executable, "-m", "workers.search"]),
@@ -88,6 +100,7 @@ async def _scenario(cluster: NatsCluster, lab: Lab, tmp: Path) -> None:
                 break
         else:
             raise RuntimeError("the search worker did not start")
+        assert "search" in _clients_of(cluster, CUT), "the host's worker is on its own node"
         host = Client(await connect(cluster.urls[CUT]))  # the cut host's own clients
         majority = Client(await connect(cluster.urls[0]))
         await _not_leading(majority, cluster.nodes[CUT].server_name)
