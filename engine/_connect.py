@@ -5,9 +5,11 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import socket
 import weakref
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
 import nats
 from nats.aio.client import Client as NATS
@@ -52,14 +54,52 @@ PING_INTERVAL = 5
 MAX_OUTSTANDING_PINGS = 3
 
 
+def _on_this_machine(url: str) -> bool:
+    """Whether the server listens on one of this machine's own addresses (a node beside
+    this host, in its network namespace): this machine can bind it."""
+    host = urlparse(url if "://" in url else f"nats://{url}").hostname
+    if not host:
+        return False
+    try:
+        found = socket.getaddrinfo(host, None, type=socket.SOCK_DGRAM)
+    except OSError:
+        return False
+    for family, _, _, _, addr in found:
+        with socket.socket(family, socket.SOCK_DGRAM) as probe:
+            try:
+                probe.bind((addr[0], 0))
+            except OSError:
+                continue
+            return True
+    return False
+
+
+def _servers(url: str) -> tuple[list[str], bool]:
+    """The servers of a NATS URL list, and whether their order is to be kept: when some
+    but not all are on this machine, those first (all local, a loopback cluster, or none,
+    a remote one: the list as given, shuffled by the client)."""
+    servers = [u.strip() for u in url.split(",") if u.strip()]
+    if len(servers) < 2:
+        return servers, False
+    mine = [u for u in servers if _on_this_machine(u)]
+    if not mine or len(mine) == len(servers):
+        return servers, False
+    return mine + [u for u in servers if u not in mine], True
+
+
 def connect_options(
     url: str | None = None, credentials: str | None = None, name: str | None = None
 ) -> dict[str, Any]:
     """Options for nats.connect: `credentials` is our 0600 JSON user/password file or a
     NATS `.creds` file; reconnects forever so a restarted server is picked up again."""
     ident = worker_identity()
+    servers, ordered = _servers(url or ident.nats_url or default_url())
     opts: dict[str, Any] = {
-        "servers": [u.strip() for u in (url or ident.nats_url or default_url()).split(",")],
+        "servers": servers,
+        # A host whose own node is among the servers talks to it first: its calls then stay
+        # on that node (nats-server hands a request to a local queue member first), and a
+        # partition that cuts another node off does not cut this host's processes off.
+        "dont_randomize": ordered,
         "name": name or ident.worker or "engine-client",
         "max_reconnect_attempts": -1,
         "reconnect_time_wait": 0.2,

@@ -189,6 +189,7 @@ async def stream_info(conn: Connection, name: str, timeout: float = API_TIMEOUT)
         st.last_seq,
         st.num_subjects,
         got.config.max_msgs_per_subject if got.config else -1,
+        got.cluster.leader if got.cluster is not None else None,
     )
 
 

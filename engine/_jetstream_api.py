@@ -50,6 +50,10 @@ class StreamInfo(msgspec.Struct, frozen=True):
     subjects: int
     """How many distinct subjects hold messages."""
     max_msgs_per_subject: int = -1
+    leader: str | None = None
+    """The server leading the stream; "" when it has none (a replica of a stream electing
+    its leader, or cut off from it, answers with its own state, which may be behind);
+    None when the reply did not say."""
 
 
 class LastMessage(msgspec.Struct, frozen=True):

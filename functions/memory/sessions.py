@@ -3,7 +3,9 @@ so it must be idempotent), and the lists the REST API serves."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import time
 from collections import Counter
 
 from engine import FunctionError
@@ -13,15 +15,27 @@ from functions.kernel.records import Observation, Session
 from functions.kernel.store import MemoryStore
 from functions.kernel.trust.verdicts import stored_text as scrub  # sanitize, then scrub
 from functions.kernel.views import SessionView, as_view
+from functions.memory.settings import memory_settings
 from functions.memory.wire import ListIn, SessionEndIn, SessionStartIn, SessionStartOut, Success
 
 log = logging.getLogger("functions.memory.sessions")
 
 CONTEXT_FUNCTION = "mem::context"
-CONTEXT_TIMEOUT = 2.0
+NOT_READY = (
+    "(agentmemory: the memory context was not ready within {wait:g} s; memory_recall and "
+    "memory_smart_search search the memory)"
+)
+"""The context a session starts with when none came in time: the agent learns it has a
+memory to ask, not that it has none."""
 
 
 async def start_session(store: MemoryStore, req: SessionStartIn) -> SessionStartOut:
+    """The session's record, and the context within AGENTMEMORY_SESSION_START_WAIT of the
+    call: both at once, the record written whatever the context does; a context not ready
+    by then is left out and the reply says so (a hook waits a bounded time, and an agent
+    that gets nothing cannot tell an empty memory from a slow one)."""
+    wait = memory_settings().session_start_wait
+    started = time.monotonic()
     sid = scrub(req.session_id)
     now = now_iso()
     agent = store.default_agent(req.agent_id)
@@ -41,26 +55,37 @@ async def start_session(store: MemoryStore, req: SessionStartIn) -> SessionStart
             cur.project = scrub(req.project)
         return cur
 
-    session = await store.sessions.update(kv_key(sid), upsert, type=Session)
-    context = await _context(store, sid, scrub(req.project), agent)
-    return SessionStartOut(session=as_view(session, SessionView), context=context)
+    context = asyncio.create_task(_context(store, sid, scrub(req.project), agent, wait))
+    try:
+        session = await store.sessions.update(kv_key(sid), upsert, type=Session)
+    except BaseException:
+        context.cancel()
+        raise
+    text, left_out = await context
+    log.debug("session %s started in %.3f s", sid, time.monotonic() - started)
+    return SessionStartOut(session=as_view(session, SessionView), context=text, left_out=left_out)
 
 
-async def _context(store: MemoryStore, sid: str, project: str, agent: str) -> str:
-    """The retrieval worker's context block, when it runs; a session start never waits
-    long for it and never fails because of it."""
+async def _context(
+    store: MemoryStore, sid: str, project: str, agent: str, wait: float
+) -> tuple[str, list[str]]:
+    """The retrieval worker's context block and what it left out, within `wait` seconds;
+    when it did not answer in time (or no retrieval worker runs), no context and the reply
+    says why. Never an error: a session starts without its context."""
     try:
         out = await store.client.call(
             CONTEXT_FUNCTION,
             {"sessionId": sid, "project": project, "agentId": agent},
-            timeout=CONTEXT_TIMEOUT,
+            timeout=wait,
         )
     except FunctionError as err:
-        log.debug("no context for session %s: %s", sid, err)
-        return ""
+        log.info("no context for session %s: %s", sid, err)
+        if err.code == "DEADLINE_EXCEEDED":
+            return NOT_READY.format(wait=wait), [f"context (not ready within {wait:g} s)"]
+        return "", [f"context ({err.message})"]
     if isinstance(out, dict):
-        return str(out.get("context", ""))
-    return out if isinstance(out, str) else ""
+        return str(out.get("context", "")), [str(x) for x in out.get("leftOut", [])]
+    return (out, []) if isinstance(out, str) else ("", [])
 
 
 async def end_session(store: MemoryStore, req: SessionEndIn, counts: Counter[str]) -> Success:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.settings import flag, integer, load, path
+from engine.settings import duration, flag, integer, load, path
 
 
 @dataclass(frozen=True)
@@ -32,6 +32,12 @@ class MemorySettings:
         8,
         "Tries before an inbox entry is set aside as dead.",
         lo=1,
+    )
+    session_start_wait: float = duration(
+        "AGENTMEMORY_SESSION_START_WAIT",
+        0.6,
+        "How long session/start waits for the context; what is not ready by then is left "
+        "out and named in the reply (the hooks wait 0.8 s, AGENTMEMORY_HOOK_TIMEOUT_MS).",
     )
     search: bool = flag(
         "AGENTMEMORY_SEARCH",

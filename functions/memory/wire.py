@@ -229,9 +229,12 @@ class StatusOut(Health, rename="camel", kw_only=True):
     counts could not be read."""
 
 
-class SessionStartOut(msgspec.Struct):
+class SessionStartOut(msgspec.Struct, omit_defaults=True):
     session: SessionView
     context: str
+    left_out: list[str] = msgspec.field(default_factory=list, name="leftOut")
+    """What of the context was not ready within AGENTMEMORY_SESSION_START_WAIT (the
+    context's last line says it too); absent when nothing was left out."""
 
 
 class Similar(msgspec.Struct):

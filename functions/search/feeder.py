@@ -69,6 +69,11 @@ SHARED_SUBJECTS = tuple(
 _decoder = msgspec.json.Decoder(MemEvent)
 
 
+class OutOfReach(Exception):
+    """The stream answered only from a replica without a leader: what it says it holds may
+    be behind what was acknowledged elsewhere, so no fence can be set on it."""
+
+
 def _local_dir() -> Path | None:
     """SEARCH_INDEX_DIR, else `search/` in the instance's data dir; None for a process run
     without either."""
@@ -140,6 +145,9 @@ class IndexHolder:
         self.stream_last_seq = 0
         self.delivered_seq = 0
         self.delivered_at = time.monotonic()
+        self.applied_at = 0.0
+        """When JetStream stored the last event applied (epoch seconds; 0: not known): how
+        far back an answer from this index may be."""
         self.follower_restarts = 0
         self._restarting: asyncio.Task[None] | None = None
         self._client: Client | None = None
@@ -261,6 +269,8 @@ class IndexHolder:
             return
         self.index.apply(event, seq=msg.seq)
         self.stream_last_seq = max(self.stream_last_seq, msg.seq + msg.pending)
+        if msg.at:
+            self.applied_at = msg.at
 
     async def target(self, project: str | None, timeout: float) -> int:
         """The stream sequence a query of `project` must see applied: the last event on its
@@ -268,24 +278,34 @@ class IndexHolder:
         summaries, removals), asked only when the index is behind the stream's end.
         Without a project, or until the index has applied everything the stream held when
         it started (events of the layout before per-project subjects included), the
-        stream's last sequence."""
-        last = (await self.events.info(timeout=timeout)).last_seq
+        stream's last sequence. At most `timeout` seconds in all (else BusError); OutOfReach
+        when the answer comes from a replica of a stream without a leader (a node cut off, or
+        an election), whose state may be behind what the others acknowledged."""
+        deadline = time.monotonic() + timeout
+        info = await self.events.info(timeout=timeout)
+        if info.leader == "":
+            raise OutOfReach("MEM_EVENTS has no leader this node reaches: its state may be behind")
+        last = info.last_seq
         if project is None or not self.booted or max(self.index.seq, self.delivered_seq) >= last:
             return last  # caught up with everything: one request, as a query alone costs
+        left = max(deadline - time.monotonic(), 0.001)
         subjects = [observation_events_subject(project), *SHARED_SUBJECTS]
-        seqs = await asyncio.gather(*(self.events.last_seq(s, timeout=timeout) for s in subjects))
+        seqs = await asyncio.gather(*(self.events.last_seq(s, timeout=left) for s in subjects))
         return max(seqs)
 
-    async def caught_up(self, timeout: float = 5.0, project: str | None = None) -> bool:
+    async def caught_up(
+        self, timeout: float = 5.0, project: str | None = None, reach: float | None = None
+    ) -> bool:
         """Wait until every event in the stream right now that a query of `project` (None:
         any) could see has been applied: at most `timeout` seconds in all, asking the
-        stream included (a stream electing a new leader answers nothing until it has one).
+        stream included (a stream electing a new leader answers nothing until it has one),
+        and at most `reach` of them asking it (then BusError: the stream is out of reach).
         Events of other projects before that point are applied on the way (the stream is
         read in order); those after it are not waited for."""
         started = time.monotonic()
         deadline = started + timeout
         whole = project is None or not self.booted
-        target = await self.target(project, timeout)
+        target = await self.target(project, timeout if reach is None else min(reach, timeout))
         self.last_fence = (project, target)
         while max(self.index.seq, self.delivered_seq) < target:
             now = time.monotonic()

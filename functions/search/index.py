@@ -31,6 +31,7 @@ from functions.kernel.records import (
 )
 from functions.search.analysis import synonyms, tokenize
 from functions.search.bm25 import BM25Index, Clause, Mask, Scope
+from functions.search.context_index import ContextIndex
 from functions.search.documents import (
     KIND_MEMORY,
     KINDS,
@@ -154,6 +155,9 @@ class SearchIndex:
         self.shown: ShownRecords | None = None
         """The full record of observation slots, in a local file (the search worker's; None:
         hits read their records from KV)."""
+        self.context = ContextIndex()
+        """Per project: the best and newest records, counts and entities, what the session
+        start reads (functions/search/context_index.py)."""
 
     def id_of(self, n: int) -> str | None:
         """The record id in slot `n`, by the table in place now (a snapshot load replaces it)."""
@@ -172,14 +176,17 @@ class SearchIndex:
         doc = document(record, self.config.fields)
         self.remove([doc.meta.id])
         self._insert(doc)
+        n = len(self.meta) - 1
         if self.shown is not None and isinstance(record, Observation):
-            self.shown.put(len(self.meta) - 1, _encode(record))
+            self.shown.put(n, _encode(record))
         if record.trust is not None and record.trust.held:
             self.verdicts[doc.meta.id] = list(record.trust.reasons)
         else:
             self.verdicts.pop(doc.meta.id, None)
-        if self.held_reasons(doc.meta.id) is not None:
-            self._hold({len(self.meta) - 1}, set())
+        held = self.held_reasons(doc.meta.id) is not None
+        self.context.add(self, n, doc.meta, held)
+        if held:
+            self._hold({n}, set())
 
     def _insert(self, d: Document) -> None:
         n = len(self.meta)
@@ -210,6 +217,9 @@ class SearchIndex:
             n = self.doc_of.pop(i, None)
             if n is None:
                 continue
+            m = self.meta[n]
+            if m is not None:
+                self.context.remove(self, n, m)
             self.verdicts.pop(i, None)
             if n in self.held:
                 self._hold(set(), {n})
@@ -268,6 +278,12 @@ class SearchIndex:
     def _hold(self, on: set[int], off: set[int]) -> None:
         before = len(self.held)
         changed = bool(on - self.held) or bool(off & self.held)
+        for n in on - self.held:
+            if (m := self.meta[n]) is not None:
+                self.context.hold(self, n, m)
+        for n in off & self.held:
+            if (m := self.meta[n]) is not None:
+                self.context.release(self, n, m)
         self.held |= on
         self.held -= off
         if changed or len(self.held) != before:

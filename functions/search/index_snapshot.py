@@ -24,6 +24,7 @@ from typing import Any, TypeAlias
 
 import msgspec
 
+from functions.search.context_index import ContextIndex
 from functions.search.documents import Meta
 from functions.search.index import SearchIndex
 from functions.search.postings import Sealed, SealedBuffers
@@ -41,7 +42,7 @@ PLAIN = b"rs6\0"
 """Prefix of the same, uncompressed (a local file: written and read at disk speed)."""
 _SECTIONS = ("meta_buf", "meta_end", "meta_live", "alive", "project", "agent", "kind",
              "session", "day", "doc_len", "graph_ents_flat", "graph_ents_end", "ids_keys",
-             "ids_slots", "vector_blob", "shown_end")  # fmt: skip
+             "ids_slots", "vector_blob", "shown_end", "context")  # fmt: skip
 _SEALED = ("first", "part", "end", "docs", "tfs")
 Buffer: TypeAlias = "bytes | memoryview | mmap.mmap"
 _PIECE = 1 << 20
@@ -96,6 +97,9 @@ class IndexSnapshot(msgspec.Struct, kw_only=True):
     verdicts: dict[str, list[str]] = msgspec.field(default_factory=dict)
     decided: dict[str, list[str] | None] = msgspec.field(default_factory=dict)
     """The quarantine (`SearchIndex.verdicts`, `.decided`): empty in snapshots before it."""
+    context: bytes = b""
+    """The per-project lists and counts the session start reads (msgpack of
+    `ContextIndex.dump()`); empty in snapshots written before it: made from the records."""
 
 
 def dump(index: SearchIndex) -> bytes:
@@ -234,6 +238,7 @@ def _parts(index: SearchIndex) -> tuple[IndexSnapshot, list[tuple[str, Section]]
         shown_end=shown_end,
         verdicts=dict(index.verdicts),
         decided=dict(index.decided),
+        context=msgspec.msgpack.encode(index.context.dump()),
     )
     sections: list[tuple[str, Section]] = []
     for name in _SECTIONS:
@@ -345,4 +350,9 @@ def load(blob: Buffer, index: SearchIndex) -> SearchIndex:
     index.verdicts = dict(snap.verdicts)
     index.decided = dict(snap.decided)
     index.reload_held()
+    if snap.context:
+        index.context = ContextIndex.load(msgspec.msgpack.decode(snap.context))
+    else:
+        index.context = ContextIndex.of(index, index.held.__contains__)
+    index.forget_scopes()
     return index

@@ -7,15 +7,15 @@ import asyncio
 import contextlib
 import logging
 import re
-from collections import Counter
+import time
 from collections.abc import Sequence
-from datetime import datetime
-from typing import Any
+from datetime import UTC, datetime
+from typing import Any, TypeVar
 
 import msgspec
 import numpy as np
 
-from engine import BUS_ERRORS, Client, FunctionError, Http, NoArgs, Tool, operation
+from engine import BUS_ERRORS, Client, Context, FunctionError, Http, NoArgs, Tool, operation
 from functions.kernel import followup
 from functions.kernel.clock import now_iso
 from functions.kernel.owned import routes, started
@@ -49,12 +49,14 @@ from functions.search.wire import (
     SmartSearchIn,
     SmartSearchOut,
     SmartSearchRequest,
+    Staleness,
     TimelineIn,
     TimelineOut,
 )
 from functions.slots.slot_service import pinned_context
 
 log = logging.getLogger("functions.search")
+T = TypeVar("T")
 AGENT = {"x-agent-id": "agentId"}
 rest = routes("search", headers=AGENT)
 
@@ -66,6 +68,10 @@ _BUCKET = {
 
 
 _as_dict = msgspec.json.Decoder(dict[str, Any]).decode
+ANSWER_MARGIN = 0.1
+"""Seconds before its caller's deadline a context stops waiting, to answer in time."""
+LEFT_OUT_RECENT = "the latest writes (the index could not catch up with the stream)"
+LEFT_OUT_SLOTS = "pinned slots"
 
 
 def tokens_of(text: str) -> int:
@@ -91,17 +97,39 @@ class SearchService:
         # Read-your-writes across processes: the index may live in another process than
         # the write path (workers.search), so a query first waits, up to this long, until
         # every event already in MEM_EVENTS is applied. 0 turns the fence off.
-        self.freshness = search_settings().freshness_seconds
+        settings = search_settings()
+        self.freshness = settings.freshness_seconds
+        self.reach = settings.stream_reach_seconds
+        """How long the fence tries to learn what it must wait for before the query answers
+        from the index as it is, and says so (a partition, a leader election)."""
 
-    async def _fresh(self, project: str | None = None) -> None:
+    async def _fresh(self, project: str | None = None, wait: float | None = None) -> bool:
         """The freshness fence, scoped: a query of one project waits for that project's
-        writes (and the shared ones), not for every writer's backlog."""
+        writes (and the shared ones), not for every writer's backlog; `wait` bounds it
+        further. False when the index could not be brought up to the stream in time (the
+        stream out of reach, or not applied yet): the query then answers from what this
+        replica has, marked stale. Writes are not concerned: they still need the stream."""
         if self.client is None or self.freshness <= 0:
-            return
+            return True
+        timeout = self.freshness if wait is None else min(self.freshness, wait)
+        if timeout <= 0:
+            return False
         try:
-            await self.holder.caught_up(timeout=self.freshness, project=project or None)
-        except Exception as exc:  # the bus is reconnecting: answer from what we have
-            log.debug("freshness fence skipped: %s", exc)
+            return await self.holder.caught_up(
+                timeout=timeout, project=project or None, reach=self.reach
+            )
+        except Exception as exc:  # out of reach (a partition, an election): what we have
+            log.debug("freshness fence: the stream is out of reach (%s)", exc)
+            return False
+
+    def _staleness(self) -> Staleness:
+        """What a stale answer covers: the last event applied and when it was stored."""
+        at = self.holder.applied_at
+        return Staleness(
+            stale=True,
+            indexed_seq=self.holder.index.seq,
+            indexed_at=_iso(at) if at else None,
+        )
 
     async def start(self, client: Client) -> None:
         self.client = client
@@ -186,7 +214,7 @@ class SearchService:
         tool=Tool("memory_recall", tier="core,basic"),
     )
     async def search(self, req: SearchIn) -> SearchOut:
-        await self._fresh(req.project)
+        fresh = await self._fresh(req.project)
         hits = self._search(
             req.query, req.project, req.agent_id, req.kinds, req.limit, req.include_quarantined
         )
@@ -208,6 +236,9 @@ class SearchService:
             tokens_budget=req.token_budget,
             truncated=truncated,
         )
+        if not fresh:
+            st = self._staleness()
+            out.stale, out.indexed_seq, out.indexed_at = st.stale, st.indexed_seq, st.indexed_at
         if not full:
             where = f" in project {req.project!r}" if req.project else ""
             out.message = f"nothing in memory matches {req.query!r}{where}"
@@ -247,7 +278,7 @@ class SearchService:
             return SmartSearchOut(mode="expanded", results=results)
         if not req.query.strip():
             raise FunctionError("BAD_REQUEST", "query must not be empty", field="query")
-        await self._fresh(req.project)
+        fresh = await self._fresh(req.project)
         hits = self._search(
             req.query, req.project, req.agent_id, req.kinds, req.limit, req.include_quarantined
         )
@@ -259,12 +290,16 @@ class SearchService:
                        score=h.score, timestamp=h.timestamp, kind=h.kind, matched=h.matched)
             for h in hits
         ]  # fmt: skip
-        if req.include_quarantined:
-            return SmartSearchOut(
-                mode="compact",
-                results=[self._flag(msgspec.to_builtins(c), c.obs_id) for c in compact],
-            )
-        return SmartSearchOut(mode="compact", results=list(compact))
+        results = (
+            [self._flag(msgspec.to_builtins(c), c.obs_id) for c in compact]
+            if req.include_quarantined
+            else list(compact)
+        )
+        out = SmartSearchOut(mode="compact", results=results)
+        if not fresh:
+            st = self._staleness()
+            out.stale, out.indexed_seq, out.indexed_at = st.stale, st.indexed_seq, st.indexed_at
+        return out
 
     def _metas(self, project: str | None, agent_id: str | None, kinds: list[str]) -> list[Meta]:
         idx = self.holder.index
@@ -285,39 +320,60 @@ class SearchService:
         description="Token-budgeted context for a session",
         http=rest("POST", "context"),
     )
-    async def context(self, req: ContextIn) -> ContextOut:
-        await self._fresh(req.project)
+    async def context(self, req: ContextIn, ctx: Context | None = None) -> ContextOut:
+        """What the index holds is read at once; what must be waited for (the freshness
+        fence, the pinned slots and the stored profile in KV) is waited for until the
+        caller's deadline allows (a session start gives it a fraction of the hooks' wait),
+        and what is not ready by then is left out and named in the reply."""
+        until = ctx.deadline - ANSWER_MARGIN if ctx is not None else None
+        left_out: list[str] = []
+        # The reads from KV go on while the fence waits: neither needs the other.
+        slots = asyncio.create_task(self._pinned(req.project))
+        stored = (
+            asyncio.create_task(self._stored_profile(req.project)) if not req.agent_id else None
+        )
+        try:
+            if not await self._fresh(req.project, wait=_left(until)):
+                left_out.append(LEFT_OUT_RECENT)
+            pinned = await _by(slots, until)
+            if pinned is None:
+                left_out.append(LEFT_OUT_SLOTS)
+            prof = await self._profile(
+                ProfileIn(project=req.project, agent_id=req.agent_id), stored, until
+            )
+        finally:
+            slots.cancel()
+            if stored is not None:
+                stored.cancel()
+        return _pack(self._blocks(req, pinned or "", prof), req.budget, left_out)
+
+    def _blocks(self, req: ContextIn, pinned: str, prof: ProfileOut) -> list[tuple[str, str]]:
+        """The context's blocks in priority order, from the index's per-project lists."""
         project = req.project or None
         blocks: list[tuple[str, str]] = []
-        pinned = await self._pinned(req.project)
         if pinned:
             blocks.append(("slots", pinned))
-        memories = sorted(self._metas(project, req.agent_id, [KIND_MEMORY]),
-                          key=lambda m: (-m.importance, m.timestamp), reverse=False)  # fmt: skip
-        for m in memories[:20]:
+        index = self.holder.index
+        view = index.context
+        for m in view.best(index, project, req.agent_id, KIND_MEMORY, 20):
             label = "pinned" if m.importance >= 8 else "memory"
             blocks.append((label, f"- [{m.type}] {m.title}"))
-        prof = await self.profile(ProfileIn(project=req.project, agent_id=req.agent_id))
         if prof.observations:
             blocks.append(("profile", f"Project {prof.project}: {prof.sessions} sessions, "
                            f"{prof.observations} observations; files: {', '.join(prof.top_files[:8])}; "
                            f"concepts: {', '.join(prof.top_concepts[:8])}"))  # fmt: skip
-        summaries = sorted(self._metas(project, req.agent_id, [KIND_SUMMARY]),
-                           key=lambda m: m.timestamp, reverse=True)  # fmt: skip
-        for m in summaries[:5]:
+        for m in view.best(index, project, req.agent_id, KIND_SUMMARY, 5):
             blocks.append(("summary", f"- {m.timestamp[:10]} {m.title}"))
         if req.query.strip():
             hits = self._search(req.query, project, req.agent_id, [KIND_OBSERVATION], 10)
-            important: list[Meta | None] = [self.holder.index.get(h.id) for h in hits]
+            important: list[Meta | None] = [index.get(h.id) for h in hits]
         else:
-            obs = self._metas(project, req.agent_id, [KIND_OBSERVATION])
-            obs = [m for m in obs if m.session_id != req.session_id or not req.session_id]
-            ranked = sorted(obs, key=lambda m: (m.importance, m.timestamp), reverse=True)
-            important = list(ranked[:30])
+            important = list(view.best(index, project, req.agent_id, KIND_OBSERVATION, 30,
+                                       skip_session=req.session_id))  # fmt: skip
         for om in important:
             if om is not None:
                 blocks.append(("observation", f"- {om.timestamp[:16]} [{om.type}] {om.title}"))
-        return _pack(blocks, req.budget)
+        return blocks
 
     @operation(
         "mem::enrich",
@@ -419,7 +475,27 @@ class SearchService:
         commands, errors, conventions) when it has one; counts by type from the index.
         With an agent filter, or before the lifecycle has folded the project, everything
         comes from the index."""
-        stored = None if req.agent_id else await self._stored_profile(req.project)
+        reading = (
+            asyncio.create_task(self._stored_profile(req.project)) if not req.agent_id else None
+        )
+        return await self._profile(req, reading, None)
+
+    async def _profile(
+        self,
+        req: ProfileIn,
+        reading: asyncio.Task[ProjectProfile | None] | None,
+        until: float | None,
+    ) -> ProfileOut:
+        """`profile`, with the stored one being read by `reading` (None: not wanted), waited
+        for until `until` (epoch; then the index's answers)."""
+        stored = None
+        if reading is not None:
+            try:
+                stored = await _by(reading, until)
+            finally:
+                if not reading.done():
+                    reading.cancel()
+                    log.info("project profile of %r not read in time: the index's", req.project)
         if stored is None or not stored.observations:
             return self._index_profile(req, with_entities=True)
         out = self._index_profile(req, with_entities=False)
@@ -446,33 +522,14 @@ class SearchService:
 
     def _index_profile(self, req: ProfileIn, *, with_entities: bool) -> ProfileOut:
         idx = self.holder.index
-        mask = idx.mask(req.project or None, req.agent_id, None)
-        docs = np.flatnonzero(mask).tolist()
-        types: Counter[str] = Counter()
-        ents: Counter[str] = Counter()
-        sessions: set[str] = set()
-        memories = 0
-        last = ""
-        for n in docs:
-            m = idx.meta[n]
-            if m is None:
-                continue
-            if m.kind == KIND_MEMORY:
-                memories += 1
-            else:
-                types[m.type] += 1
-            if m.session_id:
-                sessions.add(m.session_id)
-            last = max(last, m.timestamp)
-            if with_entities:
-                for e in idx.graph.ents_of.get(n, ()):
-                    ents[idx.graph.names[e]] += 1
-        files = [e for e, _ in ents.most_common(200) if "/" in e or "." in e][:10]
-        concepts = [e for e, _ in ents.most_common(200) if "/" not in e and "." not in e][:10]
+        got = idx.context.profile(idx, req.project or None, req.agent_id, entities=with_entities)
+        names = [idx.graph.names[v] for v in got.nodes]
+        files = [e for e in names if "/" in e or "." in e][:10]
+        concepts = [e for e in names if "/" not in e and "." not in e][:10]
         return ProfileOut(
-            project=req.project, observations=sum(types.values()), memories=memories,
-            sessions=len(sessions), top_files=files, top_concepts=concepts, types=dict(types),
-            last_activity=last,
+            project=req.project, observations=got.observations, memories=got.memories,
+            sessions=got.sessions, top_files=files, top_concepts=concepts, types=got.types,
+            last_activity=got.last_activity,
         )  # fmt: skip
 
 
@@ -541,12 +598,39 @@ def _held_record(record: dict[str, Any], req: SmartSearchIn) -> bool:
     return not req.include_quarantined and isinstance(trust, dict) and bool(trust.get("held"))
 
 
-def _pack(blocks: list[tuple[str, str]], budget: int) -> ContextOut:
+async def _by(task: asyncio.Task[T], until: float | None) -> T | None:
+    """The task's result if it is done by `until` (epoch; None: no limit), else None (the
+    task goes on; its owner cancels it)."""
+    done, _ = await asyncio.wait({task}, timeout=_left(until))
+    return task.result() if done else None
+
+
+def _left(until: float | None) -> float | None:
+    """Seconds until `until` (epoch), at least 0; None: no limit."""
+    return None if until is None else max(0.0, until - time.time())
+
+
+def _iso(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, tz=UTC).isoformat(timespec="milliseconds")
+
+
+def left_out_line(left_out: list[str]) -> str:
+    """The line a context ends with when parts of it were not ready in time."""
+    return f"(agentmemory: not ready in time, left out: {', '.join(left_out)})"
+
+
+def _pack(
+    blocks: list[tuple[str, str]], budget: int, left_out: list[str] | None = None
+) -> ContextOut:
     """Greedy packing in priority order: a block that does not fit is skipped, and smaller
-    ones after it may still fill the budget. The block is framed as retrieved data
-    (functions/quarantine/frame.py): no record's text can end the frame, and a record's
-    line stays one line (pinned slots keep theirs: the owner wrote them)."""
+    ones after it may still fill the budget. What was not ready in time (`left_out`) is
+    named on the context's last line, whose room is kept first. The block is framed as
+    retrieved data (functions/quarantine/frame.py): no record's text can end the frame, and
+    a record's line stays one line (pinned slots keep theirs: the owner wrote them)."""
     used = tokens_of("x" * FRAME_OVERHEAD) + 1
+    note = left_out_line(left_out) if left_out else ""
+    if note:
+        used += tokens_of(note) + 1
     chosen: list[tuple[str, str]] = []
     for kind, raw in blocks:
         text = inert(raw if kind == "slots" else one_line(raw))
@@ -555,10 +639,12 @@ def _pack(blocks: list[tuple[str, str]], budget: int) -> ContextOut:
             continue
         chosen.append((kind, text))
         used += t
-    body = "\n".join(text for _, text in chosen)
-    context = frame_context(body) if chosen else ""
+    lines = [text for _, text in chosen] + ([note] if note else [])
+    body = "\n".join(lines)
+    context = frame_context(body) if lines else ""
     return ContextOut(
         context=context,
         blocks=[{"type": k, "content": t, "tokens": tokens_of(t)} for k, t in chosen],
         tokens=tokens_of(context),
+        left_out=list(left_out or []),
     )

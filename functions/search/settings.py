@@ -36,6 +36,12 @@ class SearchSettings:
         2.0,
         "How long a query waits for every acknowledged write to be indexed (0: no wait).",
     )
+    stream_reach_seconds: float = duration(
+        "SEARCH_STREAM_REACH_SECONDS",
+        0.75,
+        "How long a query tries to reach MEM_EVENTS for the freshness fence before it "
+        "answers from its index, marked stale (a partition, a leader election).",
+    )
     token_budget: int = integer(
         "TOKEN_BUDGET",
         2000,

@@ -79,12 +79,24 @@ class CompactHit(msgspec.Struct, rename="camel", kw_only=True):
     """The retrievers that ranked it."""
 
 
-class SmartSearchOut(msgspec.Struct, kw_only=True):
+class Staleness(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """On an answer the index gave without catching up with the stream (out of reach: a
+    partition, a leader election; or behind past the fence's wait): `stale` true, and how
+    far the answer reaches."""
+
+    stale: bool = False
+    indexed_seq: int | None = msgspec.field(default=None, name="indexedSeq")
+    """The last MEM_EVENTS sequence the answer includes."""
+    indexed_at: str | None = msgspec.field(default=None, name="indexedAt")
+    """When that event was stored: writes acknowledged after it may be missing."""
+
+
+class SmartSearchOut(Staleness, kw_only=True, omit_defaults=True):
     mode: str
     results: list[Any]
 
 
-class SearchOut(msgspec.Struct, kw_only=True, omit_defaults=True):
+class SearchOut(Staleness, kw_only=True, omit_defaults=True):
     results: list[dict[str, Any]]
     total: int
     tokens_used: int | None = None
@@ -109,10 +121,13 @@ class ContextIn(msgspec.Struct, rename="camel", kw_only=True):
     query: str = ""
 
 
-class ContextOut(msgspec.Struct, kw_only=True):
+class ContextOut(msgspec.Struct, kw_only=True, omit_defaults=True):
     context: str
     blocks: list[dict[str, Any]]
     tokens: int
+    left_out: list[str] = msgspec.field(default_factory=list, name="leftOut")
+    """What was not ready before the caller's deadline (the context's last line says it
+    too); absent when nothing was left out."""
 
 
 class EnrichIn(msgspec.Struct, rename="camel", kw_only=True):

@@ -192,6 +192,7 @@ async def run(profile: Profile, keep: bool, samples_to: Path | None = None) -> d
         if srch
         else None,
         "search_misses": load.stats["search_misses"],
+        "search_stale": load.stats["search_stale"],
         "search_checked": load.stats["search_checked"],
         "node_kills": sum(1 for f in log if f["fault"] == "nats_node"),
         "worker_kills": sum(1 for f in log if f["fault"] == "memory_replica"),
@@ -214,7 +215,7 @@ async def run(profile: Profile, keep: bool, samples_to: Path | None = None) -> d
         "errors": {
             k: v
             for k, v in sorted(load.stats.items())
-            if not k.startswith(("observe_", "search_checked", "search_misses"))
+            if not k.startswith(("observe_", "search_checked", "search_misses", "search_stale"))
         },
         "search_deadline_s": profile.search_deadline,
         "startup_s": round(startup, 2),

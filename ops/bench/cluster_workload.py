@@ -197,11 +197,15 @@ class Load:
         if got is None:
             self.stats["search_failed"] += 1
             return
+        reply = msgspec.json.decode(got[1])
+        stale = bool(reply.get("stale"))
+        self.stats["search_stale"] += stale  # answered by an index out of reach of the stream
         if target is not None:
-            ids = {h.get("id") for h in msgspec.json.decode(got[1]).get("results", [])}
+            ids = {h.get("id") for h in reply.get("results", [])}
             self.stats["search_checked"] += 1
             if self.acked[target] not in ids:
                 self.stats["search_misses"] += 1
+                self.stats["search_misses_stale"] += stale
 
     async def drive(self, stop: asyncio.Event) -> None:
         """Start `rate` operations a second, at most `in_flight` at once, until `stop`."""

@@ -51,6 +51,7 @@ sys.path.insert(0, str(ROOT))
 
 from engine import Client, connect
 from functions.kernel.records import AUDIT_BUCKET, EVENTS_STREAM
+from ops.bench.cluster import write_samples
 from ops.bench.cluster_workload import (
     SECRET,
     Load,
@@ -216,7 +217,9 @@ def agents_two_holders(lines: list[dict[str, Any]]) -> int:
     return bad
 
 
-async def inner(lab: Lab, profile: Profile, fp: Faults, keep: bool) -> dict[str, Any]:
+async def inner(
+    lab: Lab, profile: Profile, fp: Faults, keep: bool, samples_to: Path | None = None
+) -> dict[str, Any]:
     tmp = Path(tempfile.mkdtemp(prefix="partition-bench-"))
     env = {"HOME": str(tmp / "home"), "AGENTMEMORY_SECRET": SECRET, "ENGINE_LOG_LEVEL": "WARNING"}
     members = range(3)
@@ -273,6 +276,8 @@ async def inner(lab: Lab, profile: Profile, fp: Faults, keep: bool) -> dict[str,
         if not keep:
             shutil.rmtree(tmp, ignore_errors=True)
     s = load.samples
+    if samples_to is not None:
+        write_samples(samples_to, s, log, t_load, ticks.times)
     srch = [x for x in s if x.kind == "search"]
     for f in log:
         end = f["at"] + f["cut_s"] + f["recovery_s"] + profile.settle
@@ -298,6 +303,8 @@ async def inner(lab: Lab, profile: Profile, fp: Faults, keep: bool) -> dict[str,
         "search_availability": round(sum(1 for x in srch if x.ok) / len(srch), 4) if srch else None,
         "searches": len(srch),
         "search_misses": load.stats["search_misses"],
+        "search_stale": load.stats["search_stale"],
+        "search_misses_stale": load.stats["search_misses_stale"],
         "two_holders_seen_by_agents": agents_two_holders(agent_lines),
         "lease_acquired": kinds.count("acquired"),
         "lease_done": kinds.count("done"),
@@ -306,6 +313,11 @@ async def inner(lab: Lab, profile: Profile, fp: Faults, keep: bool) -> dict[str,
         "election_s": {f["fault"]: f["election_s"] for f in log},
         "faults": log,
         "observe_gave_up": load.stats["observe_gave_up"],
+        "errors": {
+            k: v
+            for k, v in sorted(load.stats.items())
+            if k.endswith(("Error", "Failure", "TimeoutError")) or k[-3:].isdigit()
+        },
         "rate_ops_s": profile.rate,
         "startup_s": round(startup, 1),
         "seconds": round(time.monotonic() - t_start, 1),
@@ -365,6 +377,7 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="about three minutes")
     ap.add_argument("--test", action="store_true", help="the smaller run the test suite makes")
     ap.add_argument("--keep", action="store_true", help="keep the data dirs and logs")
+    ap.add_argument("--samples", type=Path, help="write every operation and fault (JSON lines)")
     args = ap.parse_args()
     profile, fp = PROFILES["test" if args.test else "quick" if args.quick else "full"]
     ok, why = available()
@@ -373,7 +386,7 @@ def main() -> None:
         return
     lab = Lab(3, tag="part").start()
     try:
-        out = lab.run_in_hub(lambda: asyncio.run(inner(lab, profile, fp, args.keep)))
+        out = lab.run_in_hub(lambda: asyncio.run(inner(lab, profile, fp, args.keep, args.samples)))
     finally:
         lab.close()
     emit(out)

@@ -40,6 +40,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from ops.bench import session_start
 from ops.bench.harness import (
     PROJECT,
     SECRET,
@@ -232,6 +233,8 @@ async def soak(args: argparse.Namespace) -> dict[str, Any]:
         done.set()
         await asyncio.gather(*tasks)
         elapsed = time.monotonic() - t_start
+        # Every agent's first calls on the store as the soak leaves it (ops/bench/session_start.py).
+        start_figures = await session_start.measure(engine.rest_port, PROJECT)
         # Stop and start again on the same data dir: what a laptop's reboot costs.
         restart.update(await stop_and_start(engine))
         restart["rss_mb_after"] = round(
@@ -248,7 +251,7 @@ async def soak(args: argparse.Namespace) -> dict[str, Any]:
     if args.svg and points:
         Path(args.svg).parent.mkdir(parents=True, exist_ok=True)
         Path(args.svg).write_text(plot(points))  # again from the file: ops/bench/soak_plot.py
-    return summary(points, clients, searches, elapsed, startup, restart, args)
+    return {**summary(points, clients, searches, elapsed, startup, restart, args), **start_figures}
 
 
 async def stop_and_start(engine: Engine) -> dict[str, float]:
@@ -280,6 +283,7 @@ async def restart_only(args: argparse.Namespace) -> dict[str, Any]:
         first = round(await asyncio.to_thread(engine.start), 2)
         await first_search(engine.rest_port)
         rss = round(sum(v["anon"] + v["file"] for v in memory_by_label(engine).values()), 1)
+        start_figures = await session_start.measure(engine.rest_port, PROJECT)
         for _ in range(args.restarts):
             run = await stop_and_start(engine)
             runs.append(run)
@@ -295,7 +299,7 @@ async def restart_only(args: argparse.Namespace) -> dict[str, Any]:
     )
     return {"bench": "soak_restart", "data_dir": str(data), "disk_mb": round(disk_mb(data), 1),
             "first_start_s": first, "rss_mb_first_start": rss, "rss_mb_end": rss_after,
-            "restarts": runs, "worst": worst}  # fmt: skip
+            "restarts": runs, "worst": worst, **start_figures}  # fmt: skip
 
 
 def _at(points: list[dict[str, Any]], n: int) -> dict[str, Any] | None:

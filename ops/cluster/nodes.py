@@ -19,8 +19,8 @@ from pathlib import Path
 from engine.server import NatsServer, NatsServerError
 
 CLUSTER_NAME = "agentmemory"
-PING_INTERVAL = "2s"
-PING_MAX = 3
+PING_INTERVAL = "1s"
+PING_MAX = 2
 
 
 @dataclass
