@@ -54,12 +54,12 @@ from ops.bench.cluster_workload import (
     SECRET,
     Load,
     Profile,
-    Sample,
     Ticks,
     longest_gap,
     rest_answers,
     verify,
     wait_until,
+    write_samples,
 )
 from ops.bench.harness import emit, pct
 from ops.cluster.cluster import Cluster, start_on_free_ports
@@ -223,26 +223,6 @@ async def run(profile: Profile, keep: bool, samples_to: Path | None = None) -> d
         "seconds": round(time.monotonic() - t_start, 1),
         "load_avg_1m": round(os.getloadavg()[0], 2),
     }
-
-
-def write_samples(
-    path: Path, samples: list[Sample], log: list[dict[str, Any]], t0: float, ticks: list[float]
-) -> None:
-    """Every operation, fault and cron call as JSON lines, times in seconds from the load's
-    start."""
-    import json
-
-    with path.open("w") as f:
-        for t in ticks:
-            f.write(json.dumps({"tick": round(t - t0, 3)}) + "\n")
-        for fault in log:
-            f.write(json.dumps({"fault": fault["fault"], "target": fault["target"],
-                                "at": round(fault["at"] - t0, 3),
-                                "recovery_s": fault["recovery_s"]}) + "\n")  # fmt: skip
-        for x in samples:
-            f.write(json.dumps({"kind": x.kind, "at": round(x.started - t0, 3),
-                                "ms": round(1000 * (x.done - x.started), 1), "ok": x.ok,
-                                "attempts": x.attempts, "host": x.host}) + "\n")  # fmt: skip
 
 
 def main() -> None:

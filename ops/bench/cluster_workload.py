@@ -21,6 +21,7 @@ import random
 import time
 from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -330,3 +331,23 @@ async def verify(cluster: Cluster, client: Client, load: Load) -> dict[str, Any]
         "observations_stored": kv.state.messages,
         "inbox_left": pending(),
     }
+
+
+def write_samples(
+    path: Path, samples: list[Sample], log: list[dict[str, Any]], t0: float, ticks: list[float]
+) -> None:
+    """Every operation, fault and cron call as JSON lines, times in seconds from the load's
+    start."""
+    import json
+
+    with path.open("w") as f:
+        for t in ticks:
+            f.write(json.dumps({"tick": round(t - t0, 3)}) + "\n")
+        for fault in log:
+            f.write(json.dumps({"fault": fault["fault"], "target": fault["target"],
+                                "at": round(fault["at"] - t0, 3),
+                                "recovery_s": fault["recovery_s"]}) + "\n")  # fmt: skip
+        for x in samples:
+            f.write(json.dumps({"kind": x.kind, "at": round(x.started - t0, 3),
+                                "ms": round(1000 * (x.done - x.started), 1), "ok": x.ok,
+                                "attempts": x.attempts, "host": x.host}) + "\n")  # fmt: skip

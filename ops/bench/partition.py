@@ -51,7 +51,6 @@ sys.path.insert(0, str(ROOT))
 
 from engine import Client, connect
 from functions.kernel.records import AUDIT_BUCKET, EVENTS_STREAM
-from ops.bench.cluster import write_samples
 from ops.bench.cluster_workload import (
     SECRET,
     Load,
@@ -61,6 +60,7 @@ from ops.bench.cluster_workload import (
     rest_answers,
     verify,
     wait_until,
+    write_samples,
 )
 from ops.bench.harness import emit
 from ops.cluster.cluster import Cluster

@@ -40,7 +40,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from ops.bench import session_start
+from ops.bench import session_probe
 from ops.bench.harness import (
     PROJECT,
     SECRET,
@@ -233,8 +233,8 @@ async def soak(args: argparse.Namespace) -> dict[str, Any]:
         done.set()
         await asyncio.gather(*tasks)
         elapsed = time.monotonic() - t_start
-        # Every agent's first calls on the store as the soak leaves it (ops/bench/session_start.py).
-        start_figures = await session_start.measure(engine.rest_port, PROJECT)
+        # Every agent's first calls on the store as the soak leaves it (ops/bench/session_probe.py).
+        start_figures = await session_probe.measure(engine.rest_port, PROJECT)
         # Stop and start again on the same data dir: what a laptop's reboot costs.
         restart.update(await stop_and_start(engine))
         restart["rss_mb_after"] = round(
@@ -283,7 +283,7 @@ async def restart_only(args: argparse.Namespace) -> dict[str, Any]:
         first = round(await asyncio.to_thread(engine.start), 2)
         await first_search(engine.rest_port)
         rss = round(sum(v["anon"] + v["file"] for v in memory_by_label(engine).values()), 1)
-        start_figures = await session_start.measure(engine.rest_port, PROJECT)
+        start_figures = await session_probe.measure(engine.rest_port, PROJECT)
         for _ in range(args.restarts):
             run = await stop_and_start(engine)
             runs.append(run)

@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.helpers import eventually
 
 from engine import BusError, Client, connect
 from functions.kernel.records import (
@@ -32,7 +31,7 @@ from functions.kernel.records import (
 from functions.kernel.store import events_stream
 from ops.cluster.nodes import NatsCluster, NodePorts, free_ports
 from ops.netns import Lab, available
-from tests.conftest import ROOT
+from tests.fixtures import ROOT, eventually
 
 OK, WHY = available()
 pytestmark = [pytest.mark.skipif(not OK, reason=WHY or "ok"), pytest.mark.timeout(300)]

@@ -23,8 +23,15 @@ LINES = re.findall(
 COMMANDS = {command: flags.split() for command, flags in LINES}
 STDLIB = set(sys.stdlib_module_names)
 BENCH = ROOT / "ops" / "bench"
-SHARED = {"harness.py", "cluster_workload.py", "soak_plot.py"}
-"""What a bench may import of ops/bench: the harness, the cluster benches' workload, and the
+SHARED = {
+    "harness.py",
+    "cluster_workload.py",
+    "soak_plot.py",
+    "search_corpus.py",
+    "session_probe.py",
+}
+"""What a bench may import of ops/bench: the harness, the cluster benches' workload, the search
+corpus, the session-start probe, and the
 soak's plot (also a script of its own, redrawing a kept series)."""
 
 
