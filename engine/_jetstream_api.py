@@ -19,6 +19,7 @@ UNAVAILABLE = 10008
 """JetStream's "system temporarily unavailable": no meta leader yet."""
 CONSUMER_NOT_FOUND = 10014
 NO_MESSAGE_FOUND = 10037
+SEQUENCE_NOT_FOUND = 10043
 STREAM_NOT_FOUND = 10059
 
 
@@ -148,6 +149,13 @@ class PurgeReply(msgspec.Struct):
 class DeleteReply(msgspec.Struct):
     error: ApiError | None = None
     success: bool = False
+
+
+class MsgDeleteRequest(msgspec.Struct):
+    """STREAM.MSG.DELETE: `no_erase` false overwrites the message's bytes on disk."""
+
+    seq: int
+    no_erase: bool = False
 
 
 # ---- STREAM.MSG.GET and DIRECT.GET ----------------------------------------------------------

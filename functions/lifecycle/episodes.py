@@ -43,7 +43,7 @@ async def summarize_sessions(
     if not session_ids and visit is None:
         return []
     digests = {sid: SessionDigest(sid, cap=cap) for sid in session_ids}
-    async for _, obs in store.observations.scan(">", Observation):
+    async for obs in store.scan_observations():
         if stop is not None and stop():
             return []
         if visit is not None:

@@ -19,7 +19,7 @@ import msgspec
 from engine import Bucket, FunctionError, Tool, operation
 from functions.kernel.clock import now_iso
 from functions.kernel.owned import OwnedService, routes
-from functions.kernel.records import SLOTS_BUCKET, Observation, Slot
+from functions.kernel.records import SLOTS_BUCKET, Slot
 from functions.kernel.scrub import scrub
 from functions.kernel.store import StoreOwner
 from functions.kernel.views import as_view, view
@@ -383,11 +383,7 @@ class SlotService(OwnedService[StoreOwner]):
     )
     async def slot_reflect(self, req: SlotReflectIn) -> ReflectOut:
         st = self.store
-        obs = [
-            o
-            for o in await st.load_all(st.observations, Observation)
-            if o.session_id == req.session_id
-        ]
+        obs = [o async for o in st.scan_observations() if o.session_id == req.session_id]
         if not obs:
             return ReflectOut(
                 success=True,
