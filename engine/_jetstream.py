@@ -31,6 +31,7 @@ from engine._errors import FunctionError
 from engine._jetstream_api import (
     API,
     CONSUMER_NOT_FOUND,
+    MESSAGE_NOT_FOUND,
     NO_MESSAGE_FOUND,
     SEQUENCE_NOT_FOUND,
     STREAM_NOT_FOUND,
@@ -365,7 +366,7 @@ async def delete_message(
     body = _encode(MsgDeleteRequest(seq, no_erase=not erase))
     got = await _api(conn, f"STREAM.MSG.DELETE.{name}", body, _deleted, timeout)
     if got.error is not None:
-        if got.error.err_code in (NO_MESSAGE_FOUND, SEQUENCE_NOT_FOUND):
+        if got.error.err_code in (NO_MESSAGE_FOUND, SEQUENCE_NOT_FOUND, MESSAGE_NOT_FOUND):
             return False
         raise _refused(f"stream {name}", got.error)
     return got.success

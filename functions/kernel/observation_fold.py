@@ -103,6 +103,8 @@ class Folder:
             try:
                 await self.fold()
             except Exception as exc:  # the bus is away: the next write (or fresh) retries
+                if self.client.nc.is_closed:
+                    return  # the process is going
                 log.warning("folding observations into the index failed: %s", exc)
                 await asyncio.sleep(1.0)
                 self._wake.set()
