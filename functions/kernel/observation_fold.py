@@ -176,6 +176,26 @@ class Folder:
             self.on_folded(min(self.mark.seq, last))
             return self.mark
 
+    async def repair(self) -> int:
+        """After a crash nats-server may drop MEM_EVENTS' torn tail and give its sequence
+        numbers to new records. When the watermark is past the stream's end, the entries of
+        records that went with the tail are dropped (so their replays store them again)
+        and the watermark moves back, to be folded from there; how many entries went."""
+        async with self._lock:
+            mark, revision = await self.index.watermark()
+            last = (await self.events.info()).last_seq
+            if mark.seq <= last:
+                return 0
+            dropped = await self.index.drop_after(last)
+            log.warning(
+                "MEM_EVENTS ends at %d, before the observation index's watermark %d (the store "
+                "was repaired after a crash): %d index entries of lost records dropped",
+                last, mark.seq, dropped,
+            )  # fmt: skip
+            await self.index.advance(Watermark(seq=last, at=0.0), revision)
+            self.mark = Watermark()
+            return dropped
+
     async def _flush(self, batch: list[tuple[str, Op, int]]) -> None:
         if not batch:
             return

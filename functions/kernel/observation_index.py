@@ -183,6 +183,29 @@ class ObservationIndex:
                 entry = await self.bucket.entry(shard, bytes)
         raise CasConflict(self.bucket.bucket, shard)
 
+    async def drop_after(self, last: int) -> int:
+        """Remove the entries of records stored after `last` (a forgotten one keeps its
+        entry: it stays forgotten); how many went."""
+        dropped = 0
+        async for shard, data in self.bucket.scan("s.>", bytes):
+            block = _decode_block(data)
+            gone = [k for k, v in block.items() if v > last]
+            if not gone:
+                continue
+
+            def cut(cur: bytes | None, gone: list[str] = gone) -> bytes | None:
+                if cur is None:
+                    return None
+                b = _decode_block(cur)
+                for k in gone:
+                    if b.get(k, 0) > last:
+                        del b[k]
+                return _encode_block(b)
+
+            await self.bucket.update(shard, cut, type=bytes)
+            dropped += len(gone)
+        return dropped
+
     async def blocks(self) -> int:
         """Blocks written so far."""
         return len(await self.bucket.stored_keys("s.>"))

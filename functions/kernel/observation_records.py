@@ -147,8 +147,11 @@ class ObservationRecords:
         seq = (await self.locate([key])).get(key)
         if seq is None:
             return "absent"
-        if seq <= 0 or await self.read(seq) is None:
+        if seq <= 0:
             return "deleted"
+        obs = await self.read(seq)
+        if obs is None or key_of(obs.id) != key:
+            return "absent"  # its message was lost (a torn store): a replay stores it again
         return "present"
 
     async def scan(self, project: str = "") -> AsyncIterator[Observation]:
@@ -181,7 +184,10 @@ class ObservationRecords:
         One index read and one publish; exact under any replay (module docstring)."""
         await self.folder.fresh()
         key = key_of(obs.id)
-        if key in self._recent or await self.index.lookup(key) is not None:
+        if key in self._recent:
+            return False
+        cur = await self.index.lookup(key)
+        if cur is not None and not await self._lost(key, cur):
             return False
         seq, duplicate = await self._publish(obs, obs.id)
         if duplicate:
@@ -189,6 +195,15 @@ class ObservationRecords:
         self._recent[key] = seq
         self.folder.wrote()
         return True
+
+    async def _lost(self, key: str, seq: int) -> bool:
+        """Whether the entry's record is gone without a forget: its message is not there, or
+        holds another record (a torn store's lost tail, its sequence numbers reused). Read
+        only for a duplicate, which is rare: then a replay stores the record again."""
+        if seq <= 0:
+            return False
+        obs = await self.read(seq)
+        return obs is None or key_of(obs.id) != key
 
     async def put(self, obs: Observation, *, replace: bool = True, revive: bool = False) -> bool:
         """Store `obs` as it is: a new record, or (`replace`) a new version of the stored
@@ -290,6 +305,10 @@ class ObservationRecords:
         for k, _, _ in victims:
             self._recent.pop(k, None)
         return [obs for _, _, obs in victims]
+
+    async def repair(self) -> int:
+        """The index brought back to a stream that lost its tail in a crash (Folder.repair)."""
+        return await self.folder.repair()
 
     async def close(self) -> None:
         await self.folder.close()

@@ -96,6 +96,7 @@ class MemoryStore:
         # A data dir of the layout before records on MEM_EVENTS: brought to it in place
         # (once; the other processes wait for the one doing it).
         await upgrade_observations(c, self.events, self._observations)
+        await self._observations.repair()
         return self
 
     async def close(self) -> None:
