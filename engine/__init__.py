@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from engine._triggers import TRIGGERS_BUCKET, HttpRequest, HttpResponse, TriggerSpec
     from engine._watch import SnapshotEnd, Watch
     from engine._worker import FunctionSpec, Worker
+    from engine._worker_process import still_starting
     from engine.protocol import subject_for
 
 _WHERE = {
@@ -66,6 +67,7 @@ _WHERE = {
     "TriggerSpec": "engine._triggers",
     "FunctionSpec": "engine._worker",
     "Worker": "engine._worker",
+    "still_starting": "engine._worker_process",
     # bus: streams, object stores, KV scans and watches
     "BUS_ERRORS": "engine._bus_errors",
     "BusError": "engine._bus_errors",
@@ -136,6 +138,7 @@ __all__ = [
     "operation",
     "reconnected_event",
     "service_infos",
+    "still_starting",
     "subject_for",
     "tracing",
 ]

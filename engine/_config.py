@@ -122,12 +122,11 @@ class NatsConfig(msgspec.Struct, forbid_unknown_fields=True):
     """JetStream replicas for buckets and streams the engine creates (3 on a cluster)."""
     max_file_store: str = "10G"
     max_memory_store: str = "512M"
-    memory_limit: str | None = "320MiB"
+    memory_limit: str | None = "160MiB"
     """The embedded nats-server's soft memory limit, given to it as GOMEMLIMIT (Go's syntax:
-    `320MiB`, `1GiB`; null: none). Go's runtime otherwise lets the heap grow to twice what is
-    live; a limit above the live set (~150 MB of JetStream's per-key state at a million
-    observations) costs some CPU only as the heap nears it (docs/PERFORMANCE.md). A
-    GOMEMLIMIT in the engine's own environment wins."""
+    `160MiB`, `1GiB`; null: none). Go's runtime otherwise lets the heap grow to twice what is
+    live; a limit above the live set costs some CPU only as the heap nears it
+    (docs/design/nats-memory-limit.md). A GOMEMLIMIT in the engine's own environment wins."""
     sync: str = "default"
     """When the embedded nats-server syncs its store to disk: `default` (its own: every two
     minutes; the kernel writes most pages back within ~30 s, so a power loss can take the last

@@ -31,7 +31,9 @@ from engine._errors import FunctionError
 from engine._jetstream_api import (
     API,
     CONSUMER_NOT_FOUND,
+    MESSAGE_NOT_FOUND,
     NO_MESSAGE_FOUND,
+    SEQUENCE_NOT_FOUND,
     STREAM_NOT_FOUND,
     UNAVAILABLE,
     AckReply,
@@ -42,6 +44,7 @@ from engine._jetstream_api import (
     DeleteReply,
     LastBySubjectRequest,
     LastMessage,
+    MsgDeleteRequest,
     MsgGetReply,
     MsgGetRequest,
     MultiLastRequest,
@@ -362,6 +365,20 @@ async def purge(
             return 0
         raise err
     return got.purged
+
+
+async def delete_message(
+    conn: Connection, name: str, seq: int, *, erase: bool = True, timeout: float = API_TIMEOUT
+) -> bool:
+    """Remove the message at `seq` (`erase`: its bytes overwritten on disk, not only marked
+    deleted); False when there was none (deleted already, or never written)."""
+    body = _encode(MsgDeleteRequest(seq, no_erase=not erase))
+    got = await _api(conn, f"STREAM.MSG.DELETE.{name}", body, _deleted, timeout)
+    if got.error is not None:
+        if got.error.err_code in (NO_MESSAGE_FOUND, SEQUENCE_NOT_FOUND, MESSAGE_NOT_FOUND):
+            return False
+        raise _refused(f"stream {name}", got.error)
+    return got.success
 
 
 async def raw_stream_info(

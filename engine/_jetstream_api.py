@@ -19,6 +19,9 @@ UNAVAILABLE = 10008
 """JetStream's "system temporarily unavailable": no meta leader yet."""
 CONSUMER_NOT_FOUND = 10014
 NO_MESSAGE_FOUND = 10037
+SEQUENCE_NOT_FOUND = 10043
+MESSAGE_NOT_FOUND = 10057
+"""STREAM.MSG.DELETE of a sequence that holds no message (deleted already)."""
 STREAM_NOT_FOUND = 10059
 
 
@@ -152,6 +155,13 @@ class PurgeReply(msgspec.Struct):
 class DeleteReply(msgspec.Struct):
     error: ApiError | None = None
     success: bool = False
+
+
+class MsgDeleteRequest(msgspec.Struct):
+    """STREAM.MSG.DELETE: `no_erase` false overwrites the message's bytes on disk."""
+
+    seq: int
+    no_erase: bool = False
 
 
 # ---- STREAM.MSG.GET and DIRECT.GET ----------------------------------------------------------

@@ -303,6 +303,34 @@ class Bucket:
                 return [self._entry_of(k, got.get(self._prefix + k), type) for k in keys]
         return list(await asyncio.gather(*(self.entry(k, type) for k in keys)))
 
+    async def deleted(self, keys: list[str]) -> set[str]:
+        """Which of `keys` hold a tombstone (deleted, or their TTL ran out): batched like
+        `entries` where the bucket allows it, else a `presence` each."""
+        out: set[str] = set()
+        valid = [k for k in dict.fromkeys(keys) if valid_key(k)]
+        for i in range(0, len(valid), _jetstream.DIRECT_BATCH):
+            chunk = valid[i : i + _jetstream.DIRECT_BATCH]
+            if self._direct:
+                try:
+                    got = await _jetstream.last_messages(
+                        self._bus(), self._stream, [self._prefix + k for k in chunk]
+                    )
+                except BusError as err:
+                    log.warning(
+                        "%s: batched read refused, reading key by key (%s)", self.bucket, err
+                    )
+                else:
+                    for k in chunk:
+                        msg = got.get(self._prefix + k)
+                        if msg is not None and (
+                            msg.headers.get("KV-Operation") in _DELETED or _MARKER in msg.headers
+                        ):
+                            out.add(k)
+                    continue
+            states = await asyncio.gather(*(self.presence(k) for k in chunk))
+            out.update(k for k, st in zip(chunk, states, strict=True) if st == "deleted")
+        return out
+
     def _entry_of(self, key: str, msg: LastMessage | None, type: type[T] | Any) -> Entry[T] | None:
         if msg is None or not valid_key(key):
             return None

@@ -73,8 +73,9 @@ async def serve_all(workers: Sequence[Servable], stop: asyncio.Event | None = No
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     client = Client(nc)
-    for w in workers:
-        await w.start(nc, client)
+    # Side by side: a process hosting every worker (the laptop layout) is ready when the
+    # slowest is, not after the sum of their starts.
+    await asyncio.gather(*(w.start(nc, client) for w in workers))
     # What exists now (modules, functions, schemas, indexes loaded at start) lives as long as
     # the process: out of the collector's sight, a full collection walks only what calls
     # allocate since, instead of every object of every imported module.
@@ -87,8 +88,10 @@ async def serve_all(workers: Sequence[Servable], stop: asyncio.Event | None = No
     await stop.wait()
     watchdog.cancel()
     trimmer.cancel()
-    for w in reversed(workers):
-        await w.drain()
+    # The others side by side, then the first, which hosts the trigger plug-ins: their
+    # calls into this process keep being served until it goes.
+    await asyncio.gather(*(w.drain() for w in workers[1:]))
+    await workers[0].drain()
     await _tracing.shutdown()
     try:
         await asyncio.wait_for(nc.drain(), timeout=10)

@@ -184,8 +184,10 @@ async def read_stream(
     after: int,
     page: int = PAGE,
     timeout: float = FETCH_TIMEOUT,
+    headers_only: bool = False,
 ) -> AsyncGenerator[StreamMessage, None]:
-    """The messages after sequence `after` on `subject` ("" for all), in order."""
+    """The messages after sequence `after` on `subject` ("" for all), in order;
+    `headers_only`: without their data (a pass over subjects and sequences alone)."""
     try:
         info = await _jetstream.stream_info(conn, stream)
     except _jetstream.NotFound:
@@ -198,6 +200,7 @@ async def read_stream(
         ack_policy=AckPolicy.NONE,
         inactive_threshold=30.0,
         mem_storage=True,
+        headers_only=headers_only or None,
     )
     async for msgs in _pages(conn, stream, info.last_seq, subject, config, page, timeout):
         for m in msgs:

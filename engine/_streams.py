@@ -234,6 +234,25 @@ class Stream:
         )
         return StreamMessage(seq, got[0], got[1]) if got is not None else None
 
+    async def delete_message(
+        self, seq: int, *, erase: bool = True, timeout: float | None = None
+    ) -> bool:
+        """Remove the message at `seq`; `erase` overwrites its bytes on disk too (what a
+        forget owes its owner). False when there was none. Raises BusError when JetStream
+        could not do it."""
+        return await _jetstream.delete_message(
+            self.connection,
+            self.name,
+            seq,
+            erase=erase,
+            timeout=_jetstream.API_TIMEOUT if timeout is None else timeout,
+        )
+
+    async def subject_counts(self, pattern: str) -> dict[str, int]:
+        """The subjects matching `pattern` that hold messages, with how many each holds,
+        from the stream's own per-subject state (no message is read)."""
+        return await _jetstream.stream_subjects(self.connection, self.name, pattern)
+
     async def last_seq(self, subject: str, *, timeout: float | None = None) -> int:
         """The sequence of the last message on `subject` (an exact subject), 0 when there is
         none: how far a reader must have applied the stream to have seen that subject's
@@ -265,11 +284,15 @@ class Stream:
         subject: str = "",
         page: int = _scan.PAGE,
         timeout: float = _scan.FETCH_TIMEOUT,
+        headers_only: bool = False,
     ) -> AsyncGenerator[StreamMessage, None]:
         """The messages after sequence `after` on `subject` ("" for all), in order, `page`
         at a time; ends at the last message stored when it started. Close it (`aclosing`)
-        when leaving early. Raises BusError if a page does not come within `timeout`."""
-        return _scan.read_stream(self.connection, self.name, subject, after, page, timeout)
+        when leaving early. Raises BusError if a page does not come within `timeout`.
+        `headers_only`: the messages without their data (subjects and sequences)."""
+        return _scan.read_stream(
+            self.connection, self.name, subject, after, page, timeout, headers_only
+        )
 
     async def follow(
         self,
@@ -341,6 +364,10 @@ class Stream:
             )
             for st in states
         ]
+
+    async def remove(self) -> None:
+        """Delete the stream and every message in it (NotFound if there is none)."""
+        await _jetstream.delete(self.connection, f"STREAM.DELETE.{self.name}")
 
     async def purge(self, subject: str = "") -> int:
         """Remove the messages on `subject` (wildcards allowed; "" for all) with no

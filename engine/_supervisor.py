@@ -112,15 +112,13 @@ class Supervisor:
                 for mw in group:
                     mw.task = asyncio.get_running_loop().create_task(mw.supervise())
                 self.workers.extend(group)
-                try:
-                    await asyncio.wait_for(
-                        asyncio.gather(*(mw.ready.wait() for mw in group)), wcfg.ready_timeout
-                    )
-                except TimeoutError:
+                # A replica that reports progress (an upgrade in place) gets more time.
+                ready = await asyncio.gather(*(mw.until_ready(wcfg.ready_timeout) for mw in group))
+                if not all(ready):
                     raise StartError(
                         f"worker {wcfg.name} did not become ready in {wcfg.ready_timeout:.0f}s; "
                         f"see {self.inst.logs / (wcfg.name + '.0.log')}"
-                    ) from None
+                    )
             self._write_pidfile()
         except BaseException:
             await self.shutdown()

@@ -22,6 +22,17 @@ log = logging.getLogger("engine.supervisor")
 
 READY_MARK = "ENGINE_WORKER_READY"
 """What a worker process prints on stderr once it serves (engine/_runtime.py)."""
+STARTING_MARK = "ENGINE_WORKER_STARTING"
+"""What a worker process prints while a long start makes progress (an upgrade of its data
+in place): each one gives it `ready_timeout` more seconds (`still_starting`)."""
+
+
+def still_starting() -> None:
+    """Tell the supervisor this worker process is still starting and making progress (a
+    data upgrade of minutes): its ready timeout counts again from now."""
+    print(STARTING_MARK, file=sys.stderr, flush=True)
+
+
 WorkerStateName = Literal["starting", "running", "backoff", "stopping", "stopped", "failed"]
 
 
@@ -77,6 +88,8 @@ class ManagedWorker:
         self.started_at: float | None = None
         self.last_exit: int | None = None
         self.ready = asyncio.Event()
+        self.progressed = asyncio.Event()
+        """Set by each STARTING_MARK the process prints."""
         self._stopping = False
         self._wake = asyncio.Event()
         self.task: asyncio.Task[None] | None = None
@@ -104,6 +117,7 @@ class ManagedWorker:
     async def _spawn(self) -> None:
         self.state = "starting"
         self.ready.clear()
+        self.progressed.clear()
         self.functions = []
         self.proc = await asyncio.create_subprocess_exec(
             *self.cfg.argv(),
@@ -125,7 +139,9 @@ class ManagedWorker:
                 out.write(raw)
                 out.flush()
                 line = raw.decode(errors="replace").rstrip()
-                if line.startswith(READY_MARK):
+                if line.startswith(STARTING_MARK):
+                    self.progressed.set()
+                elif line.startswith(READY_MARK):
                     parts = line.split()
                     self.functions = parts[3].split(",") if len(parts) > 3 and parts[3] else []
                     self.state = "running"
@@ -140,11 +156,11 @@ class ManagedWorker:
             t0 = time.monotonic()
             await self._spawn()
             assert self.proc is not None
-            try:
-                await asyncio.wait_for(self._until_ready_or_exit(), self.cfg.ready_timeout)
-            except TimeoutError:
+            if not await self.until_ready_or_exit(self.cfg.ready_timeout):
                 log.error(
-                    "%s not ready after %.0fs; killing it", self.label, self.cfg.ready_timeout
+                    "%s not ready after %.0fs without progress; killing it",
+                    self.label,
+                    self.cfg.ready_timeout,
                 )
                 self.proc.kill()
             rc = await self.proc.wait()
@@ -174,13 +190,47 @@ class ManagedWorker:
             backoff = min(backoff * 2, policy.backoff_max)
         self.state = "stopped"
 
-    async def _until_ready_or_exit(self) -> None:
+    async def until_ready_or_exit(self, timeout: float) -> bool:
+        """Wait until the process is ready or exits: False when `timeout` seconds passed
+        without either and without a progress mark (each mark starts the count again)."""
         assert self.proc is not None
         ready = asyncio.ensure_future(self.ready.wait())
         exited = asyncio.ensure_future(self.proc.wait())
-        await asyncio.wait({ready, exited}, return_when=asyncio.FIRST_COMPLETED)
-        ready.cancel()
-        exited.cancel()
+        try:
+            while True:
+                self.progressed.clear()
+                progressed = asyncio.ensure_future(self.progressed.wait())
+                done, _ = await asyncio.wait(
+                    {ready, exited, progressed},
+                    timeout=timeout,
+                    return_when=asyncio.FIRST_COMPLETED,
+                )
+                progressed.cancel()
+                if ready in done or exited in done:
+                    return True
+                if not done:
+                    return False
+        finally:
+            ready.cancel()
+            exited.cancel()
+
+    async def until_ready(self, timeout: float) -> bool:
+        """Wait until ready (across restarts): False when `timeout` seconds passed without
+        it and without a progress mark."""
+        while not self.ready.is_set():
+            self.progressed.clear()
+            waits = {
+                asyncio.ensure_future(self.ready.wait()),
+                asyncio.ensure_future(self.progressed.wait()),
+            }
+            done, pending = await asyncio.wait(
+                waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
+            )
+            for t in pending:
+                t.cancel()
+            if not done:
+                return False
+        return True
 
     async def stop(self, timeout: float) -> None:
         self._stopping = True

@@ -442,6 +442,24 @@ async def live_keys(client: Client, bucket: str) -> list[str]:
     return out
 
 
+async def stored_ids(client: Any) -> list[str]:
+    """Ids of the observations stored now (each one's record on MEM_EVENTS), sorted."""
+    from functions.kernel.observation_records import ObservationRecords
+    from functions.kernel.store import events_stream
+
+    records = await ObservationRecords(client, events_stream(client)).open()
+    return sorted([o.id async for o in records.scan()])
+
+
+async def stored(client: Any, obs_id: str) -> Any:
+    """The stored observation `obs_id` (None: none), read as any process would."""
+    from functions.kernel.observation_records import ObservationRecords
+    from functions.kernel.store import events_stream
+
+    records = await ObservationRecords(client, events_stream(client)).open()
+    return await records.get(obs_id)
+
+
 # ---------------------------------------------------------------------------------------
 # The engine as a process
 

@@ -36,7 +36,6 @@ from functions.kernel.records import (
     Insight,
     Lesson,
     Memory,
-    Observation,
     ProjectProfile,
     Relation,
     Session,
@@ -300,7 +299,7 @@ class Checks:
         if kind == "memory":
             return rid in mem_ids
         if kind == "observation":
-            return await st.get(st.observations, rid, Observation) is not None
+            return await st.get_observation(rid) is not None
         if kind == "session":
             return await st.get(st.sessions, rid, Session) is not None
         if kind == "lesson":

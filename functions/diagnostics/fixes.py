@@ -18,7 +18,6 @@ from functions.kernel.records import (
     SLOTS_BUCKET,
     Memory,
     MemoryAdded,
-    Observation,
     ObservationAdded,
     RecordsRemoved,
     SessionSummary,
@@ -138,7 +137,7 @@ class Fixes:
                     event = SummaryAdded(summary=sm) if sm else None
                 elif (m := await st.get(st.memories, rid, Memory)) is not None:
                     event = MemoryAdded(memory=m)
-                elif (o := await st.get(st.observations, rid, Observation)) is not None:
+                elif (o := await st.get_observation(rid)) is not None:
                     event = ObservationAdded(observation=o)
                 if event is not None:
                     await st.publish(event)

@@ -24,7 +24,6 @@ from functions.kernel.records import (
     LESSONS_BUCKET,
     Facet,
     Memory,
-    Observation,
     Session,
 )
 from functions.kernel.scrub import scrub
@@ -179,7 +178,7 @@ class FacetService(OwnedService[StoreOwner]):
         if target_type == "memory":
             found = await st.get(st.memories, target_id, Memory)
         elif target_type == "observation":
-            found = await st.get(st.observations, target_id, Observation)
+            found = await st.get_observation(target_id)
         elif target_type == "session":
             found = await st.get(st.sessions, target_id, Session)
         elif target_type == "lesson":

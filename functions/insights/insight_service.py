@@ -161,11 +161,7 @@ class InsightService(OwnedService["LifecycleService"]):
     owner: LifecycleService
 
     async def _observations(self, project: str) -> list[Observation]:
-        return [
-            o
-            for o in await self.store.load_all(self.store.observations, Observation)
-            if not project or o.project == project
-        ]
+        return await self.store.load_observations(project)
 
     @operation(
         "mem::patterns",

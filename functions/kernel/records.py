@@ -12,10 +12,11 @@ from typing import Any, Literal
 import msgspec
 
 # KV buckets (one per scope of state) and the event stream the read models follow.
-OBSERVATIONS_BUCKET = "mem_observations"  # key: <obsId>
+OBSERVATIONS_BUCKET = "mem_observations"  # before records on MEM_EVENTS: upgraded, then deleted
+OBSERVATION_INDEX_BUCKET = "mem_observation_index"  # s.<4 hex>: ids -> MEM_EVENTS seq; w
 MEMORIES_BUCKET = "mem_memories"  # key: <memoryId>
 SESSIONS_BUCKET = "mem_sessions"  # key: <sessionId>
-DEDUP_BUCKET = "mem_dedup"  # key: <sha256 of eventId or content hash> -> obsId
+DEDUP_BUCKET = "mem_dedup"  # before records on MEM_EVENTS (replay markers): deleted by the upgrade
 AUDIT_BUCKET = "mem_audit"  # key: <yyyymm>.<ts>-<id>
 SUMMARIES_BUCKET = "mem_summaries"  # key: <sessionId>
 LESSONS_BUCKET = "mem_lessons"  # key: <lessonId>
@@ -106,9 +107,11 @@ class Observation(msgspec.Struct, omit_defaults=True, kw_only=True):
     instance: str = ""
     """The instance (JetStream domain) a shared record came from; empty: written here."""
     revision: int = 0
-    """0: as the keyless compressor made it; 1: rewritten by the compression model
-    (AGENTMEMORY_AUTO_COMPRESS). An ObservationAdded with a revision replaces the record in
-    the read models that index it, and is not counted again by those that count."""
+    """How many times the stored record was rewritten after it was first stored: 0 as the
+    write path stored it; the compression model's rewrite (AGENTMEMORY_AUTO_COMPRESS) sets
+    1; a team share's mark and an upgrade's move add one. An ObservationAdded with a
+    revision replaces the record in the read models that index it, and is not counted again
+    by those that count."""
     trust: Trust | None = None
     """The write path's verdict on the record's words; None: written before it existed."""
 

@@ -7,22 +7,21 @@ import asyncio
 import logging
 import secrets
 import time
-from contextlib import aclosing
+from collections.abc import AsyncIterator, Callable, Iterable
 from typing import Any, Literal, Protocol, TypeVar, cast
 
 import msgspec
 
-from engine import BUS_ERRORS, Bucket, Client, Entry, Presence, Stream
+from engine import BUS_ERRORS, Bucket, Client, Presence, Stream
 from engine.settings import worker_identity
 from functions.kernel.clock import now_iso
 from functions.kernel.ids import kv_key, new_id
+from functions.kernel.observation_records import ObservationRecords
 from functions.kernel.records import (
     AUDIT_BUCKET,
-    DEDUP_BUCKET,
     EVENTS_STREAM,
     EVENTS_SUBJECT,
     MEMORIES_BUCKET,
-    OBSERVATIONS_BUCKET,
     SESSIONS_BUCKET,
     SUMMARIES_BUCKET,
     AuditEntry,
@@ -37,6 +36,7 @@ from functions.kernel.records import (
     observation_events_subject,
 )
 from functions.kernel.settings import kernel_settings
+from functions.kernel.store_upgrade import upgrade_observations
 
 T = TypeVar("T")
 log = logging.getLogger("functions.kernel.store")
@@ -47,10 +47,6 @@ PUBLISH_TIMEOUT = 5.0
 DUPLICATE_WINDOW = 120.0
 """MEM_EVENTS' duplicate window: a msg id is remembered this long (~210 B of nats-server
 RAM each, and re-read at its restart), so 2,000 observations a second cost <= 50 MB."""
-REPLAY_MARGIN = 10.0
-"""A replay of a record younger than the window less this relies on the msg id alone."""
-EVENT_MARKER = "ev."
-"""`mem_dedup` key prefix: an observation whose event an old replay published (rare)."""
 
 _event_encoder = msgspec.json.Encoder()
 
@@ -66,7 +62,11 @@ def _event_subject(event: MemEvent) -> str:
 
 
 class MemoryStore:
-    """Opened once per process; every handler of the memory domain shares it."""
+    """Opened once per process; every handler of the memory domain shares it.
+
+    Observations are read and written only through the `*_observation(s)` methods: they
+    are records on MEM_EVENTS found through an index (functions/kernel/observation_records.py),
+    not a KV bucket. The other records are KV buckets (`memories`, `sessions` ...)."""
 
     def __init__(self, client: Client) -> None:
         self.client = client
@@ -79,27 +79,33 @@ class MemoryStore:
         self.isolated = settings.agent_scope == "isolated"
         # upstream's AGENT_ID first (trimmed, 128 characters), ours as the older name
         self._default_agent = settings.agent_id[:128]
-        self.observations: Bucket
+        # A replay past the duplicate window is the index's: it is never older than half.
+        self._observations = ObservationRecords(client, self.events, stale=DUPLICATE_WINDOW / 2)
         self.memories: Bucket
         self.sessions: Bucket
-        self.dedup: Bucket
         self.audit_log: Bucket
         self.summaries: Bucket
 
     async def open(self) -> MemoryStore:
         c = self.client
-        # Records are read by key, at random (a timeline; hits come from the search
-        # worker's own file): nats-server loads, and decompresses, a whole block to read
-        # one, which compression makes dearer (see store_compression); the event log, read
-        # in order, is compressed.
-        self.observations = await c.bucket(OBSERVATIONS_BUCKET, compression=records_compression())
+        # Memories are read by key, at random: nats-server loads, and decompresses, a whole
+        # block to read one, which compression makes dearer (see store_compression); the
+        # event log, read in order, is compressed.
         self.memories = await c.bucket(MEMORIES_BUCKET, compression=records_compression())
         self.sessions = await c.bucket(SESSIONS_BUCKET)
-        self.dedup = await c.bucket(DEDUP_BUCKET)
         self.audit_log = await c.bucket(AUDIT_BUCKET)
         self.summaries = await c.bucket(SUMMARIES_BUCKET)
         await self.ensure_stream()
+        await self._observations.open()
+        # A data dir of the layout before records on MEM_EVENTS: brought to it in place
+        # (once; the other processes wait for the one doing it).
+        await upgrade_observations(c, self.events, self._observations)
+        await self._observations.repair()
         return self
+
+    async def close(self) -> None:
+        """What this process wrote is folded into the observation index before it goes."""
+        await self._observations.close()
 
     async def ensure_stream(self) -> None:
         await self.events.ensure()
@@ -111,85 +117,71 @@ class MemoryStore:
                         EVENTS_STREAM, DUPLICATE_WINDOW)  # fmt: skip
 
     async def publish(self, event: MemEvent, msg_id: str | None = None) -> int:
-        """Append to MEM_EVENTS and wait for JetStream's ack; `msg_id` makes a retry a no-op."""
+        """Append to MEM_EVENTS and wait for JetStream's ack; `msg_id` makes a retry a no-op.
+        Not for observations: their events are their records (`add_observation` ...)."""
+        if isinstance(event, ObservationAdded):
+            raise TypeError("an observation is stored with add_observation/put_observation")
         data = _event_encoder.encode(event)
         ack = await self.events.publish(
             _event_subject(event), data, msg_id=msg_id, timeout=PUBLISH_TIMEOUT
         )
         return ack.seq
 
-    async def publish_new(self, event: ObservationAdded) -> None:
-        """The event of an observation this call just created: its id is the msg id, so a
-        replay within the duplicate window is dropped by JetStream itself."""
-        await self.events.publish(
-            _event_subject(event), _event_encoder.encode(event),
-            msg_id=event.observation.id, timeout=PUBLISH_TIMEOUT,
-        )  # fmt: skip
+    # ---- observations --------------------------------------------------------------
+    async def add_observation(self, obs: Observation) -> bool:
+        """Store a new observation once (the write path's create-once): False when its id
+        is stored already or was forgotten. Exact under replays of any age."""
+        return await self._observations.add(obs)
 
-    async def publish_once(self, event: ObservationAdded) -> bool:
-        """Append the event of a stored observation unless MEM_EVENTS holds it: False when it
-        is there (a replay), whatever the age of the first write.
+    async def put_observation(
+        self, obs: Observation, *, replace: bool = True, revive: bool = False
+    ) -> bool:
+        """Store `obs` as it is: new, or (`replace`) as the next version of the stored
+        one; over a forgotten id only with `revive`. False when nothing was written."""
+        return await self._observations.put(obs, replace=replace, revive=revive)
 
-        Every publish of an observation's event carries its id as msg id. A record stored
-        less than the duplicate window ago: the msg id decides. An older one: its event, if
-        any, was stored between the record's own write and a window after it (the first
-        attempt publishes right after its KV create, replays inside the window publish
-        with the msg id), so that range of its project's subject is read; if the event is
-        not there, a marker in `mem_dedup` (created once: concurrent old replays agree on
-        one) lets this replay publish it. Only that rare path writes a key."""
-        obs = event.observation
-        # A record of the layout before per-project subjects has its event on a subject of
-        # its own: JetStream answers that one directly.
-        if await self.events.last_seq(f"{EVENTS_SUBJECT}.observation.{kv_key(obs.id)}"):
-            return False
-        created = await self._stored_at(obs.id)
-        if created is None or time.time() - created < DUPLICATE_WINDOW - REPLAY_MARGIN:
-            return await self._publish_dedup(event)
-        marker = EVENT_MARKER + kv_key(obs.id)
-        if await self.dedup.presence(marker) != "absent":
-            return False
-        if await self._event_between(
-            obs, created - 2.0, created + DUPLICATE_WINDOW + 2 * PUBLISH_TIMEOUT
-        ):
-            return False
-        if await self.dedup.create(marker, {"at": now_iso()}) is None:
-            return False
-        return await self._publish_dedup(event)
+    async def update_observation(
+        self, obs_id: str, fn: Callable[[Observation], Observation | None]
+    ) -> Observation | None:
+        """Read-modify-write under compare-and-set: `fn` gets the stored record and returns
+        its next version (None: unchanged). None when there is no record; else the record
+        as stored after the call. A rewrite that read models must not count again sets a
+        `revision` (see Observation.revision)."""
+        return await self._observations.update(obs_id, fn)
 
-    async def _publish_dedup(self, event: ObservationAdded) -> bool:
-        ack = await self.events.publish(
-            _event_subject(event), _event_encoder.encode(event),
-            msg_id=event.observation.id, timeout=PUBLISH_TIMEOUT,
-        )  # fmt: skip
-        return not ack.duplicate
+    async def forget_observations(
+        self, ids: Iterable[str], keep: Callable[[Observation], bool] | None = None
+    ) -> list[Observation]:
+        """Delete these observations (bytes erased), except where `keep` says no; the ones
+        deleted. A forgotten id stays forgotten: a replay of its event is a duplicate.
+        The caller tells the read models (RecordsRemoved) and the audit log."""
+        return await self._observations.forget(ids, keep)
 
-    async def _stored_at(self, obs_id: str) -> float | None:
-        """When the observation's current record was written (the server's time)."""
-        entry: Entry[Observation] | None = await self.observations.entry(
-            kv_key(obs_id), Observation
-        )
-        if entry is None:
-            return None
-        return await self.client.stream(f"KV_{OBSERVATIONS_BUCKET}").stored_at(entry.revision)
+    async def get_observation(self, obs_id: str) -> Observation | None:
+        return await self._observations.get(obs_id)
 
-    async def _event_between(self, obs: Observation, start: float, end: float) -> bool:
-        """Whether an event of `obs` was stored on its project's subject from `start` to
-        `end` (epoch seconds, the server's clock)."""
-        first = await self.events.seq_at(start)
-        if first is None:
-            return False
-        stop = await self.events.seq_at(end)
-        needle = obs.id.encode()
-        reader = self.events.read(after=first - 1, subject=observation_events_subject(obs.project))
-        async with aclosing(reader) as found:
-            async for m in found:
-                if stop is not None and m.seq >= stop:
-                    return False
-                if needle in m.data:
-                    ev = msgspec.json.decode(m.data, type=MemEvent)
-                    if isinstance(ev, ObservationAdded) and ev.observation.id == obs.id:
-                        return True
-        return False
+    async def get_observations(self, ids: Iterable[str]) -> dict[str, Observation]:
+        """The stored ones of `ids`, by id."""
+        return await self._observations.get_many(ids)
+
+    async def observation_presence(self, obs_id: str) -> Presence:
+        """present, deleted (forgotten), or absent (never stored)."""
+        return await self._observations.presence(obs_id)
+
+    def scan_observations(self, project: str = "") -> AsyncIterator[Observation]:
+        """Every observation (of one project when given), a page at a time, oldest first."""
+        return self._observations.scan(project)
+
+    async def load_observations(self, project: str = "") -> list[Observation]:
+        return [o async for o in self._observations.scan(project)]
+
+    async def count_observations(self) -> int:
+        return await self._observations.count()
+
+    async def fold_observations(self) -> None:
+        """Bring the observation index up to every record stored so far (a reader does not
+        need it: it reads what the index has not folded from the stream)."""
+        await self._observations.folder.fold()
 
     async def save_memory(self, memory: Memory, *, supersedes: str = "", reason: str = "") -> None:
         """Store a memory: its event, then its record. A new version (`supersedes` names the
@@ -208,11 +200,6 @@ class MemoryStore:
 
         await self.memories.update(kv_key(supersedes), mark, type=Memory)
         await self.publish(RecordsRemoved(ids=[supersedes], reason=reason))
-
-    async def kv_create_fast(self, state: Bucket, key: str, value: Any) -> int | None:
-        """KV create: None when the key holds a value or a tombstone (a deleted key is never
-        re-created this way, so a forgotten observation stays forgotten)."""
-        return await state.create(kv_key(key), value, over_tombstone=False)
 
     async def presence(self, state: Bucket, key: str) -> Presence:
         """Whether a key holds a value, was deleted (tombstone kept), or never existed."""

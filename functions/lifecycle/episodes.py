@@ -46,7 +46,7 @@ async def summarize_sessions(
         return []
     digests = {sid: SessionDigest(sid, cap=cap) for sid in session_ids}
     decisions = await Decisions.load(store.client)
-    async for _, obs in store.observations.scan(">", Observation):
+    async for obs in store.scan_observations():
         if stop is not None and stop():
             return []
         if decisions.held(obs.id, obs.trust):

@@ -26,7 +26,6 @@ from engine import FunctionError
 from functions.kernel import clock
 from functions.kernel.records import (
     LIFECYCLE_BUCKET,
-    Observation,
     Session,
     SessionSummary,
 )
@@ -95,7 +94,7 @@ async def stale_sessions(
         return list(stale)
     summarized = {x.session_id for x in await summarize(set(stale))}
     with_obs: set[str] = set()
-    async for _, o in store.observations.scan(">", Observation):
+    async for o in store.scan_observations():
         if o.session_id in stale:
             with_obs.add(o.session_id)
     evicted: list[str] = []
@@ -114,12 +113,12 @@ async def project_cap(store: MemoryStore, cfg: EvictionConfig, dry_run: bool) ->
     removed unless a dry run. Two passes: counts, then the lowest of the projects over."""
     limit = cfg.max_observations_per_project
     counts: Counter[str] = Counter()
-    async for _, o in store.observations.scan(">", Observation):
+    async for o in store.scan_observations():
         counts[o.project or UNKNOWN_PROJECT] += 1
     over = {p: n - limit for p, n in counts.items() if n > limit}
     rows: dict[str, list[tuple[int, str, str]]] = {p: [] for p in over}
     if over:
-        async for _, o in store.observations.scan(">", Observation):
+        async for o in store.scan_observations():
             held = rows.get(o.project or UNKNOWN_PROJECT)
             if held is not None:
                 held.append((o.importance, o.timestamp, o.id))

@@ -5,6 +5,7 @@ tool); cron firings call the same functions (see register.py)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from contextlib import AbstractAsyncContextManager
 from datetime import datetime
 
@@ -104,7 +105,9 @@ class LifecycleService:
         return self._draining
 
     async def stop(self, client: Client) -> None:
-        return None
+        if self._store is not None:
+            with contextlib.suppress(Exception):
+                await self._store.close()
 
     async def exclusive(self, name: str) -> AbstractAsyncContextManager[None]:
         life = await self.store.client.bucket(LIFECYCLE_BUCKET)

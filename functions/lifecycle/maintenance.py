@@ -12,7 +12,7 @@ from datetime import datetime
 
 import msgspec
 
-from functions.kernel.records import LESSONS_BUCKET, Lesson, Memory, Observation, Session
+from functions.kernel.records import LESSONS_BUCKET, Lesson, Memory, Session
 from functions.kernel.store import MemoryStore
 from functions.lifecycle.decay import decay_lesson, decay_memory, reinforce_memory, tier
 from functions.lifecycle.forgetting import ForgetPlan, MemoryRules, low_value
@@ -130,7 +130,7 @@ async def auto_forget(
 
     cap = await _session_cap(store, cfg.forget.max_obs_per_session)
     stopped = False
-    async for _, o in store.observations.scan(">", Observation):
+    async for o in store.scan_observations():
         if stop is not None and stop():
             stopped = True
             break
@@ -180,7 +180,7 @@ async def _apply_cap(
 ) -> None:
     late = cap.unannounced()
     if late:  # sessions over the cap that their stored count did not announce
-        async for _, o in store.observations.scan(">", Observation):
+        async for o in store.scan_observations():
             if o.session_id in late and not low_value(o, cfg.forget, now):
                 cap.keep(o)
     extra = cap.excess()

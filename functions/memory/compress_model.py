@@ -5,8 +5,8 @@ Observe stays what it is: the keyless compressor's record is stored and acknowle
 provider configured, observe also enqueues the observation's id on the `compress` queue; the
 queue trigger runs `mem::compress-model` (durable, retried, dead-lettered), which asks the
 model for the observation's type, title, facts, narrative, concepts, files and importance,
-writes them into the stored record under compare-and-set with `revision` 1, and publishes
-the record again as an ObservationAdded whose `revision` tells the read models it replaces
+stores them as the record's next version under compare-and-set with `revision` 1: one
+ObservationAdded on MEM_EVENTS, which is the record and tells the read models it replaces
 the first one (search upserts it; the graph, profile and trends feeds counted it already).
 
 The prompt holds the scrubbed source text only (the model client scrubs again); a reply that
@@ -20,9 +20,8 @@ import logging
 
 import msgspec
 
-from functions.kernel.ids import kv_key
 from functions.kernel.models.client import ModelClient
-from functions.kernel.records import Observation, ObservationAdded
+from functions.kernel.records import Observation
 from functions.kernel.store import MemoryStore
 from functions.kernel.trust import write_path as trust
 from functions.memory.settings import memory_settings
@@ -127,13 +126,12 @@ def revised(obs: Observation, got: Compressed) -> Observation:
 
 
 async def compress_with_model(store: MemoryStore, model: ModelClient, obs_id: str) -> str:
-    obs = await store.get(store.observations, obs_id, Observation)
+    obs = await store.get_observation(obs_id)
     if obs is None:
         return "gone"
     if obs.revision:
-        # Revised by an earlier delivery that may have died before its event: send it again
-        # (the same msg id within the duplicate window; after it, search upserts the same).
-        await _announce(store, obs)
+        # Revised by an earlier delivery (the rewrite is one write: record and event), or
+        # rewritten otherwise since it was stored: not sent to the model again.
         return "already"
     got: Compressed | None = None
     for system in (SYSTEM, SYSTEM + STRICT):
@@ -144,22 +142,16 @@ async def compress_with_model(store: MemoryStore, model: ModelClient, obs_id: st
     if got is None:
         log.info("compression model gave nothing usable for %s: the keyless record stays", obs_id)
         return "kept"
-    done: list[Observation] = []
     outcome = ["revised"]
 
-    def write(cur: Observation | None) -> Observation | None:
-        if cur is None or cur.revision:  # forgotten meanwhile, or revised by a redelivery
-            outcome[0] = "gone" if cur is None else "already"
+    def write(cur: Observation) -> Observation | None:
+        if cur.revision:  # revised by a redelivery meanwhile
+            outcome[0] = "already"
             return None
-        done[:] = [revised(cur, got)]
-        return done[0]
+        return revised(cur, got)
 
-    await store.observations.update(kv_key(obs_id), write, type=Observation)
-    if done and outcome[0] == "revised":
-        await _announce(store, done[0])
+    # The stored record's next version: its ObservationAdded, with `revision` 1, is both
+    # the record and what tells the read models it replaces the first one.
+    if await store.update_observation(obs_id, write) is None:
+        return "gone"  # forgotten meanwhile
     return outcome[0]
-
-
-async def _announce(store: MemoryStore, obs: Observation) -> None:
-    # Its own msg id: the first event's (the observation's id) must not dedup it.
-    await store.publish(ObservationAdded(observation=obs), msg_id=f"revise:{obs.id}:{obs.revision}")

@@ -1,12 +1,13 @@
-"""`forget`: by memory id, observation ids or a whole session. Records are deleted (the KV
-tombstone keeps a replayed observation from coming back), every index is told through a
-`RecordsRemoved` event, and an audit entry is written."""
+"""`forget`: by memory id, observation ids or a whole session. Records are deleted (an
+observation's bytes erased; its id stays in the index as forgotten, so a replayed event
+does not bring it back), every index is told through a `RecordsRemoved` event, and an
+audit entry is written."""
 
 from __future__ import annotations
 
 from engine import FunctionError
 from functions.kernel.ids import kv_key
-from functions.kernel.records import Memory, Observation, RecordsRemoved, Session
+from functions.kernel.records import Memory, RecordsRemoved, Session
 from functions.kernel.store import MemoryStore
 from functions.memory.wire import ForgetIn, ForgetOut
 
@@ -32,18 +33,21 @@ async def forget(
         project = project or m.project
     obs_ids = list(dict.fromkeys(req.observation_ids))
     if req.session_id:
+        have = set(obs_ids)
         obs_ids += [
             o.id
-            for o in await store.load_all(store.observations, Observation)
-            if o.session_id == req.session_id and o.id not in obs_ids
+            async for o in store.scan_observations()
+            if o.session_id == req.session_id and o.id not in have
         ]
-    for oid in obs_ids:
-        o = await store.get(store.observations, oid, Observation)
-        if o is None or not store.visible(o.agent_id, agent_id):
-            continue
-        await store.observations.delete(kv_key(oid))
-        removed.append(oid)
-        project = project or o.project
+    gone = await store.forget_observations(
+        obs_ids, keep=lambda o: store.visible(o.agent_id, agent_id)
+    )
+    by_id = {o.id: o for o in gone}
+    for oid in obs_ids:  # in the order asked
+        o = by_id.pop(oid, None)
+        if o is not None:
+            removed.append(oid)
+            project = project or o.project
     if req.session_id:
         s = await store.get(store.sessions, req.session_id, Session)
         if s is not None and store.visible(s.agent_id, agent_id):

@@ -11,7 +11,7 @@ import logging
 from engine import Client, FunctionError, HttpRequest, HttpResponse, Tool, operation
 from functions.kernel.models import clients
 from functions.kernel.owned import routes, started
-from functions.kernel.records import AuditEntry, Memory, Observation
+from functions.kernel.records import AuditEntry, Memory
 from functions.kernel.store import MemoryStore
 from functions.kernel.views import AuditEntryView, MemoryView, ObservationView, SessionView, as_view
 from functions.memory import compress_model, sessions, transfer
@@ -112,6 +112,9 @@ class MemoryService:
         if self._store is not None and self._observer is not None:
             with contextlib.suppress(Exception):
                 await sessions.flush_counts(self._store, self._observer.session_counts)
+        if self._store is not None:
+            with contextlib.suppress(Exception):
+                await self._store.close()
 
     # ---- operations ----------------------------------------------------------------
     @operation(
@@ -227,7 +230,7 @@ class MemoryService:
         http=rest("GET", "observations/{id}"),
     )
     async def observation(self, req: GetIn) -> ObservationOut:
-        o = await self.store.get(self.store.observations, req.id, Observation)
+        o = await self.store.get_observation(req.id)
         if o is None or not self.store.visible(o.agent_id, req.agent_id):
             raise FunctionError("NOT_FOUND", f"no observation {req.id}", field="id")
         return ObservationOut(as_view(o, ObservationView))

@@ -3,15 +3,12 @@ compress, store, publish — and reply only once JetStream has acknowledged the 
 record held as suspect is stored and acknowledged like any other; the reply says it was
 held.
 
-Idempotency without losing anything, in two JetStream writes: the observation id is
-derived from the dedup key, so every replay of one event names the same record, and the
-record's own KV create (expected last subject sequence 0) is the dedup claim. Its event goes
-to its project's subject with the observation id as msg id, so JetStream drops a second copy
-within its duplicate window, and a replay of an older record first reads whether its event
-is there (`MemoryStore.publish_once`): neither write can happen twice. A replay whose create
-finds the record present re-sends the event (the first attempt may have died between the
-two writes: then the replay completes it and is "accepted"); a record found deleted
-(forgotten, tombstone kept) stays deleted.
+Idempotency without losing anything, in one JetStream write: the observation id is derived
+from the dedup key, so every replay of one event names the same record, and the record is
+its `ObservationAdded` message on its project's subject of MEM_EVENTS, published with the
+id as msg id (`MemoryStore.add_observation`): JetStream drops a replay within its duplicate
+window, and the id index, folded behind the writes, answers for an older replay. A record
+found stored (or forgotten: its id stays in the index) is a duplicate.
 """
 
 from __future__ import annotations
@@ -27,7 +24,7 @@ import msgspec
 from engine import FunctionError
 from functions.kernel.clock import now_iso
 from functions.kernel.ids import kv_key
-from functions.kernel.records import Observation, ObservationAdded, Session
+from functions.kernel.records import Observation, Session
 from functions.kernel.store import STORE_ERRORS, MemoryStore
 from functions.kernel.trust import write_path as trust
 from functions.memory.compress import compress
@@ -87,11 +84,6 @@ def bounded(data: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
 def _cap(value: str, name: str) -> str:
     limit = ID_MAX[name]
     return value if len(value) <= limit else value[:limit]
-
-
-class DedupRecord(msgspec.Struct, kw_only=True):
-    obs_id: str
-    at: str
 
 
 # Events of these hooks whose `data` holds exactly these fields were already keyed by
@@ -271,15 +263,8 @@ class Observer:
     async def store_observation(
         self, key: str, obs: Observation
     ) -> Literal["accepted", "duplicate"]:
-        st = self.store
-        if await st.kv_create_fast(st.observations, obs.id, obs) is None:
-            stored = await st.get(st.observations, obs.id, Observation)
-            if stored is None:  # forgotten
-                return "duplicate"
-            if not await st.publish_once(ObservationAdded(observation=stored)):
-                return "duplicate"
-        else:
-            await st.publish_new(ObservationAdded(observation=obs))
+        if not await self.store.add_observation(obs):
+            return "duplicate"  # stored already, or forgotten
         await self._touch_session(obs)
         return "accepted"
 

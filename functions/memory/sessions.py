@@ -141,10 +141,9 @@ async def list_sessions(store: MemoryStore, req: ListIn) -> list[Session]:
 
 
 async def list_observations(store: MemoryStore, req: ListIn) -> list[Observation]:
-    obs = await store.load_all(store.observations, Observation)
     obs = [
         o
-        for o in obs
+        async for o in store.scan_observations(req.project)
         if store.visible(o.agent_id, req.agent_id)
         and (not req.session_id or o.session_id == req.session_id)
         and (not req.project or o.project == req.project)

@@ -17,7 +17,6 @@ from functions.kernel.records import (
     Memory,
     MemoryAdded,
     Observation,
-    ObservationAdded,
     RecordsRemoved,
     Session,
     SessionSummary,
@@ -26,7 +25,6 @@ from functions.kernel.records import (
 from functions.kernel.store import MemoryStore
 from functions.kernel.trust import write_path as trust
 from functions.kernel.views import MemoryView, ObservationView, SessionView, SummaryView, as_view
-from functions.memory.observe import DedupRecord, event_id_key
 from functions.memory.wire import ExportIn, ExportOut, ImportCounts, ImportIn, ImportOut, from_wire
 
 FORMAT = "agentmemory-nats/1"
@@ -43,7 +41,7 @@ async def export(store: MemoryStore, req: ExportIn) -> ExportOut:
     page = sessions[req.offset : req.offset + req.max_sessions]
     wanted = {s.id for s in page}
     by_session: dict[str, list[Observation]] = {}
-    for o in await store.load_all(store.observations, Observation):
+    async for o in store.scan_observations(req.project):
         if o.session_id in wanted and keep(o.agent_id, o.project):
             by_session.setdefault(o.session_id, []).append(o)
     for lst in by_session.values():
@@ -138,14 +136,12 @@ async def import_(store: MemoryStore, req: ImportIn) -> ImportOut:
         else:
             skipped += 1
     for o in observations:
-        if not await write(store.observations, o.id, o):
+        # One write: the record is its event. Over a forgotten id too, as the KV put of an
+        # import always did (an import is the owner's say-so).
+        if not await store.put_observation(o, replace=merge, revive=True):
             skipped += 1
             continue
-        await store.publish(ObservationAdded(observation=o))
         trust.count(store.client, o.trust)
-        if o.event_id:
-            key = event_id_key(o.event_id)
-            await store.dedup.create(key, DedupRecord(obs_id=o.id, at=now_iso()))
         counts["observations"] += 1
     for m in memories:
         if not await write(store.memories, m.id, m):
@@ -169,8 +165,9 @@ async def import_(store: MemoryStore, req: ImportIn) -> ImportOut:
 
 async def _wipe(store: MemoryStore, agent_id: str) -> None:
     removed: list[str] = []
+    visible = [o.id async for o in store.scan_observations() if store.visible(o.agent_id, agent_id)]
+    removed.extend(o.id for o in await store.forget_observations(visible))
     kinds: tuple[tuple[Any, Any], ...] = (
-        (store.observations, Observation),
         (store.memories, Memory),
         (store.sessions, Session),
     )

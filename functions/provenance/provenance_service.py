@@ -136,7 +136,7 @@ class ProvenanceService(OwnedService[StoreOwner]):
     async def _cite(self, sid: str) -> Citation:
         st = self.store
         if sid.startswith("obs_"):
-            o = await st.get(st.observations, sid, Observation)
+            o = await st.get_observation(sid)
             if o is not None:
                 return Citation(
                     id=sid,
@@ -147,7 +147,7 @@ class ProvenanceService(OwnedService[StoreOwner]):
                     timestamp=o.timestamp,
                     project=o.project,
                 )
-            gone = await st.presence(st.observations, sid) == "deleted"
+            gone = await st.observation_presence(sid) == "deleted"
             return Citation(id=sid, kind="observation", status="forgotten" if gone else "missing")
         s = await st.get(st.sessions, sid, Session)
         if s is not None:
@@ -183,7 +183,7 @@ class ProvenanceService(OwnedService[StoreOwner]):
             if record is not None:
                 sources = list(record.source_ids)
             else:
-                record = await st.get(st.observations, req.id, Observation)
+                record = await st.get_observation(req.id)
                 kind = "observation"
                 if record is None:
                     raise FunctionError(
@@ -264,7 +264,7 @@ class ProvenanceService(OwnedService[StoreOwner]):
         ids = {s.id for s in sessions}
         out = [
             o
-            async for _, o in self.store.observations.scan(">", Observation)
+            async for o in self.store.scan_observations()
             if o.session_id in ids and _touches(o.files, link.files)
         ]
         return sorted(out, key=lambda o: o.timestamp)[:200]

@@ -121,7 +121,7 @@ class QuarantineService(OwnedService[StoreOwner]):
             return Found(record_id, "summary", s) if s is not None else None
         lessons = await st.client.bucket(LESSONS_BUCKET)
         order: list[tuple[Kind, Callable[[], Any]]] = [
-            ("observation", lambda: st.get(st.observations, record_id, Observation)),
+            ("observation", lambda: st.get_observation(record_id)),
             ("memory", lambda: st.get(st.memories, record_id, Memory)),
             ("lesson", lambda: st.get(lessons, record_id, Lesson)),
         ]

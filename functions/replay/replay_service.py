@@ -21,7 +21,7 @@ from functions.files.file_service import checked_path
 from functions.kernel.clock import now_iso
 from functions.kernel.ids import kv_key
 from functions.kernel.owned import routes
-from functions.kernel.records import Observation, Session
+from functions.kernel.records import Session
 from functions.kernel.store import MemoryStore
 from functions.kernel.trust import write_path as trust
 from functions.kernel.views import SessionView, as_view
@@ -166,7 +166,7 @@ class ReplayService:
             session = None
         obs = [
             o
-            for o in await st.load_all(st.observations, Observation)
+            async for o in st.scan_observations(session.project if session else "")
             if o.session_id == req.session_id and st.visible(o.agent_id, req.agent_id)
         ]
         if session is None and not obs:

@@ -18,10 +18,10 @@ import numpy as np
 from engine import BUS_ERRORS, Client, Context, FunctionError, Http, NoArgs, Tool, operation
 from functions.kernel import followup
 from functions.kernel.clock import now_iso
+from functions.kernel.observation_records import ObservationRecords
 from functions.kernel.owned import routes, started
 from functions.kernel.records import (
     MEMORIES_BUCKET,
-    OBSERVATIONS_BUCKET,
     PROFILES_BUCKET,
     SLOTS_BUCKET,
     SUMMARIES_BUCKET,
@@ -29,6 +29,7 @@ from functions.kernel.records import (
     ProjectProfile,
     profile_key,
 )
+from functions.kernel.store import events_stream
 from functions.quarantine.frame import FRAME_OVERHEAD, frame_context, inert, one_line
 from functions.search.documents import KIND_MEMORY, KIND_OBSERVATION, KIND_SUMMARY, KINDS, Meta
 from functions.search.feeder import IndexHolder
@@ -61,10 +62,10 @@ AGENT = {"x-agent-id": "agentId"}
 rest = routes("search", headers=AGENT)
 
 _BUCKET = {
-    KIND_OBSERVATION: OBSERVATIONS_BUCKET,
     KIND_MEMORY: MEMORIES_BUCKET,
     KIND_SUMMARY: SUMMARIES_BUCKET,
 }
+_encode = msgspec.json.Encoder().encode
 
 
 _as_dict = msgspec.json.Decoder(dict[str, Any]).decode
@@ -102,6 +103,7 @@ class SearchService:
         self.reach = settings.stream_reach_seconds
         """How long the fence tries to learn what it must wait for before the query answers
         from the index as it is, and says so (a partition, a leader election)."""
+        self._records: ObservationRecords | None = None
 
     async def _fresh(self, project: str | None = None, wait: float | None = None) -> bool:
         """The freshness fence, scoped: a query of one project waits for that project's
@@ -135,6 +137,13 @@ class SearchService:
         self.client = client
         await self.holder.start(client)
 
+    async def _observations(self) -> ObservationRecords:
+        """Observations by id, for a hit the index's own copy lacks (read only)."""
+        if self._records is None:
+            client = started(self.client, "the search service")
+            self._records = await ObservationRecords(client, events_stream(client)).open()
+        return self._records
+
     async def stop(self, client: Client) -> None:
         await self.holder.stop(client)
 
@@ -165,6 +174,12 @@ class SearchService:
                     return found
         if self.client is None:
             return None
+        if kind == KIND_OBSERVATION:
+            try:
+                obs = await (await self._observations()).get(record_id)
+            except Exception:
+                return None
+            return _as_dict(_encode(obs)) if obs is not None else None
         st = await self.client.bucket(_BUCKET[kind])
         key = record_id.removeprefix("summary:") if kind == KIND_SUMMARY else record_id
         try:
@@ -550,8 +565,9 @@ async def audit_index(client: Client, holder: IndexHolder, sample: int = 100) ->
     """The index against KV: after `caught_up`, both should name the same records."""
     await holder.caught_up(timeout=5)
     ids: set[str] = set()
-    for bucket, prefix in ((OBSERVATIONS_BUCKET, ""), (SUMMARIES_BUCKET, "summary:")):
-        ids.update(prefix + k for k in await (await client.bucket(bucket)).keys())
+    async for o in (await ObservationRecords(client, events_stream(client)).open()).scan():
+        ids.add(o.id)
+    ids.update("summary:" + k for k in await (await client.bucket(SUMMARIES_BUCKET)).keys())
     async for key, m in (await client.bucket(MEMORIES_BUCKET)).scan(">", Memory):
         if not m.superseded_by:
             ids.add(key)

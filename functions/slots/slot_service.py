@@ -19,7 +19,7 @@ import msgspec
 from engine import Bucket, FunctionError, Tool, operation
 from functions.kernel.clock import now_iso
 from functions.kernel.owned import OwnedService, routes
-from functions.kernel.records import SLOTS_BUCKET, Observation, Slot, Trust
+from functions.kernel.records import SLOTS_BUCKET, Slot, Trust
 from functions.kernel.store import StoreOwner
 from functions.kernel.trust import write_path as trust
 from functions.kernel.views import as_view, view
@@ -415,9 +415,8 @@ class SlotService(OwnedService[StoreOwner]):
         st = self.store
         obs = [
             o
-            for o in await st.load_all(st.observations, Observation)
-            # a held observation's words must not reach a pinned slot (the read side's
-            # quarantine predicate belongs here once it lands)
+            async for o in st.scan_observations()
+            # a held observation's words must not reach a pinned slot
             if o.session_id == req.session_id and not (o.trust and o.trust.held)
         ]
         if not obs:

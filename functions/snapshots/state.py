@@ -13,6 +13,8 @@ from typing import Any
 import msgspec
 
 from engine import Bucket, Client
+from functions.kernel.observation_index import key_of
+from functions.kernel.observation_records import ObservationRecords
 from functions.kernel.records import (
     COMMITS_BUCKET,
     FACETS_BUCKET,
@@ -27,12 +29,11 @@ from functions.kernel.records import (
     Memory,
     MemoryAdded,
     Observation,
-    ObservationAdded,
     RecordsRemoved,
     SessionSummary,
     SummaryAdded,
 )
-from functions.kernel.store import MemoryStore
+from functions.kernel.store import MemoryStore, events_stream
 
 BUCKETS = (
     SESSIONS_BUCKET,
@@ -70,6 +71,11 @@ def file_of(bucket: str) -> str:
 
 
 async def read(client: Client, bucket: str) -> Records:
+    if bucket == OBSERVATIONS_BUCKET:
+        # Observations are records on MEM_EVENTS now; the file keeps the bucket's name and
+        # its lines (key: the id as the bucket keyed it), so old snapshots restore as ever.
+        records = await ObservationRecords(client, events_stream(client)).open()
+        return {key_of(o.id): _encode(o) async for o in records.scan()}
     state = await client.bucket(bucket)
     return {k: bytes(v) async for k, v in state.scan(">", msgspec.Raw)}
 
@@ -117,6 +123,8 @@ def compare(old: Records, new: Records) -> Change:
 
 async def restore(store: MemoryStore, bucket: str, wanted: Records) -> Change:
     """Make `bucket` hold exactly `wanted`; what changed (keys)."""
+    if bucket == OBSERVATIONS_BUCKET:
+        return await _restore_observations(store, wanted)
     state: Bucket = await store.client.bucket(bucket)
     current = await read(store.client, bucket)
     change = compare(current, wanted)
@@ -125,6 +133,25 @@ async def restore(store: MemoryStore, bucket: str, wanted: Records) -> Change:
     for k in change.removed:
         await state.delete(k)
     await _tell_indexes(store, bucket, change, wanted, current)
+    return change
+
+
+async def _restore_observations(store: MemoryStore, wanted: Records) -> Change:
+    current = await read(store.client, OBSERVATIONS_BUCKET)
+    change = compare(current, wanted)
+    written = [*change.added, *change.changed]
+    for o in _decoded(wanted, written, Observation):
+        await store.put_observation(o, revive=True)  # the record and its event, one write
+    gone = [
+        r.id if r is not None and r.id else k
+        for k, r in zip(
+            change.removed, _decoded(current, change.removed, _Id, keep=True), strict=True
+        )
+    ]
+    removed = [o.id for o in await store.forget_observations(gone)]
+    for i in range(0, len(removed), 500):
+        ids = removed[i : i + 500]
+        await store.publish(RecordsRemoved(ids=ids, reason="snapshot restore", action=REMOVED))
     return change
 
 
@@ -145,10 +172,6 @@ async def _tell_indexes(
                 gone.append(m.id)
             else:
                 await store.publish(MemoryAdded(memory=m))
-        gone += removed_ids
-    elif bucket == OBSERVATIONS_BUCKET:
-        for o in _decoded(wanted, written, Observation):
-            await store.publish(ObservationAdded(observation=o))
         gone += removed_ids
     elif bucket == SUMMARIES_BUCKET:
         for s in _decoded(wanted, written, SessionSummary):

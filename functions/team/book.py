@@ -24,7 +24,6 @@ from functions.kernel.records import (
     Memory,
     MemoryAdded,
     Observation,
-    ObservationAdded,
     RecordsRemoved,
 )
 from functions.kernel.store import MemoryStore
@@ -228,9 +227,8 @@ class TeamBook:
         # completes the work (each step is a no-op the second time).
         st = self.store
         if isinstance(record, Observation):
-            if await st.get(st.observations, record.id, Observation) is None:
-                await st.observations.put(kv_key(record.id), record)
-                await st.publish_once(ObservationAdded(observation=record))
+            # Stored once (over a local forget too, as the KV put before it did).
+            await st.put_observation(record, replace=False, revive=True)
         else:
             moved = await self.chains.add(item.root or item.id, record)
             after = moved.chain.head() if moved.chain is not None else None
@@ -274,10 +272,12 @@ class TeamBook:
             root = ev.root or (item.root if item else "") or ev.id
             await self.chains.settle(await self.chains.bury(root, ev.id))
         st = self.store
-        state = st.memories if ev.kind == "memory" else st.observations
-        removed = await state.presence(kv_key(ev.id)) == "present"
-        if removed:
-            await state.delete(kv_key(ev.id))
+        if ev.kind == "memory":
+            removed = await st.memories.presence(kv_key(ev.id)) == "present"
+            if removed:
+                await st.memories.delete(kv_key(ev.id))
+        else:
+            removed = bool(await st.forget_observations([ev.id]))
         await self.kv.delete(item_key(ev.id))
         if removed and ev.origin != self.cfg.origin:
             why = f"forgotten on {ev.origin}"
@@ -345,8 +345,18 @@ class TeamBook:
         return {k.removeprefix("link."): v async for k, v in self.kv.scan("link.>", Link)}
 
     async def _mark_team(self, record: Memory | Observation) -> None:
-        state = self.store.memories if isinstance(record, Memory) else self.store.observations
         team = self.cfg.team
+        if isinstance(record, Observation):
+
+            def mark_observation(cur: Observation) -> Observation | None:
+                if cur.team == team:
+                    return None
+                # A rewrite the read models already counted (Observation.revision).
+                cur.team, cur.revision = team, cur.revision + 1
+                return cur
+
+            await self.store.update_observation(record.id, mark_observation)
+            return
 
         def mark(cur: Any) -> Any:
             if cur is None or cur.team == team:
@@ -354,7 +364,7 @@ class TeamBook:
             cur.team = team
             return cur
 
-        await state.update(kv_key(record.id), mark, type=type(record))
+        await self.store.memories.update(kv_key(record.id), mark, type=Memory)
 
 
 def _vetted_item(item: TeamItem, record: Memory | Observation) -> TeamItem:

@@ -16,7 +16,7 @@ from engine import FunctionError, Tool, operation
 from functions.kernel.clock import now_iso
 from functions.kernel.ids import kv_key
 from functions.kernel.owned import routes
-from functions.kernel.records import Memory, MemoryAdded, Observation, ObservationAdded
+from functions.kernel.records import Memory, MemoryAdded, Observation
 from functions.kernel.store import MemoryStore
 from functions.kernel.trust import write_path as trust
 from functions.memory.wire import from_wire
@@ -270,15 +270,11 @@ class MeshService:
             accepted += 1
         for i, raw in enumerate(req.observations):
             o = _record(raw, Observation, f"observations[{i}]")
-            if (
-                await self.team.book.gone(o.id)
-                or await st.presence(st.observations, o.id) == "present"
-            ):
+            if await self.team.book.gone(o.id) or await st.observation_presence(o.id) == "present":
                 continue
             o.team = self.team.cfg.team
-            await st.observations.put(kv_key(o.id), o)
+            await st.put_observation(o, replace=False, revive=True)
             trust.count(st.client, o.trust)
-            await st.publish_once(ObservationAdded(observation=o))
             await self.team.book.share(o, "observation")
             accepted += 1
         if accepted:

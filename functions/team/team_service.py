@@ -120,6 +120,9 @@ class TeamService:
             self._watch.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._watch
+        if self._book is not None:
+            with contextlib.suppress(Exception):
+                await self._book.store.close()
 
     # ---- team ------------------------------------------------------------------------
     @operation(
@@ -132,7 +135,7 @@ class TeamService:
         st = self.store
         record: Memory | Observation | None
         if req.item_type == "observation":
-            record = await st.get(st.observations, req.item_id, Observation)
+            record = await st.get_observation(req.item_id)
             if record is not None and req.session_id and record.session_id != req.session_id:
                 record = None
         else:

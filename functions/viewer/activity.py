@@ -21,7 +21,6 @@ from functions.kernel.records import (
     MemEvent,
     Memory,
     MemoryAdded,
-    Observation,
     ObservationAdded,
     QuarantineChanged,
     RecordsRemoved,
@@ -214,7 +213,7 @@ class Activity:
             if m is not None:  # superseded versions are still stored
                 return Removed(id=record_id, kind="memory", title=m.title or _cut(m.content))
         if st is not None and record_id.startswith("obs_"):
-            o = await st.get(st.observations, record_id, Observation)
+            o = await st.get_observation(record_id)
             if o is not None:
                 return Removed(id=record_id, kind="observation", title=o.title or o.hook_type)
         kind = (

@@ -27,12 +27,9 @@ from typing import Any
 import msgspec
 
 from engine import Client, Context, Worker
-from functions.kernel.records import (
-    EVENTS_STREAM,
-    OBSERVATIONS_BUCKET,
-    Observation,
-    ObservationAdded,
-)
+from functions.kernel.observation_records import ObservationRecords
+from functions.kernel.records import EVENTS_STREAM, ObservationAdded
+from functions.kernel.store import events_stream
 from ops.bench.harness import Connection, HttpFailure
 from ops.cluster.cluster import Cluster
 from ops.cluster.hosts import Host
@@ -310,25 +307,21 @@ async def verify(cluster: Cluster, client: Client, load: Load) -> dict[str, Any]
     deadline = time.monotonic() + 90
     while pending() and time.monotonic() < deadline:
         await asyncio.sleep(0.2)
-    st = await client.bucket(OBSERVATIONS_BUCKET)
     ids = list(load.acked.values())
-    present: set[str] = set()
-    for chunk in range(0, len(ids), 400):
-        got = await asyncio.gather(*(st.get(oid, Observation) for oid in ids[chunk : chunk + 400]))
-        present.update(o.id for o in got if o is not None)
-    js = client.nc.jetstream()
-    # Events are per project, not per observation: count them by the observation they carry.
+    records = await ObservationRecords(client, events_stream(client)).open()
+    present = set(await records.get_many(ids))  # by id, through the index
+    # Records are per project, not per observation: count them by the observation they carry
+    # (each record is one message; a duplicate would be a second).
     per_obs: Counter[str] = Counter()
     async for m in client.stream(EVENTS_STREAM).read(subject=EVENT_SUBJECTS):
         per_obs[msgspec.json.decode(m.data, type=ObservationAdded).observation.id] += 1
-    kv = await js.stream_info(f"KV_{OBSERVATIONS_BUCKET}")
     stored_ids = set(load.acked.values())
     return {
         "acked": len(load.acked),
         "acked_lost": sum(1 for oid in ids if oid not in present) + (len(ids) - len(stored_ids)),
         "duplicates": sum(n - 1 for n in per_obs.values() if n > 1),
         "events_published": len(per_obs),
-        "observations_stored": kv.state.messages,
+        "observations_stored": sum(per_obs.values()),
         "inbox_left": pending(),
     }
 

@@ -36,7 +36,9 @@ sys.path.insert(0, str(ROOT))
 from engine import Client, FunctionError, connect  # noqa: E402
 from engine.server import NatsServer  # noqa: E402
 from engine.settings import environ  # noqa: E402
-from functions.kernel.records import EVENTS_STREAM, OBSERVATIONS_BUCKET, Observation  # noqa: E402
+from functions.kernel.observation_records import ObservationRecords  # noqa: E402
+from functions.kernel.records import EVENTS_STREAM, Observation  # noqa: E402
+from functions.kernel.store import events_stream  # noqa: E402
 from functions.memory.wire import ObserveOut  # noqa: E402
 from ops.bench.harness import free_port, spawn_python  # noqa: E402
 
@@ -172,16 +174,13 @@ async def verify(url: str, inbox: Path, acked: dict[int, str]) -> dict[str, Any]
     deadline = time.monotonic() + 60
     while any((inbox / "pending").glob("*.json")) and time.monotonic() < deadline:
         await asyncio.sleep(0.2)
-    pre = f"$KV.{OBSERVATIONS_BUCKET}."
-    info = await js.stream_info(f"KV_{OBSERVATIONS_BUCKET}", subjects_filter=f"{pre}>")
-    st = await c.bucket(OBSERVATIONS_BUCKET)
-    stored: list[Observation] = []
-    keys = [s[len(pre) :] for s in (info.state.subjects or {})]
-    for chunk in range(0, len(keys), 500):
-        got = await asyncio.gather(*(st.get(k, Observation) for k in keys[chunk : chunk + 500]))
-        stored.extend(o for o in got if o is not None)
+    # Every record is one message on MEM_EVENTS: a duplicate would be a second message of
+    # one event. The acknowledged ones are then read by id, through the index.
+    records = await ObservationRecords(c, events_stream(c)).open()
+    stored: list[Observation] = [o async for o in records.scan()]
+    found = await records.get_many(set(acked.values()))
     by_event = Counter(event_of(o) for o in stored)
-    present = {o.id for o in stored}
+    present = set(found)
     ev = await js.stream_info(EVENTS_STREAM)
     await nc.close()
     return {

@@ -33,7 +33,12 @@ sys.path.insert(0, str(ROOT))  # run as a script from anywhere, as the README sh
 from engine import Client, connect
 from engine.server import NatsServer
 from functions.kernel.clock import iso
-from functions.kernel.records import OBSERVATIONS_BUCKET, Observation, Session
+from functions.kernel.records import (
+    Observation,
+    ObservationAdded,
+    Session,
+    observation_events_subject,
+)
 from functions.kernel.store import MemoryStore
 from ops.bench.harness import emit, peak_rss_mb, spawn_python
 
@@ -76,19 +81,21 @@ def observation(i: int, rng: random.Random) -> Observation:
 async def seed(client: Client, n: int) -> None:
     store = await MemoryStore(client).open()
     rng = random.Random(n)
-    # Core publishes to the KV subjects, acks not awaited: the bucket's stream stores them
-    # all; we then wait until it holds every one. Seeding is not what is measured.
-    subject = f"$KV.{OBSERVATIONS_BUCKET}."
+    # Core publishes of the records to their project's subject, acks not awaited: the stream
+    # stores them all; we then wait until it holds every one, and fold the id index.
+    # Seeding is not what is measured.
     enc = msgspec.json.Encoder()
+    before = (await store.events.info()).messages
     for i in range(n):
         o = observation(i, rng)
-        await client.nc.publish(subject + o.id, enc.encode(o))
+        data = enc.encode(ObservationAdded(observation=o))
+        await client.nc.publish(observation_events_subject(o.project), data)
         if i % 5000 == 4999:
             await client.nc.flush()
     await client.nc.flush()
-    js = client.nc.jetstream()
-    while (await js.stream_info(f"KV_{OBSERVATIONS_BUCKET}")).state.messages < n:
+    while (await store.events.info()).messages < before + n:
         await asyncio.sleep(0.05)
+    await store.fold_observations()
     sessions = (n + PER_SESSION - 1) // PER_SESSION
     for start in range(0, sessions, 500):
         await asyncio.gather(

@@ -17,9 +17,10 @@ and to the first search answered.
                              [--out docs/perf/soak.jsonl] [--svg docs/perf/soak.svg]
 
 `--quick`: 20,000 observations, a point every 5,000 (under a minute saturated). Last line:
-JSON with the cost per observation at 10k, 100k and the end, RSS per 100k observations
-(all processes), RSS at 100k and at the end (all, anonymous, file-backed), search p50/p99
-over the run, the restart, disk per observation.
+JSON with the cost per observation at 10k, 100k and the end (all processes, and by
+process), RSS per 100k observations (all processes), RSS and PSS at 100k and at the end
+(all, and by process: anonymous, file-backed, PSS), search p50/p99 over the run, the stop
+and the restart (first search, ready), disk per observation.
 """
 
 # ruff: noqa: E402
@@ -314,6 +315,20 @@ def _cost_around(points: list[dict[str, Any]], n: int) -> float | None:
     return near[len(near) // 2] if near else None
 
 
+def _cost_by_process_around(points: list[dict[str, Any]], n: int) -> dict[str, float] | None:
+    """Per process label, the median CPU ms per observation of the windows near `n`."""
+    near = [p["cpu_ms_per_obs_by_process"] for p in points
+            if 0.5 * n <= int(p["observations"]) <= 1.5 * n]  # fmt: skip
+    if not near:
+        return None
+    labels = sorted({k for w in near for k in w})
+    out = {}
+    for label in labels:
+        got = sorted(float(w.get(label, 0.0)) for w in near)
+        out[label] = got[len(got) // 2]
+    return out
+
+
 def rss_per_100k(points: list[dict[str, Any]]) -> list[float]:
     """RSS growth (MB) of each successive 100k observations, all processes together."""
     out: list[float] = []
@@ -353,6 +368,8 @@ def summary(points: list[dict[str, Any]], clients: Clients, searches: Searches, 
         "cpu_ms_per_obs_10k": _cost_around(points, 10_000),
         "cpu_ms_per_obs_100k": _cost_around(points, 100_000),
         "cpu_ms_per_obs_end": _cost_around(points, int(end["observations"])),
+        "cpu_ms_per_obs_by_process_100k": _cost_by_process_around(points, 100_000),
+        "cpu_ms_per_obs_by_process_end": _cost_by_process_around(points, int(end["observations"])),
         "rss_mb_start": points[0]["rss_mb"] if points else None,
         "rss_mb_100k": at100k["rss_mb"] if at100k else None,
         "rss_mb_end": end.get("rss_mb"),
@@ -364,7 +381,9 @@ def summary(points: list[dict[str, Any]], clients: Clients, searches: Searches, 
         "rss_mb_per_100k_after_first_max": max(per_100k[1:]) if len(per_100k) > 1 else None,
         "write_path_rss_mb_start": round(write_path[0], 1) if write_path else None,
         "write_path_rss_mb_end": round(write_path[-1], 1) if write_path else None,
+        "rss_by_process_100k": at100k.get("rss_split_by_process") if at100k else None,
         "rss_by_process_end": end.get("rss_split_by_process"),
+        "processes": len(end.get("rss_split_by_process") or {}),
         "disk_mb_end": end.get("disk_mb"),
         "disk_kb_per_obs": round(1024 * float(end["disk_mb"]) / int(end["observations"]), 2)
         if end.get("disk_mb")

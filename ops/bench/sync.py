@@ -35,7 +35,8 @@ sys.path.insert(0, str(ROOT))
 
 from engine import Client, connect
 from engine.server import NatsServer
-from functions.kernel.records import OBSERVATIONS_BUCKET
+from functions.kernel.observation_records import ObservationRecords
+from functions.kernel.store import events_stream
 from ops.bench.harness import emit, spawn_python
 from ops.disks import LoopDisk, can_mount
 
@@ -149,8 +150,9 @@ async def power_cut(policy: str, tmp: Path, seconds: float) -> dict[str, Any]:
         try:
             c = Client(await connect(srv2.url))
             try:
-                st = await c.bucket(OBSERVATIONS_BUCKET)
-                got = await asyncio.gather(*(st.get(oid, dict) for oid, _ in acked))
+                records = await ObservationRecords(c, events_stream(c)).open()
+                found = await records.get_many(oid for oid, _ in acked)
+                got = [found.get(oid) for oid, _ in acked]
             except Exception:  # the bucket itself had not reached the disk
                 got = [None] * len(acked)
             await c.nc.close()

@@ -139,7 +139,7 @@ async def test_every_stream_the_product_made_has_three_replicas(cluster: Cluster
                 bad[s.config.name] = (s.config.num_replicas, peers)
         assert not bad, f"streams not on three nodes: {bad}"
         names = {s.config.name for s in streams}
-        for expected in ("MEM_EVENTS", "KV_mem_observations", "KV_engine_triggers", "CRON",
+        for expected in ("MEM_EVENTS", "KV_mem_observation_index", "KV_engine_triggers", "CRON",
                          "OBJ_mem_search_snapshots", "ENGINE_TRACES"):  # fmt: skip
             assert expected in names
     finally:

@@ -253,11 +253,12 @@ def test_an_observe_trace_shows_the_kv_write_and_the_stream_publish(
     got = spans()
     assert any(n.startswith("POST /agentmemory/observe") for n in got)
     assert any(n.startswith("mem::observe") for n in got)
-    assert any(n.startswith("kv.create mem_observations") for n in got), got
+    # the observation is its MEM_EVENTS message; the session's row is a KV create
+    assert any(n.startswith("kv.create mem_sessions") for n in got), got
     assert any(n.startswith("publish MEM_EVENTS") and "producer" in n for n in got), got
-    kv = pg.locator("#waterfall .span-row", has_text="kv.create mem_observations").first  # type: ignore[attr-defined]
+    kv = pg.locator("#waterfall .span-row", has_text="kv.create mem_sessions").first  # type: ignore[attr-defined]
     kv.click()
-    assert '"db.collection.name": "mem_observations"' in pg.locator("#span-detail").text_content()  # type: ignore[attr-defined]
+    assert '"db.collection.name": "mem_sessions"' in pg.locator("#span-detail").text_content()  # type: ignore[attr-defined]
     shot(pg, "trace-observe")
 
 

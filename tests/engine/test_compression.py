@@ -1,8 +1,8 @@
 """Disk compression of what grows with use (docs/PERFORMANCE.md, "Disk"), on a real
 nats-server: a bucket declared with `compression="s2"` is made compressed (nats-py cannot
 say so at creation) and an old uncompressed one is brought to it in place, its records
-still read back; by default MEM_EVENTS and the record buckets are S2 (`events` keeps the
-buckets plain); and compressed blocks take fewer bytes on disk than the same records
+still read back; by default MEM_EVENTS (which holds the observations) and the record
+buckets are S2 (`events` keeps the buckets plain); and compressed blocks take fewer bytes on disk than the same records
 uncompressed."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import pytest
 from engine import Bucket, Client, connect
 from engine._jetstream import raw_stream_info
 from engine.server import NatsServer
-from functions.kernel.records import EVENTS_STREAM, MEMORIES_BUCKET, OBSERVATIONS_BUCKET
+from functions.kernel.records import EVENTS_STREAM, MEMORIES_BUCKET
 from functions.kernel.store import MemoryStore
 
 
@@ -57,7 +57,6 @@ async def test_events_compresses_the_log_and_leaves_records_read_by_key_plain(
     monkeypatch.setenv("AGENTMEMORY_STORE_COMPRESSION", "events")
     await MemoryStore(client).open()
     assert await compression(client, EVENTS_STREAM) == "s2"
-    assert await compression(client, f"KV_{OBSERVATIONS_BUCKET}") == "none"
     assert await compression(client, f"KV_{MEMORIES_BUCKET}") == "none"
 
 
@@ -71,7 +70,6 @@ async def test_all_compresses_the_record_buckets_too(
         monkeypatch.delenv("AGENTMEMORY_STORE_COMPRESSION", raising=False)
     await MemoryStore(client).open()
     assert await compression(client, EVENTS_STREAM) == "s2"
-    assert await compression(client, f"KV_{OBSERVATIONS_BUCKET}") == "s2"
     assert await compression(client, f"KV_{MEMORIES_BUCKET}") == "s2"
 
 
@@ -144,7 +142,7 @@ async def test_the_setting_turns_it_off_and_a_bad_value_names_it(
     monkeypatch.setenv("AGENTMEMORY_STORE_COMPRESSION", "none")
     await MemoryStore(client).open()
     assert await compression(client, EVENTS_STREAM) == "none"
-    assert await compression(client, f"KV_{OBSERVATIONS_BUCKET}") == "none"
+    assert await compression(client, f"KV_{MEMORIES_BUCKET}") == "none"
     monkeypatch.setenv("AGENTMEMORY_STORE_COMPRESSION", "zstd")
     with pytest.raises(ValueError, match="AGENTMEMORY_STORE_COMPRESSION"):
         await MemoryStore(client).open()
@@ -158,17 +156,17 @@ async def test_a_data_dir_with_plain_records_opens_with_the_new_default(
     and compressed blocks alike, is read back after a restart."""
     monkeypatch.setenv("AGENTMEMORY_STORE_COMPRESSION", "events")
     old = await MemoryStore(client).open()
-    await _fill(old.observations, "a")
+    await _fill(old.memories, "a")
     nats_server.kill()
     nats_server.start()
     monkeypatch.delenv("AGENTMEMORY_STORE_COMPRESSION")
     again = Client(await connect(nats_server.url))
     try:
         st = await MemoryStore(again).open()
-        assert await compression(again, f"KV_{OBSERVATIONS_BUCKET}") == "s2"
+        assert await compression(again, f"KV_{MEMORIES_BUCKET}") == "s2"
         assert await compression(again, EVENTS_STREAM) == "s2"
-        await _fill(st.observations, "b")
+        await _fill(st.memories, "b")
         for key in ("a000000", "a004999", "b000000", "b004999"):
-            assert (await read(st.observations, key))["id"] == int(key[1:])
+            assert (await read(st.memories, key))["id"] == int(key[1:])
     finally:
         await again.nc.close()

@@ -40,7 +40,7 @@ def test_the_embedded_server_gets_the_memory_limit_as_gomemlimit(
 @pytest.mark.unit
 def test_the_shipped_default_sets_a_limit_and_null_sets_none(tmp_path: Path) -> None:
     root = Path(__file__).resolve().parents[2]
-    assert load_config(root / "config" / "engine.yaml").nats.memory_limit == "320MiB"
+    assert load_config(root / "config" / "engine.yaml").nats.memory_limit == "160MiB"
     off = tmp_path / "off.yaml"
     off.write_text("nats:\n  memory_limit: null\n")
     assert load_config(off).nats.memory_limit is None

@@ -21,7 +21,8 @@ import nats.errors
 import pytest
 
 from engine import Client, FunctionError
-from functions.kernel.records import OBSERVATIONS_BUCKET
+from functions.kernel.observation_records import ObservationRecords
+from functions.kernel.store import events_stream
 from ops.disks import can_mount, tmpfs
 from tests.fixtures import ROOT, EngineProcess, eventually
 
@@ -154,8 +155,8 @@ async def _run(engine: EngineProcess, client: Client, disk: Path) -> None:
     assert next(c for c in status["checks"] if c["name"] == "disk")["ok"] is True
 
     # Nothing acknowledged was lost.
-    kv = await client.bucket(OBSERVATIONS_BUCKET)
-    got = await asyncio.gather(*(kv.get(oid, dict) for oid in acked))
+    records = await ObservationRecords(client, events_stream(client)).open()
+    got = await asyncio.gather(*(records.get(oid) for oid in acked))
     assert all(g is not None for g in got), [o for o, g in zip(acked, got, strict=True) if not g]
     info = await js.stream_info("OTHER")
     assert info.state.messages >= 2  # "before" and "after"

@@ -19,7 +19,8 @@ import pytest
 
 from engine import Client, connect
 from engine.server import NatsServer
-from functions.kernel.records import OBSERVATIONS_BUCKET
+from functions.kernel.observation_records import ObservationRecords
+from functions.kernel.store import events_stream
 from ops.disks import LoopDisk, can_mount
 from ops.procfs import process_tree
 from tests.fixtures import EngineProcess
@@ -80,8 +81,8 @@ async def _acked_observations(url: str, creds: str, seconds: float) -> list[str]
 async def _present(url: str, creds: str, ids: list[str]) -> set[str]:
     client = Client(await connect(url, creds))
     try:
-        st = await client.bucket(OBSERVATIONS_BUCKET)
-        got = await asyncio.gather(*(st.get(i, dict) for i in ids))
+        records = await ObservationRecords(client, events_stream(client)).open()
+        got = await asyncio.gather(*(records.get(i) for i in ids))
         return {i for i, v in zip(ids, got, strict=True) if v is not None}
     finally:
         await client.nc.close()

@@ -18,7 +18,9 @@ from typing import Any
 import pytest
 
 from engine import Client
-from functions.kernel.records import EVENTS_STREAM, OBSERVATIONS_BUCKET
+from functions.kernel.observation_records import ObservationRecords
+from functions.kernel.records import EVENTS_STREAM, OBSERVATION_INDEX_BUCKET
+from functions.kernel.store import events_stream
 from ops.procfs import process_tree
 from tests.fixtures import EngineProcess, eventually
 
@@ -29,6 +31,7 @@ workers:
     env: {AGENTMEMORY_SEARCH: "on", SEARCH_SNAPSHOT_SECONDS: "1", ENGINE_TRACING: "off"}
 """
 N = 240
+INDEX = f"KV_{OBSERVATION_INDEX_BUCKET}"
 
 
 def _word(i: int) -> str:
@@ -97,22 +100,23 @@ async def test_a_torn_store_starts_says_what_it_repaired_and_serves_before_and_a
                 os.kill(p, sig)
         engine.proc.wait()
         store = engine.data_dir / "nats"
-        for stream in (EVENTS_STREAM, f"KV_{OBSERVATIONS_BUCKET}"):
+        for stream in (EVENTS_STREAM, INDEX):
             _tear(_last_block(store, stream), how)
 
         engine.start()
         log = "".join(engine.lines)
         assert "store repaired" in log and EVENTS_STREAM in log, log[-3000:]
         repairs = {r["stream"]: r for r in engine.status()["store"]["repairs"]}  # type: ignore[index]
-        assert {EVENTS_STREAM, f"KV_{OBSERVATIONS_BUCKET}"} <= set(repairs), repairs
+        assert {EVENTS_STREAM, INDEX} <= set(repairs), repairs
         # The torn record was cut off, and the engine's marks tell how far the stream had got.
         assert all(r["cut_bytes"] > 0 for r in repairs.values()), repairs
-        assert all(r["seen_last_seq"] == N > r["last_seq"] for r in repairs.values()), repairs
+        assert all(r["seen_last_seq"] > r["last_seq"] for r in repairs.values()), repairs
+        assert repairs[EVENTS_STREAM]["seen_last_seq"] == N, repairs
 
         client = await engine.client()
         try:
-            kv = await client.bucket(OBSERVATIONS_BUCKET)
-            got = await asyncio.gather(*(kv.get(oid, dict) for oid in ids))
+            records = await ObservationRecords(client, events_stream(client)).open()
+            got = await asyncio.gather(*(records.get(oid) for oid in ids))
             kept = [i for i, g in enumerate(got) if g is not None]
             assert 0 < len(kept) < N, len(kept)
             assert kept == list(range(len(kept))), "what survives is what came before the tear"

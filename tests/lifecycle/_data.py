@@ -6,7 +6,7 @@ import hashlib
 from datetime import UTC, datetime, timedelta
 
 from functions.kernel.clock import iso
-from functions.kernel.records import Memory, MemoryAdded, Observation, ObservationAdded, Session
+from functions.kernel.records import Memory, MemoryAdded, Observation, Session
 from functions.kernel.store import MemoryStore
 
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
@@ -45,8 +45,7 @@ def obs(
 
 async def put_obs(store: MemoryStore, *items: Observation) -> None:
     for o in items:
-        await store.publish(ObservationAdded(observation=o), msg_id=o.id)
-        await store.observations.put(o.id, o)
+        await store.put_observation(o)
 
 
 async def put_old_and_new(store: MemoryStore) -> None:

@@ -71,11 +71,11 @@ async def test_a_project_over_its_cap_loses_its_lowest_importance_observations(
 
     preview = await lifecycle.evict(AutoForgetIn(now=NOW.isoformat(), dry_run=True))
     assert preview["capEvictions"] == 2 and set(preview["ids"]["project-cap"]) == lowest
-    assert len(await store.keys(store.observations)) == 8
+    assert await store.count_observations() == 8
 
     out = await lifecycle.evict(AutoForgetIn(now=NOW.isoformat()))
     assert out["capEvictions"] == 2 and set(out["ids"]["project-cap"]) == lowest
-    left = {o.id for o in items + other if await store.get(store.observations, o.id, type(o))}
+    left = {o.id for o in items + other if await store.get_observation(o.id)}
     assert left == {o.id for o in items + other} - lowest  # "other" holds 3: at its cap
     assert (await lifecycle.evict(AutoForgetIn(now=NOW.isoformat())))["capEvictions"] == 0
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from functions.kernel.clock import iso
-from functions.kernel.records import AuditEntry, Memory, Observation
+from functions.kernel.records import AuditEntry, Memory
 from functions.kernel.store import MemoryStore
 from functions.lifecycle.lifecycle_service import LifecycleService
 from functions.lifecycle.wire import AutoForgetIn
@@ -62,7 +62,7 @@ async def test_ttl_and_contradiction_forgetting_remove_exactly_what_they_should(
     assert out["removed"] == preview["removed"]
     left = sorted(m.id for m in await store.load_all(store.memories, Memory))
     assert left == ["db-new", "other-concept", "ttl-alive", "ttl-pinned"]
-    assert len(await store.load_all(store.observations, Observation)) == 2
+    assert len(await store.load_observations()) == 2
 
     audit = await store.load_all(store.audit_log, AuditEntry)
     removed = {i for e in audit if e.action == "auto-forget" for i in e.target_ids}

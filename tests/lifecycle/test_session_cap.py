@@ -4,7 +4,7 @@ cap go through auto-forget's audited removal."""
 from __future__ import annotations
 
 from engine import Client
-from functions.kernel.records import AuditEntry, Observation, Session
+from functions.kernel.records import AuditEntry, Session
 from functions.kernel.store import MemoryStore
 from functions.lifecycle.lifecycle_service import LifecycleService
 from functions.lifecycle.settings import ForgetConfig, LifecycleConfig
@@ -32,11 +32,11 @@ async def test_sessions_over_the_cap_lose_their_lowest_value_oldest_observations
     expected = {counted[11].id, counted[0].id, counted[1].id, imported[0].id}
     assert preview["removed"] == {"session-cap": 4}
     assert set(preview["ids"]["session-cap"]) == expected
-    assert len(await store.load_all(store.observations, Observation)) == 34
+    assert len(await store.load_observations()) == 34
 
     out = await svc.auto_forget(AutoForgetIn(now=now.isoformat()))
     assert out["removed"] == {"session-cap": 4}
-    left = {o.id for o in await store.load_all(store.observations, Observation)}
+    left = {o.id for o in await store.load_observations()}
     assert not left & expected and len(left) == 30
     assert counted[12].id in left  # the old decision outranks newer routine observations
     audit = await store.load_all(store.audit_log, AuditEntry)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from functions.kernel.records import Observation, Session, SessionSummary
+from functions.kernel.records import Session, SessionSummary
 from functions.kernel.store import MemoryStore
 from functions.lifecycle.lifecycle_service import LifecycleService
 from functions.lifecycle.wire import SummarizeIn, SweepIn
@@ -39,7 +39,7 @@ async def test_stale_session_is_abandoned_and_summarized(
     assert summary.steps == ["edit src/auth.py", "run pytest"]
     assert await store.get(store.summaries, "busy", SessionSummary) is None
     # deletes nothing
-    assert len(await store.load_all(store.observations, Observation)) == 4
+    assert len(await store.load_observations()) == 4
 
     again = await lifecycle.sweep(SweepIn(now=at(hours=11).isoformat(), stale_hours=4))
     assert again == {"abandoned": [], "summarized": []}

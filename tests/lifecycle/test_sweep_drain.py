@@ -62,7 +62,6 @@ async def test_the_lifecycle_service_sweeps_nothing_once_draining(client: Client
 async def test_an_auto_forget_pass_ends_its_scan_when_the_worker_drains(client: Client) -> None:
     # Low-value records (old, unimportant) are judged one by one: those the scan reached
     # before the stop are removed, the rest wait for the next pass.
-    from functions.kernel.records import Observation
     from functions.lifecycle.maintenance import auto_forget
     from functions.lifecycle.settings import LifecycleConfig
 
@@ -81,7 +80,7 @@ async def test_an_auto_forget_pass_ends_its_scan_when_the_worker_drains(client: 
 
     cut = await auto_forget(store, cfg, now, stop=stop)
     assert cut.removed == {"low-value": 10}
-    assert len(await store.load_all(store.observations, Observation)) == 30
+    assert len(await store.load_observations()) == 30
     whole = await auto_forget(store, cfg, now)
     assert whole.removed == {"low-value": 30}
-    assert await store.load_all(store.observations, Observation) == []
+    assert await store.load_observations() == []

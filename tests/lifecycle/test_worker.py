@@ -12,7 +12,7 @@ import pytest
 
 from engine import Client, FunctionError
 from functions.kernel.clock import iso
-from functions.kernel.records import Memory, Observation
+from functions.kernel.records import Memory
 from functions.kernel.store import MemoryStore
 from tests.lifecycle._data import T0
 
@@ -116,7 +116,7 @@ async def test_twenty_sessions_consolidate_into_facts_and_a_workflow_with_source
     assert out["procedural"]["created"] >= 1
 
     store = await MemoryStore(client).open()
-    observations = {o.id: o for o in await store.load_all(store.observations, Observation)}
+    observations = {o.id: o for o in await store.load_observations()}
     memories = await store.load_all(store.memories, Memory)
     facts = {m.title: m for m in memories if m.type == "semantic"}
     auth = facts["src/app/auth.py is a hot spot"]

@@ -16,11 +16,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from engine import Client
-from functions.kernel.records import OBSERVATIONS_BUCKET
 from functions.kernel.scrub import scrub_value
 from functions.memory.observe import build
 from functions.memory.wire import ObserveIn
-from tests.fixtures import live_keys
+from tests.fixtures import stored_ids
 from tests.memory.test_observe import observe
 
 # Plain words: values that scrubbing leaves alone, so "differ" means differ as stored.
@@ -195,4 +194,4 @@ async def test_generated_events_are_stored_once_each_by_the_worker(
         assert outs[0].observation_id == outs[2].observation_id
         assert outs[1].observation_id == outs[3].observation_id
         expected |= {outs[0].observation_id, outs[1].observation_id}
-    assert sorted(await live_keys(client, OBSERVATIONS_BUCKET)) == sorted(expected)
+    assert await stored_ids(client) == sorted(expected)

@@ -9,9 +9,9 @@ import nats.errors
 import pytest
 
 from engine import Client, FunctionError
-from functions.kernel.records import OBSERVATIONS_BUCKET, Observation, ObservationAdded
-from functions.memory.wire import ObserveIn, ObserveOut
-from tests.fixtures import live_keys
+from functions.kernel.records import ObservationAdded
+from functions.memory.wire import ObserveOut
+from tests.fixtures import stored, stored_ids
 
 
 def payload(**over: Any) -> dict[str, Any]:
@@ -43,8 +43,7 @@ async def test_observation_is_stored_compressed_and_acknowledged(
     out = await observe(client, payload(eventId="toolu_1"))
     assert out.status == "accepted"
     assert out.boot_id and out.accepted_at and out.durable_after_ms >= 0
-    kv = await client.bucket(OBSERVATIONS_BUCKET)
-    obs = await kv.get(out.observation_id, Observation)
+    obs = await stored(client, out.observation_id)
     assert obs is not None
     assert (obs.type, obs.files, obs.session_id, obs.project) == (
         "file_edit",
@@ -60,7 +59,7 @@ async def test_duplicate_event_id_is_stored_once(client: Client, memory_worker: 
     again = await observe(client, payload(eventId="toolu_dup", timestamp="2026-11-29T11:00:00Z"))
     assert (first.status, again.status) == ("accepted", "duplicate")
     assert first.observation_id == again.observation_id
-    assert await live_keys(client, OBSERVATIONS_BUCKET) == [first.observation_id]
+    assert await stored_ids(client) == [first.observation_id]
 
 
 async def test_replay_without_event_id_is_a_duplicate_by_content_hash(
@@ -85,7 +84,7 @@ async def test_concurrent_replays_of_one_event_store_one_observation(
     )
     assert len({o.observation_id for o in outs}) == 1
     assert any(o.status == "accepted" for o in outs)
-    assert len(await live_keys(client, OBSERVATIONS_BUCKET)) == 1
+    assert len(await stored_ids(client)) == 1
 
 
 async def _events_of(client: Client, obs_id: str) -> list[ObservationAdded]:
@@ -108,27 +107,6 @@ async def _events_of(client: Client, obs_id: str) -> list[ObservationAdded]:
         await sub.unsubscribe()
 
 
-async def test_stored_but_unpublished_observation_is_completed_on_resend(
-    client: Client, memory_worker: Any
-) -> None:
-    from functions.memory.observe import build, event_id_key, observation_id
-
-    memory_worker()
-    await observe(client, payload(eventId="toolu_warm"))  # the worker has made the stream
-    key = event_id_key("toolu_crash")
-    oid = observation_id(key)
-    # what a worker killed between its two writes leaves behind: the record, no event
-    _key, obs = build(msgspec.convert(payload(eventId="toolu_crash"), ObserveIn), "")
-    kv = await client.bucket(OBSERVATIONS_BUCKET)
-    await kv.create(oid, obs)
-    assert await _events_of(client, oid) == []
-    first = await observe(client, payload(eventId="toolu_crash"))
-    again = await observe(client, payload(eventId="toolu_crash"))
-    assert (first.status, again.status) == ("accepted", "duplicate")
-    events = await _events_of(client, oid)
-    assert [e.observation.id for e in events] == [oid]  # published once, by the resend
-
-
 async def test_forgotten_observation_stays_forgotten_on_replay(
     client: Client, memory_worker: Any
 ) -> None:
@@ -137,8 +115,9 @@ async def test_forgotten_observation_stays_forgotten_on_replay(
     await client.call("mem::forget", {"observationIds": [first.observation_id]}, timeout=10)
     again = await observe(client, payload(eventId="toolu_gone"))
     assert again.status == "duplicate"
-    assert await live_keys(client, OBSERVATIONS_BUCKET) == []
-    assert len(await _events_of(client, first.observation_id)) == 1
+    assert await stored_ids(client) == []
+    # The record was its event: forgetting it erased it from MEM_EVENTS.
+    assert await _events_of(client, first.observation_id) == []
 
 
 @pytest.mark.parametrize(
@@ -220,6 +199,6 @@ async def test_a_5_mib_event_is_stored_cut_to_size_and_its_replay_is_a_duplicate
     again = await observe(client, huge)
     assert (first.status, again.status) == ("accepted", "duplicate")
     assert again.observation_id == first.observation_id
-    obs = await (await client.bucket(OBSERVATIONS_BUCKET)).get(first.observation_id, Observation)
+    obs = await stored(client, first.observation_id)
     assert obs is not None and obs.truncated == [f"data.tool_input.content ({5 << 20} chars)"]
     assert len(msgspec.json.encode(obs)) < 64 * 1024

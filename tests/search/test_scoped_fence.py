@@ -19,7 +19,7 @@ def _obs(i: int, project: str) -> ObservationAdded:
 
 
 async def _publish(store: MemoryStore, event: ObservationAdded) -> None:
-    await store.publish_new(event)
+    await store.add_observation(event.observation)
 
 
 async def test_a_project_waits_for_its_own_writes_not_another_projects_backlog(
@@ -66,7 +66,7 @@ async def test_before_the_first_catch_up_a_project_waits_for_the_whole_stream(
 ) -> None:
     store = await MemoryStore(client).open()
     for i in range(3):  # written before the index starts (an older layout's, say)
-        await store.publish_new(_obs(i, "beta"))
+        await store.add_observation(_obs(i, "beta").observation)
     last = (await store.events.info()).last_seq
     holder = IndexHolder(load_embedder=False, snapshot_every=3600)
     await holder.start(client)

@@ -14,6 +14,7 @@ import msgspec
 import pytest
 
 from engine import Client
+from functions.kernel.observation_records import ObservationRecords
 from functions.kernel.records import (
     Memory,
     MemoryAdded,
@@ -21,6 +22,7 @@ from functions.kernel.records import (
     ObservationAdded,
     RecordsRemoved,
 )
+from functions.kernel.store import events_stream
 from functions.search import index_snapshot
 from functions.search.index import SearchIndex
 from functions.search.shown import HEADER, ShownRecords
@@ -160,11 +162,12 @@ def test_a_snapshot_finds_the_records_again_and_the_replay_adds_the_rest(
 
 # ---- the search worker -------------------------------------------------------------------
 GETS = (
-    "$JS.API.DIRECT.GET.KV_mem_observations",
-    "$JS.API.DIRECT.GET.KV_mem_observations.>",
-    "$JS.API.STREAM.MSG.GET.KV_mem_observations",
+    "$JS.API.DIRECT.GET.KV_mem_observation_index",
+    "$JS.API.DIRECT.GET.KV_mem_observation_index.>",
+    "$JS.API.STREAM.MSG.GET.KV_mem_observation_index",
 )
-"""The requests a get by key on the observations bucket makes (direct or through the API)."""
+"""The requests a get by id of an observation starts with (its index entry, direct or through
+the API); its record is then read from MEM_EVENTS by sequence."""
 
 
 async def _sniff(client: Client) -> tuple[list[str], Any]:
@@ -206,10 +209,16 @@ async def test_the_search_worker_shows_hits_from_its_file_across_a_crash(
         return hits if len(hits) == 8 else []
 
     await eventually(all_found, timeout=20, what="the observations searchable")
-    kv = await client.bucket("mem_observations")
+    records = await ObservationRecords(client, events_stream(client)).open()
     stored: dict[str, Any] = {}
     for i in ids:
-        stored[i] = await kv.get(i)
+        stored[i] = msgspec.to_builtins(await records.get(i))
+
+    async def folded() -> bool:  # the memory worker's index reads are done before the sniff
+        mark, _ = await records.index.watermark()
+        return mark.seq >= (await client.stream("MEM_EVENTS").info()).last_seq
+
+    await eventually(folded, timeout=10, what="the observation index folded")
     status = await client.call("mem::search-status", {}, timeout=10)
     assert status["shownRecords"] >= 12 and status["shownFile"].endswith("index.shown.search-0")
     seen, subs = await _sniff(client)
@@ -232,7 +241,7 @@ async def test_the_search_worker_shows_hits_from_its_file_across_a_crash(
     await client.nc.flush()
     assert seen == []
 
-    # its file lost (while it was down), hits read their records from KV again: the same
+    # its file lost (while it was down), hits read their records from the store: the same
     os.kill(search.pid, signal.SIGKILL)
     search.wait()
     for f in (tmp_path / "search").glob("index.shown.*"):

@@ -433,7 +433,9 @@ async def test_a_3_mib_post_tool_use_event_is_stored_truncated_and_found(
 async def test_heal_drops_orphan_index_entries_and_reindexes_lost_records(
     stack: Stack, tmp_path: Path
 ) -> None:
-    from functions.kernel.records import MEMORIES_BUCKET, OBSERVATIONS_BUCKET, Memory
+    from functions.kernel.observation_records import ObservationRecords
+    from functions.kernel.records import MEMORIES_BUCKET, Memory
+    from functions.kernel.store import events_stream
 
     sid = "index-heal-session"
     post_tool(stack, sid, tmp_path, "Bash", {"command": "terraform plan -out quokka.plan"},
@@ -441,9 +443,12 @@ async def test_heal_drops_orphan_index_entries_and_reindexes_lost_records(
     (obs,) = await observations(stack, sid)
     client = await stack.engine.client()
     try:
-        # An observation gone from KV without its removal event (the index still holds it),
-        # and a memory in KV whose event never reached the stream (the index lacks it).
-        await (await client.bucket(OBSERVATIONS_BUCKET)).delete(obs["id"])
+        # An observation gone from the store without its removal event (the index still
+        # holds it), and a memory in KV whose event never reached the stream (the index
+        # lacks it).
+        records = await ObservationRecords(client, events_stream(client)).open()
+        seq = (await records.locate([obs["id"]]))[obs["id"]]
+        await records.events.delete_message(seq)
         lost = Memory(id="mem_lostevent01", content="Wombat deploys run on Fridays only",
                       created_at="2026-11-01T00:00:00Z", updated_at="2026-11-01T00:00:00Z")  # fmt: skip
         await (await client.bucket(MEMORIES_BUCKET)).put(lost.id, lost)

@@ -14,6 +14,8 @@ from nats.js.api import ConsumerConfig, DeliverPolicy
 from nats.js.client import JetStreamContext
 
 log = logging.getLogger("console.follow")
+REPLAY_BYTES = 8 << 20
+"""What a follower replays of its stream's past at most (the newest messages)."""
 
 
 async def subscribe_from(
@@ -26,7 +28,12 @@ async def subscribe_from(
     """An ordered consumer on `subject` that replays the last `backlog` messages first.
     Raises nats.js.errors.NotFoundError when the stream does not exist."""
     info = await js.stream_info(stream)
-    if backlog > 0:
+    if backlog > 0 and info.state.messages:
+        # At most REPLAY_BYTES of it: a trace message holds a batch of spans (~80 KB under
+        # load), and decoding a whole capped stream at start held the event loop of every
+        # worker sharing the process for tens of seconds.
+        each = max(1, info.state.bytes // info.state.messages)
+        backlog = min(backlog, max(1, REPLAY_BYTES // each))
         start = max(1, info.state.first_seq, info.state.last_seq - backlog + 1)
         cfg = ConsumerConfig(deliver_policy=DeliverPolicy.BY_START_SEQUENCE, opt_start_seq=start)
     else:

@@ -1,0 +1,211 @@
+"""Where each observation lies in MEM_EVENTS: its id -> the stream sequence of its record.
+
+An observation is stored once, as its `ObservationAdded` message on its project's subject of
+MEM_EVENTS (docs/design/observation-records.md). This index finds it by id without a
+subject per observation: the ids are spread by hash over `SHARDS` blocks, each a KV value
+of the bucket `mem_observation_index` holding its ids' sequences, so nats-server keeps
+per-subject state for at most 65,536 keys whatever the corpus (~15 ids a block at 1M).
+
+An entry's value: > 0, the record's sequence; < 0, forgotten (the sequence it had); 0,
+forgotten before its sequence was known. A forgotten id keeps its entry so a replay of
+the event that made it is still a duplicate.
+
+The key `w` holds the watermark: every record stored before `at` (the server's clock) has
+a sequence <= `seq` and is in the blocks. Records after it (the tail) are folded in by
+`functions/kernel/observation_fold.py`; a reader looks there for an id the blocks lack.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+from collections.abc import Iterable
+from typing import Literal
+
+import msgspec
+
+from engine import Bucket, CasConflict, Entry
+from functions.kernel.ids import kv_key
+
+log = logging.getLogger("functions.kernel.observation_index")
+
+SHARDS = 1 << 16
+"""Blocks the ids are hashed into: nats-server keeps ~150-270 B of state per key, so the
+index costs it at most ~10-17 MB; at 1M observations a block holds ~15 ids (~500 B)."""
+WATERMARK = "w"
+UPGRADE = "upgrade"
+"""The progress of an old data dir's upgrade (functions/kernel/store_upgrade.py)."""
+WRITE_CHUNK = 256
+"""Blocks written concurrently."""
+
+Block = dict[str, int]
+Op = Literal["fold", "live", "revive", "gone"]
+"""fold: the folder met a record at `seq`; live: a writer stored a new version at `seq`
+(and deleted the one before); revive: the same over a forgotten id (an import or a
+restore says so); gone: a writer forgot the record at `seq` (0: not known)."""
+
+_encode_block = msgspec.msgpack.Encoder().encode
+_decode_block = msgspec.msgpack.Decoder(Block).decode
+
+
+class Watermark(msgspec.Struct, kw_only=True):
+    seq: int = 0
+    """Every record at or below this sequence is in the blocks."""
+    at: float = 0.0
+    """Epoch seconds, the server's clock: every record stored before then is at or below
+    `seq`."""
+
+
+_encode_watermark = msgspec.json.Encoder().encode
+_decode_watermark = msgspec.json.Decoder(Watermark).decode
+
+
+def key_of(obs_id: str) -> str:
+    """An id as the index (and the KV bucket before it) keys it."""
+    return kv_key(obs_id)
+
+
+def shard_of(key: str) -> str:
+    digest = hashlib.blake2b(key.encode(), digest_size=2).digest()
+    return f"s.{digest.hex()}"
+
+
+def merge(block: Block, key: str, op: Op, seq: int) -> list[int]:
+    """Apply one change to a block (in place); the sequences of messages that must go
+    (older versions, records written over a forgotten id)."""
+    cur = block.get(key)
+    if op == "fold":
+        if cur is None:
+            block[key] = seq
+            return []
+        if cur <= 0:
+            return [seq]  # forgotten: a late rewrite must not bring it back
+        if seq > cur:
+            block[key] = seq
+            return [cur]
+        return [seq] if seq < cur else []
+    if op == "gone":
+        if cur is not None and cur > 0 and cur != seq:
+            # a newer version than the one forgotten: it goes too
+            block[key] = -max(cur, seq)
+            return [cur]
+        if seq:
+            block[key] = -seq
+        elif cur is None or cur > 0:
+            block[key] = -cur if cur else 0
+        return []
+    # live / revive
+    if cur is not None and cur <= 0 and op == "live":
+        return [seq]  # forgotten meanwhile: the forget wins
+    if cur is not None and cur > seq:
+        return [seq]  # a newer version is there already
+    block[key] = seq
+    return [cur] if cur is not None and 0 < cur != seq else []
+
+
+class ObservationIndex:
+    """The index bucket: blocks and the watermark."""
+
+    def __init__(self, bucket: Bucket) -> None:
+        self.bucket = bucket
+
+    async def watermark(self) -> tuple[Watermark, int]:
+        """The watermark and its revision (0: none written yet)."""
+        e: Entry[bytes] | None = await self.bucket.entry(WATERMARK, bytes)
+        if e is None:
+            return Watermark(), 0
+        return _decode_watermark(e.value), e.revision
+
+    async def advance(self, mark: Watermark, revision: int) -> int | None:
+        """Move the watermark from `revision`: its new revision, or None when another
+        folder moved it first."""
+        try:
+            return await self.bucket.compare_and_set(WATERMARK, _encode_watermark(mark), revision)
+        except CasConflict:
+            return None
+
+    async def lookup(self, key: str) -> int | None:
+        """The entry of one key (None: the blocks do not have it)."""
+        e: Entry[bytes] | None = await self.bucket.entry(shard_of(key), bytes)
+        return None if e is None else _decode_block(e.value).get(key)
+
+    async def lookup_with_mark(self, keys: list[str]) -> tuple[dict[str, int], Watermark]:
+        """The entries the blocks hold for `keys`, and the watermark read with them (in one
+        request where the bucket allows it). The watermark comes first in the request: the
+        blocks read hold at least every record up to it."""
+        shards = sorted({shard_of(k) for k in keys})
+        got: list[Entry[bytes] | None] = await self.bucket.entries([WATERMARK, *shards], bytes)
+        mark = _decode_watermark(got[0].value) if got[0] is not None else Watermark()
+        found: dict[str, int] = {}
+        blocks = {s: _decode_block(e.value) for s, e in zip(shards, got[1:], strict=True) if e}
+        for k in keys:
+            v = blocks.get(shard_of(k), {}).get(k)
+            if v is not None:
+                found[k] = v
+        return found, mark
+
+    async def apply(self, changes: Iterable[tuple[str, Op, int]]) -> list[int]:
+        """Apply changes (in order) to their blocks, each block under compare-and-set and
+        merged again on a conflict; the sequences of messages that must go."""
+        by_shard: dict[str, list[tuple[str, Op, int]]] = {}
+        for ch in changes:
+            by_shard.setdefault(shard_of(ch[0]), []).append(ch)
+        shards = list(by_shard)
+        doomed: list[int] = []
+        for i in range(0, len(shards), WRITE_CHUNK):
+            chunk = shards[i : i + WRITE_CHUNK]
+            entries: list[Entry[bytes] | None] = await self.bucket.entries(chunk, bytes)
+            results = await asyncio.gather(
+                *(self._write(s, e, by_shard[s]) for s, e in zip(chunk, entries, strict=True))
+            )
+            for r in results:
+                doomed.extend(r)
+        return doomed
+
+    async def _write(
+        self, shard: str, entry: Entry[bytes] | None, changes: list[tuple[str, Op, int]]
+    ) -> list[int]:
+        for _ in range(64):
+            block = _decode_block(entry.value) if entry is not None else {}
+            doomed: list[int] = []
+            for key, op, seq in changes:
+                doomed.extend(merge(block, key, op, seq))
+            data = _encode_block(block)
+            if entry is not None and data == entry.value:
+                return doomed  # nothing new (a record folded twice)
+            try:
+                await self.bucket.compare_and_set(
+                    shard, data, entry.revision if entry is not None else 0
+                )
+                return doomed
+            except CasConflict:
+                entry = await self.bucket.entry(shard, bytes)
+        raise CasConflict(self.bucket.bucket, shard)
+
+    async def drop_after(self, last: int) -> int:
+        """Remove the entries of records stored after `last` (a forgotten one keeps its
+        entry: it stays forgotten); how many went."""
+        dropped = 0
+        async for shard, data in self.bucket.scan("s.>", bytes):
+            block = _decode_block(data)
+            gone = [k for k, v in block.items() if v > last]
+            if not gone:
+                continue
+
+            def cut(cur: bytes | None, gone: list[str] = gone) -> bytes | None:
+                if cur is None:
+                    return None
+                b = _decode_block(cur)
+                for k in gone:
+                    if b.get(k, 0) > last:
+                        del b[k]
+                return _encode_block(b)
+
+            await self.bucket.update(shard, cut, type=bytes)
+            dropped += len(gone)
+        return dropped
+
+    async def blocks(self) -> int:
+        """Blocks written so far."""
+        return len(await self.bucket.stored_keys("s.>"))
