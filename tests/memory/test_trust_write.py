@@ -168,7 +168,7 @@ class Writes:
         kind, rid, _ = self.where[i]
         st = self.store
         rec: Observation | Memory | None = (
-            await st.get(st.observations, rid, Observation)
+            await st.get_observation(rid)
             if kind == "observation"
             else await st.get(st.memories, rid, Memory)
         )

@@ -15,7 +15,7 @@ import httpx
 from engine import Client
 from functions.kernel.clock import now_iso
 from functions.kernel.ids import new_id
-from functions.kernel.records import Observation, ObservationAdded, Trust
+from functions.kernel.records import Observation, Trust
 from functions.kernel.store import MemoryStore
 from tests.fixtures import eventually
 
@@ -69,8 +69,7 @@ async def write_held(
         tool_name="WebFetch",
         trust=Trust(held=True, reasons=reasons or ["instruction-to-ai"], source=source),
     )  # fmt: skip
-    await store.observations.put(o.id, o)
-    await store.publish_new(ObservationAdded(observation=o))
+    assert await store.add_observation(o)
     return o
 
 
