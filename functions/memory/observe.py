@@ -263,10 +263,12 @@ class Observer:
         started = time.monotonic()
         key, obs = build(req, self.store.default_agent(req.agent_id))
         accepted_at = now_iso()
+        counts = self.inbox.counts
         full = self.inbox.disk_full()
         if full:
             # Before writing: nats-server would not answer a write it has no room for, and
             # would refuse that stream's writes until restarted.
+            counts.rejected += 1
             raise FunctionError("UNAVAILABLE", full, retryable=True)
         try:
             status = await self.store_observation(key, obs)
@@ -282,14 +284,17 @@ class Observer:
             try:
                 spooled = self.inbox.put(entry)
             except DiskFull as full_exc:
+                counts.rejected += 1
                 raise FunctionError("UNAVAILABLE", str(full_exc), retryable=True) from None
             if not spooled:
+                counts.rejected += 1
                 raise FunctionError(
                     "UNAVAILABLE",
                     "the capture inbox is full and the store is failing; retry later "
                     "(see GET /agentmemory/status)",
                     retryable=True,
                 ) from None
+            counts.accepted += 1
             return ObserveOut(
                 status="retrying",
                 observation_id=obs.id,
@@ -297,6 +302,11 @@ class Observer:
                 accepted_at=accepted_at,
                 durable_after_ms=int(self.inbox.delay(1) * 1000),
             )
+        if status == "duplicate":
+            counts.duplicates += 1
+        else:
+            counts.accepted += 1
+            counts.completed += 1
         return ObserveOut(
             status=status,
             observation_id=obs.id,

@@ -57,7 +57,9 @@ async def health_of(client: Client) -> HealthView:
         with _tracing.untraced():
             doc = await client.call("mem::status", None, timeout=STATUS_TIMEOUT)
         checks = msgspec.convert(doc.get("checks", []), list[Check])
-        status = str(doc.get("status", "unknown"))
+        # upstream's levels (ok, info, warn, error) as the viewer's ok / degraded
+        level = str(doc.get("status", "unknown"))
+        status = "ok" if level in ("ok", "info") else "degraded"
     except (FunctionError, msgspec.ValidationError, AttributeError) as exc:
         detail = exc.message if isinstance(exc, FunctionError) else str(exc)
         return HealthView(
