@@ -16,7 +16,7 @@ from typing import Annotated, Any, Protocol
 import msgspec
 
 from engine import FunctionError, operation
-from functions.graph import persist, reindex
+from functions.graph import node, persist, reindex
 from functions.graph.compact import GraphCompactOut
 from functions.graph.extract import observation_entities
 from functions.graph.extract_model import add_model_facts
@@ -159,6 +159,20 @@ class GraphOps:
     async def _counts(self) -> tuple[int, int]:
         stats = await (await self.owner.graph_reader()).stats()
         return int(stats["totalNodes"]), int(stats["totalEdges"])
+
+    @operation(
+        "mem::graph-node",
+        description="One knowledge-graph node: its strongest relations and the "
+        "observations, sessions, projects and memories it came from (?id=)",
+        http=rest("GET", "graph/node"),
+    )
+    async def graph_node(self, req: node.GraphNodeIn) -> node.GraphNodeOut:
+        if not req.id:
+            raise FunctionError("BAD_REQUEST", "id required", field="id")
+        got = await node.describe(await self._graph(), self.owner.store, req.id)
+        if got is None:
+            raise FunctionError("NOT_FOUND", f"graph node not found: {req.id}", field="id")
+        return got
 
     @operation(
         "mem::graph-build",

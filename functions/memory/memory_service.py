@@ -18,6 +18,7 @@ from functions.kernel.views import MemoryView, ObservationView, SessionView, as_
 from functions.memory import (
     audit_log,
     compress_model,
+    locate,
     memory_list,
     metrics,
     sessions,
@@ -226,6 +227,16 @@ class MemoryService:
     async def observations(self, req: ListIn) -> ObservationsOut:
         found = await sessions.list_observations(self.store, req)
         return ObservationsOut(as_view(found, list[ObservationView]))
+
+    @operation(
+        "mem::observations-locate",
+        description="The session of each observation id (?ids=a,b)",
+        http=rest("GET", "observations/locate"),
+    )
+    async def observations_locate(self, req: locate.LocateRequest) -> locate.LocateOut:
+        if not req.ids:
+            raise FunctionError("BAD_REQUEST", "ids required", field="ids")
+        return await locate.locate(self.store, req)
 
     @operation(
         "mem::observation",
