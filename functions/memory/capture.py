@@ -91,7 +91,7 @@ class SinceStart(msgspec.Struct, rename="camel", kw_only=True):
     pruned: int
 
 
-class DrainResult(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=True):
+class DrainResult(msgspec.Struct, rename="camel", kw_only=True):
     claimed: int
     delivered: int
     duplicates: int = 0
@@ -99,8 +99,8 @@ class DrainResult(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=Tr
     expired: int = 0
     corrupt: int = 0
     remaining: int
-    error: str | None = None
-    skipped: Literal["locked", "empty", "disabled"] | None = None
+    error: str | msgspec.UnsetType = msgspec.UNSET
+    skipped: Literal["locked", "empty", "disabled"] | msgspec.UnsetType = msgspec.UNSET
 
 
 class BootDrain(DrainResult, rename="camel", kw_only=True):

@@ -316,7 +316,7 @@ class AuditEntryOut(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=
     reason: str = ""
     actor: str = ""
     project: str = ""
-    details: dict[str, Any] = msgspec.field(default_factory=dict)
+    details: dict[str, Any]
     timestamp: str
     operation: str
     function_id: str
