@@ -89,6 +89,9 @@ class RememberIn(msgspec.Struct, rename="camel", kw_only=True):
     agent are kept); without it, a near duplicate in the project is superseded."""
     source_observation_ids: Names = msgspec.field(default_factory=list)
     """Observations the memory was drawn from: its provenance, checked by `verify`."""
+    distinct: bool = False
+    """A record of its own: it never supersedes a near duplicate (a file of the Claude
+    memory tool is its path's, however much its text looks like another's)."""
 
     def __post_init__(self) -> None:
         self.concepts, self.files = names(self.concepts), names(self.files)

@@ -1,0 +1,19 @@
+"""The Claude API's memory tool (`memory_20250818`) kept in agentmemory: a backend for the
+anthropic SDK's abstract memory tool, so an application built on the Claude API keeps its
+`/memories` files as memories here (scrubbed, searchable, in the viewer, versioned, shared
+by the team rules) instead of on a local disk.
+
+    from anthropic import Anthropic
+    from workers.claude_memory import AgentMemoryTool
+
+    memory = AgentMemoryTool(project="support-bot")
+    runner = Anthropic().beta.messages.tool_runner(
+        model=..., max_tokens=1024, tools=[memory], messages=[...],
+    )
+
+Needs the `claude` extra (`pip install 'agentmemory-nats[claude]'`). docs/AGENTS.md says
+how files map onto memories."""
+
+from workers.claude_memory.tool import AgentMemoryTool, AsyncAgentMemoryTool
+
+__all__ = ["AgentMemoryTool", "AsyncAgentMemoryTool"]
