@@ -9,7 +9,7 @@ leaves out records the write path held (their words stay out of what agents read
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
 
@@ -26,7 +26,7 @@ MAX_MEMORIES = 25
 
 
 class GraphNodeIn(msgspec.Struct, rename="camel", kw_only=True):
-    id: str = ""
+    id: Annotated[str, msgspec.Meta(min_length=1, max_length=512)]
 
 
 class Neighbor(msgspec.Struct, kw_only=True):

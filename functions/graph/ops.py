@@ -167,8 +167,6 @@ class GraphOps:
         http=rest("GET", "graph/node"),
     )
     async def graph_node(self, req: node.GraphNodeIn) -> node.GraphNodeOut:
-        if not req.id:
-            raise FunctionError("BAD_REQUEST", "id required", field="id")
         got = await node.describe(await self._graph(), self.owner.store, req.id)
         if got is None:
             raise FunctionError("NOT_FOUND", f"graph node not found: {req.id}", field="id")
