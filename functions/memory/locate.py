@@ -10,25 +10,22 @@ from typing import Annotated
 
 import msgspec
 
-from functions.kernel.names import SOME_NAMES, Names, names
+from functions.kernel.names import NONBLANK, names
 from functions.kernel.records import Observation
 from functions.kernel.store import MemoryStore
 
 MAX_IDS = 200
 
+SomeIds = Annotated[
+    str, msgspec.Meta(min_length=1, max_length=100_000, pattern=NONBLANK.replace("[^", "[^,"))
+]
+"""Comma-separated ids, one at least (a query string holds one value per name)."""
+
 
 class LocateIn(msgspec.Struct, rename="camel", kw_only=True):
-    ids: Names
-    """Observation ids, comma-separated or repeated; the first 200 are looked up."""
+    ids: SomeIds
+    """Observation ids, comma-separated; the first 200 are looked up."""
     agent_id: str = ""
-
-    def __post_init__(self) -> None:
-        self.ids = names(self.ids)
-
-
-LocateRequest = Annotated[
-    LocateIn, msgspec.Meta(extra_json_schema={"properties": {"ids": SOME_NAMES}})
-]
 
 
 class LocateOut(msgspec.Struct, kw_only=True):
@@ -37,7 +34,7 @@ class LocateOut(msgspec.Struct, kw_only=True):
 
 
 async def locate(store: MemoryStore, req: LocateIn) -> LocateOut:
-    wanted = [i for i in dict.fromkeys(req.ids) if not i.startswith("mem_")][:MAX_IDS]
+    wanted = [i for i in dict.fromkeys(names(req.ids)) if not i.startswith("mem_")][:MAX_IDS]
     got = await asyncio.gather(*(store.get(store.observations, i, Observation) for i in wanted))
     return LocateOut(
         sessions={

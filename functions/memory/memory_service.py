@@ -233,9 +233,7 @@ class MemoryService:
         description="The session of each observation id (?ids=a,b)",
         http=rest("GET", "observations/locate"),
     )
-    async def observations_locate(self, req: locate.LocateRequest) -> locate.LocateOut:
-        if not req.ids:
-            raise FunctionError("BAD_REQUEST", "ids required", field="ids")
+    async def observations_locate(self, req: locate.LocateIn) -> locate.LocateOut:
         return await locate.locate(self.store, req)
 
     @operation(

@@ -220,7 +220,8 @@ async def test_observations_locate_maps_ids_to_sessions(stack: Stack) -> None:
         )
         assert r.status_code == 200, r.text
         assert r.json() == {"sessions": {oid: sid}}
-        assert (await http.get("/agentmemory/observations/locate")).status_code == 400
+        missing = await http.get("/agentmemory/observations/locate")
+        assert missing.status_code == 400 and missing.json()["error"]["field"] == "ids"
 
 
 async def test_consolidation_status_reports_the_last_run(stack: Stack) -> None:
