@@ -22,6 +22,7 @@ import msgspec
 
 from engine import FunctionError
 from functions.kernel import clock
+from functions.kernel.names import SOME_NAMES, TEXT, at_least_one_of, names
 from functions.memory.inbox import CaptureCounts, Inbox, Pending
 
 InboxState = Literal["pending", "retrying", "dead"]
@@ -136,6 +137,15 @@ class CaptureRetryIn(msgspec.Struct, rename="camel", kw_only=True):
     """Observation ids (ours, before upstream's eventId)."""
 
 
+CaptureRetryRequest = Annotated[
+    CaptureRetryIn,
+    msgspec.Meta(
+        extra_json_schema=at_least_one_of(eventId=TEXT, all={"const": True}, ids=SOME_NAMES)
+    ),
+]
+"""An event to retry, or all of them."""
+
+
 class CaptureRetryOut(msgspec.Struct, kw_only=True):
     matched: int
     """Entries the request named (dead or waiting)."""
@@ -243,13 +253,14 @@ StoreFn = Callable[[Pending], Awaitable[object]]
 
 
 async def retry(inbox: Inbox, store: StoreFn, req: CaptureRetryIn) -> CaptureRetryOut:
-    if not (req.event_id or req.all or req.ids):
+    # the same test as CaptureRetryRequest's schema: a blank eventId or id names nothing
+    if not (req.event_id.strip() or req.all or names(req.ids)):
         raise FunctionError(
             "BAD_REQUEST",
             "pass an eventId, or all: true to retry every dead or waiting capture",
             field="eventId",
         )
-    wanted = {req.event_id, *req.ids} - {""}
+    wanted = {req.event_id.strip(), *names(req.ids)} - {""}
 
     def named(p: Pending) -> bool:
         o = p.observation

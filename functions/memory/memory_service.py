@@ -306,7 +306,9 @@ class MemoryService:
         description="Retry a dead or waiting capture (eventId), or all of them (all: true)",
         http=rest("POST", "capture/retry"),
     )
-    async def capture_retry(self, req: capture_mod.CaptureRetryIn) -> capture_mod.CaptureRetryOut:
+    async def capture_retry(
+        self, req: capture_mod.CaptureRetryRequest
+    ) -> capture_mod.CaptureRetryOut:
         return await capture_mod.retry(self.inbox, self.observer.store_pending, req)
 
     @operation(

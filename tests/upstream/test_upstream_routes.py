@@ -129,6 +129,9 @@ async def test_capture_retry_needs_an_event_or_all(stack: Stack) -> None:
         none = await http.post("/agentmemory/capture/retry", json={})
         assert none.status_code == 400 and none.json()["error"]["field"] == "eventId"
         assert "all: true" in none.json()["error"]["message"]
+        for blank in ({"eventId": " "}, {"ids": ["", " "]}, {"all": False}):  # name nothing
+            refused = await http.post("/agentmemory/capture/retry", json=blank)
+            assert refused.status_code == 400, (blank, refused.text)
         r = await http.post("/agentmemory/capture/retry", json={"all": True})
         assert r.status_code == 200, r.text
         assert r.json() == {"matched": 0, "recovered": 0, "dead": 0, "waiting": 0}
