@@ -16,8 +16,13 @@ from functions.kernel.store import MemoryStore
 
 MAX_IDS = 200
 
+MAX_IDS_CHARS = 40_000
+"""200 ids of up to 200 characters and their commas; a longer query string would pass the
+HTTP server's URL limit (about 64 KiB), which answers a plain-text 400 of its own."""
+
 SomeIds = Annotated[
-    str, msgspec.Meta(min_length=1, max_length=100_000, pattern=NONBLANK.replace("[^", "[^,"))
+    str,
+    msgspec.Meta(min_length=1, max_length=MAX_IDS_CHARS, pattern=NONBLANK.replace("[^", "[^,")),
 ]
 """Comma-separated ids, one at least (a query string holds one value per name)."""
 

@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
+from functions.memory.locate import MAX_IDS_CHARS
 from tests.conftest import EngineProcess
 from tests.helpers import eventually, wait_until
 from tests.upstream.stack import auth, product_config
@@ -225,6 +226,15 @@ async def test_observations_locate_maps_ids_to_sessions(stack: Stack) -> None:
         assert r.json() == {"sessions": {oid: sid}}
         missing = await http.get("/agentmemory/observations/locate")
         assert missing.status_code == 400 and missing.json()["error"]["field"] == "ids"
+        # the longest ids the schema allows still fit the HTTP server's URL limit
+        widest = await http.get(
+            "/agentmemory/observations/locate", params={"ids": "a" * MAX_IDS_CHARS}
+        )
+        assert widest.status_code == 200 and widest.json() == {"sessions": {}}
+        wider = await http.get(
+            "/agentmemory/observations/locate", params={"ids": "a" * (MAX_IDS_CHARS + 1)}
+        )
+        assert wider.status_code == 400 and wider.json()["error"]["field"] == "ids"
 
 
 async def test_consolidation_status_reports_the_last_run(stack: Stack) -> None:
