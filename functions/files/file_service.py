@@ -1,6 +1,8 @@
 """Operations on files of the machine the service runs on: an Obsidian vault of memories,
 lessons and sessions; compressing a markdown file in place (a backup kept). Paths that look
-like secrets and symlinks are refused. (Transcript imports: functions/replay.)"""
+like secrets and symlinks are refused (403); a path outside the allowed roots
+(functions/kernel/confine.py) is refused as upstream refuses it: 200 `{success: false,
+error}`, the error naming the path. (Transcript imports: functions/replay.)"""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from engine import FunctionError, Tool, operation
 from functions.files.markdown import compress_markdown, problems
 from functions.files.settings import file_settings
 from functions.kernel.clock import now_iso
+from functions.kernel.confine import OutsideRoots, confine
 from functions.kernel.models import clients
 from functions.kernel.names import choices_pattern, chosen
 from functions.kernel.owned import routes
@@ -89,11 +92,14 @@ class CompressFileOut(msgspec.Struct, rename="camel", kw_only=True, omit_default
     reason: str = ""
     method: str = ""
     """llm: the model's text (it kept every heading, URL and code block); synthetic: ours."""
+    error: str = ""
+    """Why nothing was done (`success` false): the path is outside the allowed roots."""
 
 
 class VaultIn(msgspec.Struct, rename="camel", kw_only=True):
     vault_dir: str = ""
-    """Inside AGENTMEMORY_EXPORT_ROOT (default ~/.agentmemory); default <root>/vault."""
+    """Under an allowed root (the data dir, ~/.agentmemory, AGENTMEMORY_IMPORT_ROOT) or
+    AGENTMEMORY_EXPORT_ROOT; default <AGENTMEMORY_EXPORT_ROOT>/vault."""
     types: VaultTypes = msgspec.field(default_factory=list)
     """memories, lessons, crystals, sessions; default all."""
     project: str = ""
@@ -109,10 +115,12 @@ class VaultCounts(msgspec.Struct, kw_only=True):
     sessions: int = 0
 
 
-class VaultOut(msgspec.Struct, rename="camel", kw_only=True):
+class VaultOut(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=True):
     success: bool
     vault_dir: str
     exported: VaultCounts
+    error: str | None = None
+    """Why nothing was written (`success` false): the folder is outside the allowed roots."""
 
 
 rest = routes("files")
@@ -182,7 +190,10 @@ class FileService:
         tool=Tool("memory_compress_file", tier="basic"),
     )
     async def compress_file(self, req: CompressFileIn) -> CompressFileOut:
-        path = checked_path(req.file_path, "filePath")
+        try:
+            path = confine(str(checked_path(req.file_path, "filePath")))
+        except OutsideRoots as refused:
+            return CompressFileOut(success=False, file_path=req.file_path, error=str(refused))
         if not _is_file(path):
             raise FunctionError("NOT_FOUND", f"no file {path}", field="filePath")
         if path.stat().st_size > MAX_MD_BYTES:
@@ -257,10 +268,14 @@ class FileService:
         tool=Tool("memory_obsidian_export"),
     )
     async def obsidian_export(self, req: VaultIn) -> VaultOut:
-        root = export_root().resolve()
+        root = export_root()
         vault = checked_path(req.vault_dir, "vaultDir") if req.vault_dir else root / "vault"
-        if vault != root and not vault.is_relative_to(root):
-            raise FunctionError("FORBIDDEN", f"vaultDir must be inside {root}", field="vaultDir")
+        try:
+            vault = confine(str(vault), extra=[root])
+        except OutsideRoots as refused:
+            return VaultOut(
+                success=False, vault_dir=req.vault_dir, exported=VaultCounts(), error=str(refused)
+            )
         kinds = set(req.types or VAULT_TYPES)
         bad = kinds - set(VAULT_TYPES)
         if bad:  # not reachable through the schema; kept for bus callers that skip it

@@ -7,7 +7,6 @@ import asyncio
 import json
 import sqlite3
 from datetime import datetime
-from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import msgspec
@@ -15,6 +14,7 @@ import msgspec
 from engine import FunctionError, operation
 from functions.kernel import clock
 from functions.kernel.clock import now_iso
+from functions.kernel.confine import OutsideRoots, confine
 from functions.kernel.ids import kv_key
 from functions.kernel.names import SOME_NAMES, Names, at_least_one_of, names
 from functions.kernel.owned import OwnedService, routes
@@ -22,9 +22,7 @@ from functions.kernel.records import Memory, Session
 from functions.kernel.store import StoreOwner
 from functions.memory import forget as forget_mod
 from functions.memory import transfer
-from functions.memory.wire import DateTime, ForgetIn, ImportCounts, ImportIn
-
-ALLOWED_DB_ROOT = Path.home() / ".agentmemory"
+from functions.memory.wire import DateTime, DeleteFailure, ForgetIn, ImportCounts, ImportIn
 
 
 class BulkDeleteIn(msgspec.Struct, rename="camel", kw_only=True):
@@ -64,13 +62,18 @@ class BulkDeleteOut(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=
     would_delete: int | None = None
     deleted: int = 0
     ids: list[str] = msgspec.field(default_factory=list)
+    not_found: list[str] | None = None
+    """A live delete (upstream 0.9.30): ids picked but gone by the time they were deleted."""
+    failed: int | None = None
+    failures: list[DeleteFailure] | None = None
 
 
 class MigrateIn(msgspec.Struct, rename="camel", kw_only=True):
     step: Literal["", "infer-memory-projects"] = ""
     """`infer-memory-projects`: give memories saved without a project their sessions' one."""
     db_path: str = ""
-    """A claude-mem SQLite database under ~/.agentmemory to import."""
+    """A claude-mem SQLite database to import, under an allowed root (the data dir,
+    ~/.agentmemory, AGENTMEMORY_IMPORT_ROOT)."""
     dry_run: bool = False
 
 
@@ -155,8 +158,15 @@ class GovernanceService(OwnedService[StoreOwner]):
             if picked
             else None
         )
+        if out is None:
+            return BulkDeleteOut(success=True, not_found=[], failed=0)
         return BulkDeleteOut(
-            success=True, deleted=out.deleted if out else 0, ids=out.ids if out else []
+            success=out.success,
+            deleted=out.deleted,
+            ids=out.ids,
+            not_found=out.not_found,
+            failed=out.failed,
+            failures=out.failures,
         )
 
     @operation(
@@ -246,9 +256,10 @@ def _list(value: Any) -> list[str]:
 
 def _read_claude_mem(raw: str) -> dict[str, list[dict[str, Any]]]:
     """claude-mem's tables as our export document (sessions, observations, summaries)."""
-    path = Path(raw).expanduser().resolve()
-    if not path.is_relative_to(ALLOWED_DB_ROOT.resolve()):
-        raise FunctionError("FORBIDDEN", f"dbPath must be under {ALLOWED_DB_ROOT}", field="dbPath")
+    try:
+        path = confine(raw)
+    except OutsideRoots as refused:
+        raise FunctionError("FORBIDDEN", str(refused), field="dbPath") from None
     if not path.is_file():
         raise FunctionError("NOT_FOUND", f"no database at {path}", field="dbPath")
     db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections import Counter
 from datetime import datetime
+from typing import Annotated, Literal
 
 import msgspec
 
@@ -29,6 +30,7 @@ from functions.graph.adjacency import ADJ_VERSION
 from functions.graph.keys import STATS, MemoryIndex, Removed
 from functions.graph.mirror import PURGED, PurgeNote
 from functions.kernel import clock
+from functions.kernel.clock import Clocked
 from functions.kernel.records import GraphEdge, GraphNode, GraphStats
 
 REMOVED_ROUND = 200_000
@@ -132,7 +134,18 @@ async def compact(state: Bucket, now: datetime, *, retention_days: float, cap: i
     return out
 
 
+class GraphCompactIn(Clocked, kw_only=True):
+    """Upstream's `POST graph/compact` body (0.9.30). Its scope, offset and limit run a
+    slice of a long compaction; this one streams the bucket and finishes in one run, so
+    they are accepted (and checked) but every run compacts the whole graph."""
+
+    scope: Literal["nodes", "edges", "history", "snapshot"] | None = None
+    offset: Annotated[int, msgspec.Meta(ge=0)] | None = None
+    limit: Annotated[int, msgspec.Meta(ge=1)] | None = None
+
+
 class GraphCompactOut(CompactOut, rename="camel", kw_only=True):
     """A compaction run and what the feed folded first."""
 
     folded: dict[str, int]
+    success: bool = True

@@ -16,7 +16,7 @@ from typing import Annotated, Any, Protocol
 import msgspec
 
 from engine import FunctionError, operation
-from functions.graph import persist, reindex
+from functions.graph import node, persist, reindex
 from functions.graph.compact import GraphCompactOut
 from functions.graph.extract import observation_entities
 from functions.graph.extract_model import add_model_facts
@@ -24,6 +24,7 @@ from functions.graph.keys import CO_OCCURS, edge_id, edge_key, node_id, node_key
 from functions.graph.mirror import PURGED, PurgeNote
 from functions.graph.query import GraphQuery
 from functions.kernel import clock
+from functions.kernel.confine import OutsideRoots, confine
 from functions.kernel.digest import cursor_key
 from functions.kernel.models.client import ModelClient
 from functions.kernel.owned import routes
@@ -99,20 +100,22 @@ class ImportIn(msgspec.Struct, rename="camel", kw_only=True):
     project: str = ""
 
 
-class ImportOut(msgspec.Struct, rename="camel", kw_only=True):
+class ImportOut(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=True):
     success: bool
     path: str
     nodes: int
     edges: int
+    error: str | None = None
+    """Why nothing was read (`success` false): the path is outside the allowed roots."""
 
 
 rest = routes("graph")
 
 
 def _load_graphify(req: ImportIn) -> tuple[Path, Any]:
+    """The graph at `path` (or under `cwd`), confined to the allowed roots (OutsideRoots)."""
+    path = confine(str(req.path or Path(req.cwd or ".") / "graphify-out" / "graph.json"))
     try:
-        path = Path(req.path or Path(req.cwd or ".") / "graphify-out" / "graph.json")
-        path = path.expanduser().resolve()
         found = path.is_file()
     except (OSError, ValueError):  # a name the OS cannot look up
         found = False
@@ -156,6 +159,18 @@ class GraphOps:
     async def _counts(self) -> tuple[int, int]:
         stats = await (await self.owner.graph_reader()).stats()
         return int(stats["totalNodes"]), int(stats["totalEdges"])
+
+    @operation(
+        "mem::graph-node",
+        description="One knowledge-graph node: its strongest relations and the "
+        "observations, sessions, projects and memories it came from (?id=)",
+        http=rest("GET", "graph/node"),
+    )
+    async def graph_node(self, req: node.GraphNodeIn) -> node.GraphNodeOut:
+        got = await node.describe(await self._graph(), self.owner.store, req.id)
+        if got is None:
+            raise FunctionError("NOT_FOUND", f"graph node not found: {req.id}", field="id")
+        return got
 
     @operation(
         "mem::graph-build",
@@ -248,7 +263,10 @@ class GraphOps:
         http=rest("POST", "graph/import-graphify"),
     )
     async def import_graphify(self, req: ImportIn) -> ImportOut:
-        path, doc = await asyncio.to_thread(_load_graphify, req)
+        try:
+            path, doc = await asyncio.to_thread(_load_graphify, req)
+        except OutsideRoots as refused:
+            return ImportOut(success=False, path=req.path, nodes=0, edges=0, error=str(refused))
         nodes_in = doc.get("nodes") if isinstance(doc, dict) else None
         links_in = (doc.get("links") or doc.get("edges") or []) if isinstance(doc, dict) else []
         if not isinstance(nodes_in, list):

@@ -53,6 +53,13 @@ class KernelSettings:
         "openai (an OpenAI-compatible API); `off` names none, `remote` openai.",
         synonyms={"off": "none", "remote": "openai"},
     )
+    import_root: str = text(
+        "AGENTMEMORY_IMPORT_ROOT",
+        "",
+        "More folders the file operations (compress-file, replay and graph imports, the "
+        "Obsidian export, migrate) may read and write under, besides the data dir and "
+        "~/.agentmemory: a list split by `:` (`;` on Windows); relative entries are ignored.",
+    )
     tools: str = choice(
         "AGENTMEMORY_TOOLS",
         "all",

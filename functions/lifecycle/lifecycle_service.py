@@ -12,7 +12,7 @@ from datetime import datetime
 import msgspec
 
 from engine import Client, FunctionError, Tool, operation
-from functions.graph.compact import GraphCompactOut, compact
+from functions.graph.compact import GraphCompactIn, GraphCompactOut, compact
 from functions.graph.feed import GraphFeed
 from functions.graph.query import GraphQuery
 from functions.graph.wire import GraphQueryIn, GraphStatsIn
@@ -34,6 +34,11 @@ from functions.kernel.store import MemoryStore
 from functions.kernel.views import SummaryView, as_view
 from functions.lifecycle import evict as eviction
 from functions.lifecycle.consolidate import ConsolidateOut, Consolidator
+from functions.lifecycle.consolidation_status import (
+    ConsolidationStatusOut,
+    consolidation_status,
+    record_run,
+)
 from functions.lifecycle.decay import tier
 from functions.lifecycle.episodes import summarize_sessions, sweep
 from functions.lifecycle.evict import EvictOut
@@ -183,8 +188,24 @@ class LifecycleService:
             model=self.model(),
             extractor=extractor,
         )
+        life = await self.store.client.bucket(LIFECYCLE_BUCKET)
         async with self._local, await self.exclusive("consolidate"):
-            return await c.run(when(req))
+            try:
+                out = await c.run(when(req))
+            except Exception as exc:
+                await record_run(life, clock.iso(clock.now()), None, f"{type(exc).__name__}: {exc}")
+                raise
+            await record_run(life, clock.iso(clock.now()), out)
+            return out
+
+    @operation(
+        "mem::consolidation-status",
+        description="Consolidation: its last run, schedule, thresholds and each tier's state",
+        http=rest("GET", "consolidation/status", source="none"),
+    )
+    async def consolidation_status(self) -> ConsolidationStatusOut:
+        life = await self.store.client.bucket(LIFECYCLE_BUCKET)
+        return await consolidation_status(self.store, life, self.config)
 
     @operation(
         "mem::consolidate-pipeline",
@@ -305,8 +326,9 @@ class LifecycleService:
         "mem::graph-compact",
         description="Drop expired edges, idle nodes and forgotten provenance from the graph",
         timeout=LONG,
+        http=rest("POST", "graph/compact"),
     )
-    async def graph_compact(self, req: DecayIn) -> GraphCompactOut:
+    async def graph_compact(self, req: GraphCompactIn) -> GraphCompactOut:
         return await self.compact_graph(when(req))
 
     async def compact_graph(self, now: datetime) -> GraphCompactOut:

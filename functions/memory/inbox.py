@@ -38,6 +38,26 @@ class Pending(msgspec.Struct, kw_only=True):
     last_error: str = ""
     next_at: float = 0.0
     accepted_at: str = ""
+    updated_at: float = 0.0
+    """When the entry was last written (epoch seconds; 0 in entries of older versions)."""
+
+
+class CaptureCounts(msgspec.Struct, kw_only=True):
+    """What this process's write path did since it started (upstream's `sinceStart`)."""
+
+    accepted: int = 0
+    """Observations accepted: stored at once, or spooled to the inbox."""
+    completed: int = 0
+    """Stored (at once, or later from the inbox)."""
+    duplicates: int = 0
+    retried: int = 0
+    """Inbox attempts that failed and were scheduled again."""
+    recovered: int = 0
+    """Inbox entries stored on a later attempt."""
+    dead_lettered: int = 0
+    rejected: int = 0
+    """Refused: the inbox full, or the disk."""
+    pruned: int = 0
 
 
 class PendingView(msgspec.Struct, rename="camel", kw_only=True):
@@ -84,6 +104,9 @@ class Inbox:
         self._count: int | None = None
         self.min_free = min_free_disk()
         self._free: tuple[float, int] = (0.0, 0)
+        self.counts = CaptureCounts()
+        self.last_sweep_at = 0.0
+        """When the retry loop last passed over the inbox (epoch seconds; 0: never)."""
 
     def _ensure(self) -> None:
         self.pending_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -143,6 +166,7 @@ class Inbox:
 
     def _write(self, folder: Path, entry: Pending) -> None:
         self._ensure()
+        entry.updated_at = time.time()
         path = folder / f"{entry.observation.id}.json"
         # Replicas share the inbox: each writes its own temporary file before the rename.
         tmp = path.with_name(f"{path.stem}.{os.getpid()}.tmp")
@@ -169,6 +193,12 @@ class Inbox:
                 log.warning("unreadable inbox entry %s left in place", p)
         return out
 
+    def pending_entries(self) -> list[Pending]:
+        return [e for _, e in self._read(self.pending_dir)]
+
+    def dead_entries(self) -> list[Pending]:
+        return [e for _, e in self._read(self.dead_dir)]
+
     def listing(self) -> tuple[list[PendingView], list[PendingView]]:
         return (
             [_view(e) for _, e in self._read(self.pending_dir)],
@@ -177,22 +207,27 @@ class Inbox:
 
     def redrive(self, ids: list[str]) -> int:
         """Move dead letters (all, or those with these observation ids) back to the inbox."""
-        moved = 0
+        return self.redrive_matching((lambda e: e.observation.id in ids) if ids else None)[0]
+
+    def redrive_matching(self, match: Callable[[Pending], bool] | None) -> tuple[int, int]:
+        """Dead letters that `match` (all when None) back in the inbox with their attempts
+        reset, and waiting entries that match made due now: (dead moved, waiting made due)."""
+        moved = due = 0
         for path, entry in self._read(self.dead_dir):
-            if ids and entry.observation.id not in ids:
+            if match is not None and not match(entry):
                 continue
             entry.attempts, entry.next_at = 0, 0.0
             self._write(self.pending_dir, entry)
             path.unlink(missing_ok=True)
             moved += 1
-        if ids:
-            for _path, entry in self._read(self.pending_dir):
-                if entry.observation.id in ids and entry.next_at > 0:
-                    entry.next_at = 0.0
-                    self._write(self.pending_dir, entry)
+        for _path, entry in self._read(self.pending_dir):
+            if (match is None or match(entry)) and entry.next_at > 0:
+                entry.attempts, entry.next_at = 0, 0.0
+                self._write(self.pending_dir, entry)
+                due += 1
         self._count = None
         self._wake.set()
-        return moved
+        return moved, due
 
     async def drain_once(self, store: StoreFn, *, force: bool = False) -> tuple[int, int]:
         """One pass over due entries: (stored, failed). None is tried while the disk is
@@ -206,7 +241,7 @@ class Inbox:
             if not force and entry.next_at > now:
                 continue
             try:
-                await store(entry)
+                outcome = await store(entry)
             except Exception as exc:
                 failed += 1
                 entry.attempts += 1
@@ -214,16 +249,24 @@ class Inbox:
                 if entry.attempts >= self.max_attempts:
                     self._write(self.dead_dir, entry)
                     path.unlink(missing_ok=True)
+                    self.counts.dead_lettered += 1
                     log.warning(
                         "observation %s dead-lettered: %s", entry.observation.id, entry.last_error
                     )
                 else:
                     entry.next_at = time.time() + self.delay(entry.attempts)
                     self._write(self.pending_dir, entry)
+                    self.counts.retried += 1
                 continue
             path.unlink(missing_ok=True)
             stored += 1
+            self.counts.recovered += 1
+            if outcome == "duplicate":
+                self.counts.duplicates += 1
+            else:
+                self.counts.completed += 1
         self._count = None
+        self.last_sweep_at = time.time()
         return stored, failed
 
     async def run(self, store: StoreFn, stop: asyncio.Event) -> None:

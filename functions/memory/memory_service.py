@@ -9,12 +9,22 @@ import contextlib
 import logging
 
 from engine import Client, FunctionError, HttpRequest, HttpResponse, Tool, operation
+from functions.kernel.clock import now_iso
 from functions.kernel.models import clients
 from functions.kernel.owned import routes, started
-from functions.kernel.records import AuditEntry, Memory
 from functions.kernel.store import MemoryStore
-from functions.kernel.views import AuditEntryView, MemoryView, ObservationView, SessionView, as_view
-from functions.memory import compress_model, sessions, transfer
+from functions.kernel.views import MemoryView, ObservationView, SessionView, as_view
+from functions.memory import (
+    audit_log,
+    compress_model,
+    locate,
+    memory_list,
+    metrics,
+    sessions,
+    status_report,
+    transfer,
+)
+from functions.memory import capture as capture_mod
 from functions.memory import forget as forget_mod
 from functions.memory import remember as remember_mod
 from functions.memory import status as status_mod
@@ -23,9 +33,6 @@ from functions.memory.observe import Observer
 from functions.memory.wire import (
     AuditIn,
     AuditOut,
-    CaptureOut,
-    CaptureRetryIn,
-    CaptureRetryOut,
     ExportIn,
     ExportOut,
     ForgetOut,
@@ -49,7 +56,6 @@ from functions.memory.wire import (
     SessionsOut,
     SessionStartIn,
     SessionStartOut,
-    StatusOut,
     Success,
 )
 
@@ -225,6 +231,14 @@ class MemoryService:
         return ObservationsOut(as_view(found, list[ObservationView]))
 
     @operation(
+        "mem::observations-locate",
+        description="The session of each observation id (?ids=a,b)",
+        http=rest("GET", "observations/locate"),
+    )
+    async def observations_locate(self, req: locate.LocateIn) -> locate.LocateOut:
+        return await locate.locate(self.store, req)
+
+    @operation(
         "mem::observation",
         description="One observation",
         http=rest("GET", "observations/{id}"),
@@ -237,20 +251,11 @@ class MemoryService:
 
     @operation(
         "mem::memories",
-        description="List current memories (?project=&agentId=&type=)",
+        description="List memories, newest first (?project=&agentId=&type=&limit=&cursor=)",
         http=rest("GET", "memories"),
     )
     async def memories(self, req: MemoriesIn) -> MemoriesOut:
-        ms = [
-            m
-            for m in await self.store.load_all(self.store.memories, Memory)
-            if self.store.visible(m.agent_id, req.agent_id)
-            and not m.superseded_by
-            and (not req.project or m.project == req.project)
-            and (not req.type or m.type == req.type)
-        ]
-        ms.sort(key=lambda m: m.updated_at, reverse=True)
-        return MemoriesOut(as_view(ms[req.offset : req.offset + req.limit], list[MemoryView]))
+        return await memory_list.list_memories(self.store, req)
 
     @operation(
         "mem::memory",
@@ -270,31 +275,13 @@ class MemoryService:
         tool=Tool("memory_audit"),
     )
     async def audit(self, req: AuditIn) -> AuditOut:
-        keys = sorted(await self.store.keys(self.store.audit_log), reverse=True)
-        if not req.operation:
-            keys = keys[req.offset : req.offset + req.limit]
-        entries: list[AuditEntry] = []
-        skip = req.offset if req.operation else 0
-        for at in range(0, len(keys), 256):  # newest first, until the page is full
-            got = await asyncio.gather(
-                *(self.store.get(self.store.audit_log, k, AuditEntry) for k in keys[at : at + 256])
-            )
-            for e in got:
-                if e is None or (req.operation and e.action != req.operation):
-                    continue
-                if skip:
-                    skip -= 1
-                    continue
-                entries.append(e)
-            if len(entries) >= req.limit:
-                break
-        return AuditOut(as_view(entries[: req.limit], list[AuditEntryView]))
+        return await audit_log.read_audit(self.store, req)
 
     @operation(
         "mem::export",
         description="Export sessions, observations, memories and summaries as one JSON "
         "document (?maxSessions=&offset=)",
-        http=rest("GET", "export"),
+        http=rest("GET", "export", status_field="oversized", status_by={"True": 413}),
         tool=Tool("memory_export", tier="basic"),
     )
     async def export(self, req: ExportIn) -> ExportOut:
@@ -310,27 +297,29 @@ class MemoryService:
 
     @operation(
         "mem::capture",
-        description="The capture inbox and its dead letters",
+        description="The capture inbox: events accepted and not yet stored, and the dead ones",
         http=rest("GET", "capture"),
     )
-    async def capture(self, req: ListIn) -> CaptureOut:
-        pending, dead = self.inbox.listing()
-        return CaptureOut(
-            inbox=pending[: req.limit],
-            dead_letters=dead[: req.limit],
-            inbox_size=len(pending),
-            dead_letter_count=len(dead),
-        )
+    async def capture(self, req: capture_mod.CaptureListIn) -> capture_mod.CaptureOut:
+        return capture_mod.listing(self.inbox, req)
 
     @operation(
         "mem::capture-retry",
-        description="Replay the inbox and dead letters",
+        description="Retry a dead or waiting capture (eventId), or all of them (all: true)",
         http=rest("POST", "capture/retry"),
     )
-    async def capture_retry(self, req: CaptureRetryIn) -> CaptureRetryOut:
-        moved = self.inbox.redrive(req.ids)
-        stored, failed = await self.inbox.drain_once(self.observer.store_pending, force=True)
-        return CaptureRetryOut(success=failed == 0, redriven=moved, stored=stored, failed=failed)
+    async def capture_retry(
+        self, req: capture_mod.CaptureRetryRequest
+    ) -> capture_mod.CaptureRetryOut:
+        return await capture_mod.retry(self.inbox, self.observer.store_pending, req)
+
+    @operation(
+        "mem::capture-drain",
+        description="Store what waits in the capture inbox now",
+        http=rest("POST", "capture/drain"),
+    )
+    async def capture_drain(self) -> capture_mod.CaptureDrainOut:
+        return await capture_mod.drain(self.inbox, self.observer.store_pending)
 
     @operation(
         "mem::livez",
@@ -353,8 +342,16 @@ class MemoryService:
         description="What is wrong and how to fix it",
         http=rest("GET", "status", source="none"),
     )
-    async def status(self) -> StatusOut:
-        return await status_mod.status(self.store, self.inbox)
+    async def status(self) -> status_report.StatusOut:
+        return await status_report.report(self.store, self.inbox)
+
+    @operation(
+        "mem::metrics-reset",
+        description="Clear the function counters that status reports",
+        http=rest("POST", "metrics/reset"),
+    )
+    async def metrics_reset(self) -> metrics.MetricsResetOut:
+        return await metrics.reset(self.store.client, now_iso())
 
     @operation(
         "mem::status-page",
@@ -362,7 +359,9 @@ class MemoryService:
         http=rest("GET", "status", accept="text/html", mode="http"),
     )
     async def status_page(self, req: HttpRequest) -> HttpResponse:
-        doc = await status_mod.status(self.store, self.inbox)
+        doc = await status_report.report(self.store, self.inbox)
         return HttpResponse(
-            body=status_mod.status_html(doc), content_type="text/html; charset=utf-8"
+            body=status_report.status_html(doc),
+            content_type="text/html; charset=utf-8",
+            headers={"cache-control": "no-store"},
         )

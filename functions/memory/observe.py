@@ -293,10 +293,12 @@ class Observer:
         built = prepare(req, self.store.default_agent(req.agent_id))
         key, obs = built.key, await reviewed(self.store, built)
         accepted_at = now_iso()
+        counts = self.inbox.counts
         full = self.inbox.disk_full()
         if full:
             # Before writing: nats-server would not answer a write it has no room for, and
             # would refuse that stream's writes until restarted.
+            counts.rejected += 1
             raise FunctionError("UNAVAILABLE", full, retryable=True)
         trust.count(self.store.client, obs.trust)
         try:
@@ -313,14 +315,17 @@ class Observer:
             try:
                 spooled = self.inbox.put(entry)
             except DiskFull as full_exc:
+                counts.rejected += 1
                 raise FunctionError("UNAVAILABLE", str(full_exc), retryable=True) from None
             if not spooled:
+                counts.rejected += 1
                 raise FunctionError(
                     "UNAVAILABLE",
                     "the capture inbox is full and the store is failing; retry later "
                     "(see GET /agentmemory/status)",
                     retryable=True,
                 ) from None
+            counts.accepted += 1
             return ObserveOut(
                 status="retrying",
                 observation_id=obs.id,
@@ -329,6 +334,11 @@ class Observer:
                 durable_after_ms=int(self.inbox.delay(1) * 1000),
                 **held_fields(obs),
             )
+        if status == "duplicate":
+            counts.duplicates += 1
+        else:
+            counts.accepted += 1
+            counts.completed += 1
         return ObserveOut(
             status=status,
             observation_id=obs.id,

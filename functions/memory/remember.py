@@ -79,7 +79,7 @@ async def remember(
     scored.sort(key=lambda x: x[0], reverse=True)
 
     superseded: Memory | None = edited
-    if superseded is None and scored and scored[0][0] >= SUPERSEDE_AT:
+    if superseded is None and not req.distinct and scored and scored[0][0] >= SUPERSEDE_AT:
         superseded = scored[0][1]
         scored = scored[1:]
     if superseded is not None:

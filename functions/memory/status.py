@@ -4,7 +4,6 @@ browser)."""
 from __future__ import annotations
 
 import functools
-import html
 import time
 
 from engine import FunctionError
@@ -20,7 +19,7 @@ from functions.kernel.trust import counts as trust_counts
 from functions.kernel.trust.counts import TrustCounts
 from functions.memory.inbox import Inbox
 from functions.memory.settings import memory_settings
-from functions.memory.wire import Check, Health, Livez, StatusOut
+from functions.memory.wire import Check, Health, Livez
 
 SERVICE = "agentmemory"
 VERSION = "0.1.0"
@@ -225,40 +224,3 @@ async def trust_check(store: MemoryStore) -> tuple[Check, TrustCounts | None]:
 
 def _most(item: tuple[str, int]) -> tuple[int, str]:
     return -item[1], item[0]
-
-
-async def status(store: MemoryStore, inbox: Inbox) -> StatusOut:
-    cs = await checks(store, inbox)
-    mc, usage = await model_checks(store)
-    cs += mc
-    tc, held = await trust_check(store)
-    cs.append(tc)
-    return StatusOut(
-        status="ok" if all(c.ok for c in cs) else "degraded",
-        service=SERVICE,
-        version=VERSION,
-        boot_id=store.boot_id,
-        uptime_seconds=round(time.time() - store.started, 1),
-        agent_scope="isolated" if store.isolated else "shared",
-        checks=cs,
-        models=usage,
-        trust=held,
-    )
-
-
-def status_html(doc: StatusOut) -> str:
-    rows = "".join(
-        f"<tr><td>{'✅' if c.ok else '❌'}</td><td>{html.escape(c.name)}</td>"
-        f"<td>{html.escape(c.detail)}</td><td>{html.escape(c.fix)}</td></tr>"
-        for c in doc.checks
-    )
-    return (
-        "<!doctype html><html><head><meta charset='utf-8'><title>agentmemory status</title>"
-        "<style>body{font:14px system-ui;margin:2em}td{padding:4px 10px;"
-        "border-bottom:1px solid #ddd}</style></head><body>"
-        f"<h1>agentmemory: {html.escape(doc.status)}</h1>"
-        f"<p>boot {html.escape(doc.boot_id)}, up {doc.uptime_seconds} s, "
-        f"agent scope {html.escape(doc.agent_scope)}</p>"
-        f"<table><tr><th></th><th>check</th><th>detail</th><th>how to fix</th></tr>{rows}"
-        "</table></body></html>"
-    )

@@ -25,7 +25,16 @@ from functions.kernel.records import (
 from functions.kernel.store import MemoryStore
 from functions.kernel.trust import write_path as trust
 from functions.kernel.views import MemoryView, ObservationView, SessionView, SummaryView, as_view
-from functions.memory.wire import ExportIn, ExportOut, ImportCounts, ImportIn, ImportOut, from_wire
+from functions.memory.wire import (
+    EXPORT_LIMIT_BYTES,
+    ExportIn,
+    ExportOut,
+    ImportCounts,
+    ImportIn,
+    ImportOut,
+    Pagination,
+    from_wire,
+)
 
 FORMAT = "agentmemory-nats/1"
 
@@ -58,7 +67,7 @@ async def export(store: MemoryStore, req: ExportIn) -> ExportOut:
         if s.session_id in wanted and keep(s.agent_id, s.project)
     ]
     nxt = req.offset + len(page)
-    return ExportOut(
+    out = ExportOut(
         version=FORMAT,
         exported_at=now_iso(),
         sessions=as_view(page, list[SessionView]),
@@ -68,7 +77,51 @@ async def export(store: MemoryStore, req: ExportIn) -> ExportOut:
         total_sessions=len(sessions),
         offset=req.offset,
         next_offset=nxt if nxt < len(sessions) else None,
+        pagination=Pagination(
+            offset=req.offset,
+            limit=req.max_sessions,
+            total=len(sessions),
+            has_more=nxt < len(sessions),
+        ),
     )
+    return oversized(out) or out
+
+
+def _mib(n: int) -> str:
+    return f"{n / (1024 * 1024):.1f} MiB"
+
+
+def oversized(doc: ExportOut) -> ExportOut | None:
+    """Upstream's 413 body when `doc` would be over EXPORT_LIMIT_BYTES: measured collection
+    by collection (the one that crossed the limit is `stoppedAt`), then as a whole."""
+    total, stopped = 0, ""
+    parts: list[tuple[str, object]] = [
+        ("sessions", doc.sessions),
+        ("memories", doc.memories),
+        ("summaries", doc.summaries),
+    ]
+    if isinstance(doc.observations, dict):
+        parts += [("observations", lst) for lst in doc.observations.values()]
+    for name, part in parts:
+        total += len(msgspec.json.encode(part))
+        if total > EXPORT_LIMIT_BYTES:
+            stopped = name
+            break
+    if not stopped:
+        total = len(msgspec.json.encode(doc))
+        if total <= EXPORT_LIMIT_BYTES:
+            return None
+    out = ExportOut(
+        success=False,
+        error=f"Response is {_mib(total)}, over the ~{_mib(EXPORT_LIMIT_BYTES)} limit of one "
+        "reply; narrow the range with ?maxSessions / ?offset (or ?project).",
+        oversized=True,
+        bytes=total,
+        limit_bytes=EXPORT_LIMIT_BYTES,
+    )
+    if stopped:
+        out.stopped_at = stopped
+    return out
 
 
 def _records(doc: dict[str, Any], name: str, type_: Any) -> list[Any]:

@@ -8,20 +8,16 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-from functions.kernel.models.usage import UsageOut
 from functions.kernel.names import NONBLANK, SOME_NAMES, Names, at_least_one_of, names
 from functions.kernel.records import (
     HookType,
 )
-from functions.kernel.trust.counts import TrustCounts
 from functions.kernel.views import (
-    AuditEntryView,
     MemoryView,
     ObservationView,
     SessionView,
     SummaryView,
 )
-from functions.memory.inbox import PendingView
 
 NonEmpty = Annotated[str, msgspec.Meta(min_length=1, max_length=512)]
 Strategy = Literal["merge", "replace", "skip"]
@@ -98,6 +94,9 @@ class RememberIn(msgspec.Struct, rename="camel", kw_only=True):
     agent are kept); without it, a near duplicate in the project is superseded."""
     source_observation_ids: Names = msgspec.field(default_factory=list)
     """Observations the memory was drawn from: its provenance, checked by `verify`."""
+    distinct: bool = False
+    """A record of its own: it never supersedes a near duplicate (a file of the Claude
+    memory tool is its path's, however much its text looks like another's)."""
 
     def __post_init__(self) -> None:
         self.concepts, self.files = names(self.concepts), names(self.files)
@@ -143,11 +142,25 @@ class ListIn(msgspec.Struct, rename="camel", kw_only=True):
 class MemoriesIn(ListIn, kw_only=True):
     type: str = ""
     """Only memories of this type (fact, decision, semantic, procedural…)."""
+    cursor: Annotated[str, msgspec.Meta(max_length=2048)] = ""
+    """The `nextCursor` of the page before (then `offset` is not used)."""
+    latest: bool = True
+    """Current versions only; false lists superseded versions too."""
+    q: Annotated[str, msgspec.Meta(max_length=1000)] = ""
+    """Only memories whose title, content or concepts hold every word of it."""
+    facets: bool = False
+    """Also count the listed memories by project, agent and type."""
+    count: bool = False
+    """Only `{total, latestCount}`."""
 
 
 class AuditIn(ListIn, kw_only=True):
     operation: str = ""
     """Only entries of this action (forget, supersede, governance-delete, slot_create...)."""
+    date_from: DateTime | None = None
+    date_to: DateTime | None = None
+    q: Annotated[str, msgspec.Meta(max_length=1000)] = ""
+    """Only entries whose action, reason, targets or details hold it."""
 
 
 class ExportIn(msgspec.Struct, rename="camel", kw_only=True):
@@ -172,11 +185,6 @@ ImportRequest = Annotated[
     ),
 ]
 """The export document under `data` (or upstream's `exportData`)."""
-
-
-class CaptureRetryIn(msgspec.Struct, rename="camel", kw_only=True):
-    ids: list[str] = msgspec.field(default_factory=list)
-    """Observation ids to replay; empty replays every dead letter and the inbox."""
 
 
 class GetIn(msgspec.Struct, rename="camel", kw_only=True):
@@ -217,18 +225,6 @@ class Check(msgspec.Struct, kw_only=True):
     fix: str = ""
 
 
-class StatusOut(Health, rename="camel", kw_only=True):
-    agent_scope: str
-    checks: list[Check]
-    models: UsageOut | None = None
-    """Model providers: the chain, calls, tokens, failures and breakers, summed over the
-    processes that call them (functions/kernel/models); None when none is configured."""
-    trust: TrustCounts | None = None
-    """Records the write paths checked for poisoning and held, by reason and by source,
-    summed over the processes that wrote them (functions/kernel/trust); None when the
-    counts could not be read."""
-
-
 class SessionStartOut(msgspec.Struct, omit_defaults=True):
     session: SessionView
     context: str
@@ -253,10 +249,25 @@ class RememberOut(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=Tr
     reasons: list[str] = msgspec.field(default_factory=list)
 
 
-class ForgetOut(msgspec.Struct):
+class DeleteFailure(msgspec.Struct):
+    id: str
+    error: str = "delete_failed"
+
+
+class ForgetOut(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=True):
+    """Upstream's delete result (0.9.30): `success` is false when a delete failed."""
+
     success: bool
     deleted: int
     ids: list[str]
+    """What was deleted."""
+    not_found: list[str]
+    """Ids asked for that are not stored (or not visible to the caller's agent)."""
+    failed: int
+    total: int
+    """Ids asked for (memories, observations named, the session)."""
+    failures: list[DeleteFailure] | None = None
+    """Each delete that failed (present only when one did)."""
 
 
 class SessionsOut(msgspec.Struct):
@@ -271,8 +282,36 @@ class ObservationOut(msgspec.Struct):
     observation: ObservationView
 
 
-class MemoriesOut(msgspec.Struct):
-    memories: list[MemoryView]
+class FacetCount(msgspec.Struct):
+    value: str
+    count: int
+
+
+class MemoryFacets(msgspec.Struct):
+    projects: list[FacetCount]
+    agents: list[FacetCount]
+    types: list[FacetCount]
+
+
+class MemorySearch(msgspec.Struct):
+    query: str
+    mode: Literal["keyword"] = "keyword"
+
+
+class MemoriesOut(msgspec.Struct, rename="camel", kw_only=True):
+    """Upstream's list (0.9.30): newest first by `updatedAt`, then id; `count=true` answers
+    `{total, latestCount}` only."""
+
+    memories: list[MemoryView] | msgspec.UnsetType = msgspec.UNSET
+    total: int
+    """Memories that pass the filters (all pages)."""
+    latest_count: int | msgspec.UnsetType = msgspec.UNSET
+    offset: int | msgspec.UnsetType = msgspec.UNSET
+    limit: int | msgspec.UnsetType = msgspec.UNSET
+    next_cursor: str | msgspec.UnsetType | None = msgspec.UNSET
+    """The cursor of the next page; null on the last one."""
+    search: MemorySearch | msgspec.UnsetType = msgspec.UNSET
+    facets: MemoryFacets | msgspec.UnsetType = msgspec.UNSET
 
 
 class MemoryOut(msgspec.Struct):
@@ -280,21 +319,68 @@ class MemoryOut(msgspec.Struct):
     versions: list[MemoryView]
 
 
-class AuditOut(msgspec.Struct):
-    entries: list[AuditEntryView]
+class AuditEntryOut(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=True):
+    """An audit entry: ours (`at`, `action`, `actor` ...) and upstream's names for them
+    (`timestamp`, `operation`, `userId`, `functionId`)."""
+
+    id: str
+    at: str
+    action: str
+    target_ids: list[str]
+    reason: str = ""
+    actor: str = ""
+    project: str = ""
+    details: dict[str, Any]
+    timestamp: str
+    operation: str
+    function_id: str
+    """`mem::<action>`: an entry records its action, not the function that wrote it."""
+    user_id: str = ""
+
+
+class AuditOut(msgspec.Struct, rename="camel", kw_only=True):
+    """Upstream's shape (0.9.30). `legacyFrozen` is upstream's unfinished migration of its
+    old audit scope; this store never had one, so it is always false."""
+
+    entries: list[AuditEntryOut]
+    legacy_frozen: bool = False
+    success: bool = True
+
+
+class Pagination(msgspec.Struct, rename="camel", kw_only=True):
+    offset: int
+    limit: int
+    total: int
+    has_more: bool
+
+
+EXPORT_LIMIT_BYTES = 15 * 1024 * 1024
+"""Upstream's safe payload (0.9.30): a larger export answers 413, naming where it stopped."""
 
 
 class ExportOut(msgspec.Struct, rename="camel", kw_only=True):
-    version: str
-    exported_at: str
-    sessions: list[SessionView]
-    observations: dict[str, list[ObservationView]]
+    """The export document; or, over EXPORT_LIMIT_BYTES, upstream's 413 body
+    `{success: false, error, oversized: true, bytes, limitBytes, stoppedAt}`."""
+
+    version: str | msgspec.UnsetType = msgspec.UNSET
+    exported_at: str | msgspec.UnsetType = msgspec.UNSET
+    sessions: list[SessionView] | msgspec.UnsetType = msgspec.UNSET
+    observations: dict[str, list[ObservationView]] | msgspec.UnsetType = msgspec.UNSET
     """By session id."""
-    memories: list[MemoryView]
-    summaries: list[SummaryView]
-    total_sessions: int
-    offset: int
-    next_offset: int | None
+    memories: list[MemoryView] | msgspec.UnsetType = msgspec.UNSET
+    summaries: list[SummaryView] | msgspec.UnsetType = msgspec.UNSET
+    total_sessions: int | msgspec.UnsetType = msgspec.UNSET
+    offset: int | msgspec.UnsetType = msgspec.UNSET
+    next_offset: int | msgspec.UnsetType | None = msgspec.UNSET
+    pagination: Pagination | msgspec.UnsetType = msgspec.UNSET
+    """Upstream's name for the page: `hasMore` when `nextOffset` is not null."""
+    success: bool | msgspec.UnsetType = msgspec.UNSET
+    error: str | msgspec.UnsetType = msgspec.UNSET
+    oversized: bool | msgspec.UnsetType = msgspec.UNSET
+    bytes: int | msgspec.UnsetType = msgspec.UNSET
+    limit_bytes: int | msgspec.UnsetType = msgspec.UNSET
+    stopped_at: str | msgspec.UnsetType = msgspec.UNSET
+    """The collection whose size crossed the limit."""
 
 
 class ImportCounts(msgspec.Struct):
@@ -309,17 +395,3 @@ class ImportOut(msgspec.Struct):
     strategy: str
     imported: ImportCounts
     skipped: int
-
-
-class CaptureOut(msgspec.Struct, rename="camel", kw_only=True):
-    inbox: list[PendingView]
-    dead_letters: list[PendingView]
-    inbox_size: int
-    dead_letter_count: int
-
-
-class CaptureRetryOut(msgspec.Struct):
-    success: bool
-    redriven: int
-    stored: int
-    failed: int

@@ -19,6 +19,7 @@ import msgspec
 from engine import FunctionError, operation
 from functions.files.file_service import checked_path
 from functions.kernel.clock import now_iso
+from functions.kernel.confine import OutsideRoots, confine
 from functions.kernel.ids import kv_key
 from functions.kernel.owned import routes
 from functions.kernel.records import Session
@@ -71,7 +72,8 @@ class ReplayLoadOut(msgspec.Struct, kw_only=True):
 class ImportJsonlIn(msgspec.Struct, rename="camel", kw_only=True):
     path: Annotated[str, msgspec.Meta(max_length=4096, pattern="^[^\\x00]*$")] = ""
     """A .jsonl file or a folder of them on the server's machine (not a symlink, nor a
-    secret-looking path); default ~/.claude/projects."""
+    secret-looking path), under ~/.claude/projects or an allowed root (the data dir,
+    ~/.agentmemory, AGENTMEMORY_IMPORT_ROOT); default ~/.claude/projects."""
     content: Annotated[str, msgspec.Meta(max_length=CONTENT_MAX)] = ""
     """Or one transcript's text (an upload); then `path` is not read."""
     name: Annotated[str, msgspec.Meta(max_length=512)] = ""
@@ -82,7 +84,7 @@ class ImportJsonlIn(msgspec.Struct, rename="camel", kw_only=True):
     agent_id: str = IMPORT_AGENT
 
 
-class ImportJsonlOut(msgspec.Struct, rename="camel", kw_only=True):
+class ImportJsonlOut(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=True):
     success: bool
     imported: int
     """Transcript files read."""
@@ -98,6 +100,8 @@ class ImportJsonlOut(msgspec.Struct, rename="camel", kw_only=True):
     truncated: bool
     """More files were found than `maxFiles`."""
     max_files: int
+    error: str | None = None
+    """Why nothing was read (`success` false): the path is outside the allowed roots."""
 
 
 VISIT = 50_000
@@ -194,7 +198,13 @@ class ReplayService:
             out.imported = out.discovered = 1
             await self._import_sessions(parsed, req, out, where=req.name or "upload")
         else:
-            root = checked_path(req.path or str(Path.home() / ".claude" / "projects"), "path")
+            transcripts_root = Path.home() / ".claude" / "projects"
+            root = checked_path(req.path or str(transcripts_root), "path")
+            try:
+                root = confine(str(root), extra=[transcripts_root])
+            except OutsideRoots as refused:
+                out.success, out.error = False, str(refused)
+                return out
             if not root.exists():
                 if req.path:
                     raise FunctionError("NOT_FOUND", f"no such path {root}", field="path")

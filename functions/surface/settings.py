@@ -1,13 +1,21 @@
-"""The feature flags' own settings: image search, and context injection as the hooks read
-it (workers/hooks/_settings.py declares it for them, the same way)."""
+"""The feature flags' own settings: image search and its provider, and context injection
+as the hooks read it (workers/hooks/_settings.py declares it for them, the same way).
+
+Image search is upstream's flag (AGENTMEMORY_IMAGE_EMBEDDINGS) over the embedding
+providers' own variables (GEMINI_API_KEY and GEMINI_BASE_URL, or EMBEDDING_PROVIDER=openai
+with EMBEDDING_BASE_URL, EMBEDDING_MODEL, EMBEDDING_API_KEY); upstream has no remote image
+provider (only a local CLIP model), so AGENTMEMORY_IMAGE_PROVIDER and
+AGENTMEMORY_IMAGE_MODEL are ours. The EMBEDDING_* variables are the search family's, read
+here alike (this family does not import that one)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from engine.settings import flag, load
+from engine.settings import choice, flag, load, text
 
 IMAGE_SETTING = "AGENTMEMORY_IMAGE_EMBEDDINGS"
+IMAGE_PROVIDERS = ("auto", "gemini", "openai")
 
 
 @dataclass(frozen=True)
@@ -17,8 +25,36 @@ class SurfaceSettings:
     image_embeddings: bool = flag(
         IMAGE_SETTING,
         False,
-        "Image search (vision-embed, vision-search); needs an image-capable (CLIP) provider, "
-        "which this build does not have: both answer 501 either way.",
+        "Image search (vision-embed, vision-search) through an image-capable embedding "
+        "provider: Gemini's multimodal embeddings (GEMINI_API_KEY) or an OpenAI-compatible "
+        "one (EMBEDDING_PROVIDER=openai); off, both answer 501 naming this variable.",
+    )
+    image_provider: str = choice(
+        "AGENTMEMORY_IMAGE_PROVIDER",
+        "auto",
+        IMAGE_PROVIDERS,
+        "Which provider embeds images: gemini, openai (EMBEDDING_BASE_URL), or auto (gemini "
+        "when GEMINI_API_KEY is set, else openai when EMBEDDING_PROVIDER=openai).",
+    )
+    image_model: str = text(
+        "AGENTMEMORY_IMAGE_MODEL",
+        "",
+        "The multimodal embedding model (it embeds both texts and images).",
+        shown="gemini-embedding-2 (gemini), EMBEDDING_MODEL (openai)",
+    )
+    embedding_url: str = text(
+        "EMBEDDING_BASE_URL",
+        "https://api.openai.com/v1",
+        "EMBEDDING_PROVIDER=openai: the OpenAI-compatible server (OpenAI, Ollama, vLLM).",
+    )
+    embedding_model: str = text(
+        "EMBEDDING_MODEL", "text-embedding-3-small", "EMBEDDING_PROVIDER=openai: the model."
+    )
+    embedding_key: str = text(
+        "EMBEDDING_API_KEY",
+        "",
+        "EMBEDDING_PROVIDER=openai: the key.",
+        shown="OPENAI_API_KEY",
     )
     inject_context: bool = flag(
         "AGENTMEMORY_INJECT_CONTEXT",

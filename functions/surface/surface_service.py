@@ -1,19 +1,19 @@
-"""What the service says about itself: its feature flags, and image search, which needs an
-image-capable embedding provider and says so (501) rather than answering with anything
-made up. (The viewer is its own worker: workers/viewer.)"""
+"""What the service says about itself: its feature flags, and image search, through an
+image-capable embedding provider (functions/surface/vision.py), which says which setting
+is missing (501) rather than answering with anything made up. (The viewer is its own
+worker: workers/viewer.)"""
 
 from __future__ import annotations
-
-from typing import Annotated
 
 import msgspec
 
 from engine import FunctionError, Tool, operation
-from functions.kernel.names import TEXT, at_least_one_of
 from functions.kernel.owned import OwnedService, routes
 from functions.kernel.settings import kernel_settings
 from functions.kernel.store import StoreOwner
 from functions.lifecycle.settings import LifecycleConfig
+from functions.surface import vision
+from functions.surface.image_provider import image_provider
 from functions.surface.settings import IMAGE_SETTING, surface_settings
 
 VERSION = "0.9.29"
@@ -39,43 +39,12 @@ class FlagsOut(msgspec.Struct, rename="camel", kw_only=True):
     flags: list[Flag]
 
 
-class VisionSearchIn(msgspec.Struct, rename="camel", kw_only=True):
-    query_text: str = ""
-    query_image_ref: str = ""
-    query_image_base64: Annotated[str, msgspec.Meta(max_length=16 * 1024 * 1024)] = ""
-    top_k: Annotated[int, msgspec.Meta(ge=1, le=50)] = 10
-    session_id: str = ""
-
-
-VisionSearchRequest = Annotated[
-    VisionSearchIn,
-    msgspec.Meta(
-        extra_json_schema=at_least_one_of(queryText=TEXT, queryImageRef=TEXT, queryImageBase64=TEXT)
-    ),
-]
-"""A text or an image to search by."""
-
-
-class VisionEmbedIn(msgspec.Struct, rename="camel", kw_only=True):
-    image_ref: Annotated[str, msgspec.Meta(min_length=1, max_length=4096)]
-    session_id: str = ""
-    observation_id: str = ""
-
-
-class VisionOut(msgspec.Struct, kw_only=True):
-    success: bool
-    results: list[dict[str, object]]
-
-
-def no_image_provider() -> FunctionError:
-    why = (
-        f"{IMAGE_SETTING}=true is set, but no image-capable (CLIP) embedding provider is "
-        "available in this build"
-        if surface_settings().image_embeddings
-        else f"image embeddings are off: set {IMAGE_SETTING}=true with an image-capable "
-        "(CLIP) embedding provider to enable vision-embed and vision-search"
-    )
-    return FunctionError("NOT_IMPLEMENTED", why, field=IMAGE_SETTING, status=501)
+def image_search_on() -> bool:
+    try:
+        image_provider()
+    except FunctionError:
+        return False
+    return True
 
 
 def flags() -> list[Flag]:
@@ -119,12 +88,14 @@ def flags() -> list[Flag]:
         Flag(
             key=IMAGE_SETTING,
             label="Image search",
-            enabled=False,
+            enabled=image_search_on(),
             default=False,
             needs_llm=False,
-            description="vision-embed / vision-search need an image-capable "
-            "embedding provider; none is available, so both answer 501.",
-            enable_how=f"Set {IMAGE_SETTING}=true with a CLIP provider.",
+            description="vision-embed / vision-search through an image-capable embedding "
+            "provider (Gemini's multimodal embeddings or an OpenAI-compatible one); without "
+            "one both answer 501 naming the setting.",
+            enable_how=f"Set {IMAGE_SETTING}=true and GEMINI_API_KEY (or EMBEDDING_PROVIDER="
+            "openai with a multimodal EMBEDDING_MODEL), then restart.",
         ),
         Flag(
             key="AGENTMEMORY_AGENT_SCOPE",
@@ -163,6 +134,8 @@ rest = routes("service")
 class SurfaceService(OwnedService[StoreOwner]):
     """Served beside the worker's main service, over its store."""
 
+    BUCKET = vision.IMAGES_BUCKET
+
     @operation(
         "mem::config-flags",
         description="Feature flags: what is on, what it needs, how to turn it on",
@@ -180,25 +153,36 @@ class SurfaceService(OwnedService[StoreOwner]):
 
     @operation(
         "mem::vision-search",
-        description="Cross-modal image search via CLIP embeddings (queryText, queryImageRef or "
-        f"queryImageBase64). Requires {IMAGE_SETTING}=true and an image-capable embedding "
-        "provider; otherwise answers 501 naming the setting.",
-        http=rest("POST", "vision-search", max_body=24 * 1024 * 1024),
+        description="Cross-modal image search (queryText, queryImageRef or queryImageBase64) "
+        f"over images embedded by vision-embed. Requires {IMAGE_SETTING}=true and an "
+        "image-capable embedding provider; otherwise answers 501 naming the setting.",
+        http=rest("POST", "vision-search", max_body=32 * 1024 * 1024),
         tool=Tool("memory_vision_search", tier="basic"),
     )
-    async def vision_search(self, req: VisionSearchRequest) -> VisionOut:
-        if not (req.query_text or req.query_image_ref or req.query_image_base64):
+    async def vision_search(self, req: vision.VisionSearchRequest) -> vision.VisionSearchOut:
+        if not (req.query_text.strip() or req.query_image_ref or req.query_image_base64):
             raise FunctionError(
                 "BAD_REQUEST",
-                "give queryText, queryImageRef or queryImageBase64",
+                "queryText, queryImageRef, or queryImageBase64 required",
                 field="queryText",
             )
-        raise no_image_provider()
+        return await vision.search(await self.bucket(), image_provider(), req)
 
     @operation(
         "mem::vision-embed",
-        description=f"Embed a stored image for vision-search (needs {IMAGE_SETTING})",
-        http=rest("POST", "vision-embed"),
+        description="Embed an image (imageRef: a file under the allowed roots, or "
+        f"imageBase64) for vision-search (needs {IMAGE_SETTING} and an image provider)",
+        http=rest("POST", "vision-embed", max_body=32 * 1024 * 1024),
     )
-    async def vision_embed(self, req: VisionEmbedIn) -> VisionOut:
-        raise no_image_provider()
+    async def vision_embed(self, req: vision.VisionEmbedRequest) -> vision.VisionEmbedOut:
+        if not (req.image_ref or req.image_base64):
+            raise FunctionError("BAD_REQUEST", "imageRef is required", field="imageRef")
+        record = await vision.embed(await self.bucket(), image_provider(), req)
+        await self.store.audit(
+            "vision_embed",
+            [record.image_ref],
+            reason=f"{record.model}, {record.dimensions} dimensions",
+        )
+        return vision.VisionEmbedOut(
+            success=True, image_ref=record.image_ref, dimensions=record.dimensions
+        )

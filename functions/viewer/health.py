@@ -56,11 +56,19 @@ def _team_checks(doc: Any) -> list[Check]:
 async def health_of(client: Client) -> HealthView:
     """`mem::status` and the team's links as the viewer shows them; `unknown` when the
     memory worker is away."""
+    return (await health_and_report(client))[0]
+
+
+async def health_and_report(client: Client) -> tuple[HealthView, dict[str, Any] | None]:
+    """The health as the viewer shows it, and the status report it was read from (None
+    when the memory worker did not answer)."""
     try:
         with _tracing.untraced():
             doc = await client.call("mem::status", None, timeout=STATUS_TIMEOUT)
         checks = msgspec.convert(doc.get("checks", []), list[Check])
-        status = str(doc.get("status", "unknown"))
+        # upstream's levels (ok, info, warn, error) as the viewer's ok / degraded
+        level = str(doc.get("status", "unknown"))
+        status = "ok" if level in ("ok", "info") else "degraded"
         counts = doc.get("trust") or {}
         held = msgspec.convert(counts.get("byReason") or {}, dict[str, int])
     except (FunctionError, msgspec.ValidationError, AttributeError) as exc:
@@ -75,7 +83,7 @@ async def health_of(client: Client) -> HealthView:
                     fix="start the engine (`agentmemory start`) and check `agentmemory status`",
                 )
             ],
-        )
+        ), None
     try:
         with _tracing.untraced():
             mesh = await client.call("mem::mesh-list", None, timeout=STATUS_TIMEOUT)
@@ -86,4 +94,6 @@ async def health_of(client: Client) -> HealthView:
                       fix="check `agentmemory status`")]  # fmt: skip
     if status == "ok" and not all(c.ok for c in team):
         status = "degraded"
-    return HealthView(status=status, checks=[*checks, *team], held=held)
+    return HealthView(status=status, checks=[*checks, *team], held=held), doc if isinstance(
+        doc, dict
+    ) else None

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from typing import Annotated
+from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
 import msgspec
@@ -16,10 +16,12 @@ import msgspec
 from engine import Client, Http, HttpRequest, HttpResponse, operation
 from functions.kernel.clock import now_iso
 from functions.kernel.owned import started
-from functions.kernel.records import LESSONS_BUCKET, Memory, Session
+from functions.kernel.records import Memory, Session
 from functions.kernel.store import MemoryStore
 from functions.viewer.activity import Activity, ActivityItem
-from functions.viewer.health import HealthView, health_of
+from functions.viewer.counts import CountsOut, ViewerCounts, viewer_counts
+from functions.viewer.health import HealthView, health_and_report
+from functions.viewer.overview import ConsolidationView, GraphView, Indexes, overview
 
 log = logging.getLogger("functions.viewer")
 
@@ -32,22 +34,17 @@ class SnapshotIn(msgspec.Struct, rename="camel", kw_only=True):
     """Activity items: the newest events of MEM_EVENTS."""
 
 
-class Counts(msgspec.Struct, kw_only=True):
-    sessions: int
-    observations: int
-    """As the sessions count them."""
-    memories: int
-    """Current ones (older versions left out)."""
-    lessons: int
+class SnapshotOut(msgspec.Struct, rename="camel", kw_only=True):
+    """Ours (activity and what follows it live) and upstream's (0.9.30,
+    src/triggers/viewer-streams.ts: ports, provider, flags, graph, consolidation, status,
+    health, function metrics, counts, indexes, the status report)."""
 
-
-class SnapshotOut(msgspec.Struct, kw_only=True):
     seq: int
     """The last MEM_EVENTS sequence the snapshot covers: follow live events after it."""
     at: str
     activity: list[ActivityItem]
     """Newest first."""
-    counts: Counts
+    counts: ViewerCounts
     projects: list[str]
     """Projects of the stored sessions and memories, for the pages' filters."""
     health: HealthView
@@ -58,6 +55,28 @@ class SnapshotOut(msgspec.Struct, kw_only=True):
     """The REST API, for the commands the pages show (never the secret itself)."""
     secret_hint: str = ""
     """How a shell gets the REST secret: `$(cat <its file>)` or `$AGENTMEMORY_SECRET`."""
+    service: str = "agentmemory"
+    viewer_port: int = 0
+    viewer_skipped: bool = False
+    streams_port: int | None = None
+    rest_port: int = 0
+    provider: str = "noop"
+    embedding_provider: str = "none"
+    flags: list[dict[str, Any]] = msgspec.field(default_factory=list)
+    graph: GraphView | None = None
+    consolidation: ConsolidationView | None = None
+    status: Literal["healthy", "degraded", "critical"] = "healthy"
+    circuit_breaker: dict[str, Any] | None = None
+    function_metrics: list[dict[str, Any]] = msgspec.field(default_factory=list)
+    indexes: Indexes | None = None
+    report: dict[str, Any] | None = None
+    """The status report (`GET status`)."""
+    generated_at: str = ""
+
+
+class CountsIn(msgspec.Struct, rename="camel", kw_only=True):
+    agent_id: str = ""
+    """With AGENTMEMORY_AGENT_SCOPE=isolated: count this agent's sessions and memories."""
 
 
 class ActivityIn(msgspec.Struct, rename="camel", kw_only=True):
@@ -129,31 +148,51 @@ class ViewerService:
         info = await st.events.info()
         after = max(info.first_seq - 1, info.last_seq - req.limit, 0)
         activity = await self._between(after, info.last_seq) if info.messages else []
-        sessions, memories, lessons, health = await asyncio.gather(
+        sessions, memories, counts, (health, report) = await asyncio.gather(
             st.load_all(st.sessions, Session),
             st.load_all(st.memories, Memory),
-            self._lesson_count(),
-            health_of(st.client),
+            viewer_counts(st),
+            health_and_report(st.client),
         )
         current = [m for m in memories if not m.superseded_by]
         projects = sorted({s.project for s in sessions} | {m.project for m in current} - {""})
+        parts = await overview(st.client, report)
+        at = now_iso()
+        level = str((report or {}).get("status") or "")
+        ports = (report or {}).get("service", {}).get("ports", {}) if report else {}
         return SnapshotOut(
             seq=info.last_seq,
-            at=now_iso(),
+            at=at,
             activity=activity,
-            counts=Counts(
-                sessions=len(sessions),
-                observations=sum(s.observation_count for s in sessions),
-                memories=len(current),
-                lessons=lessons,
-            ),
+            counts=counts,
             projects=projects,
             health=health,
             version=VERSION,
             more=bool(info.messages) and after >= info.first_seq,
             rest_url=f"http://127.0.0.1:{self.rest_port}",
             secret_hint=self.secret_hint,
+            viewer_port=self.viewer_port,
+            streams_port=ports.get("streams") if isinstance(ports, dict) else None,
+            rest_port=self.rest_port,
+            provider=parts.provider,
+            embedding_provider=parts.embedding_provider,
+            flags=parts.flags,
+            graph=parts.graph,
+            consolidation=parts.consolidation,
+            status="critical" if level == "error" else "degraded" if level == "warn" else "healthy",
+            function_metrics=parts.function_metrics,
+            indexes=parts.indexes,
+            report=report,
+            generated_at=at,
         )
+
+    @operation(
+        "mem::viewer::counts",
+        description="How many records of each kind there are (upstream's viewer counts)",
+        http=Http("GET", "/agentmemory/counts", tags=["viewer"]),
+    )
+    async def counts(self, req: CountsIn) -> CountsOut:
+        return CountsOut(counts=await viewer_counts(self.store, req.agent_id))
 
     @operation(
         "mem::viewer::activity",
@@ -167,10 +206,6 @@ class ViewerService:
         after = max(info.first_seq - 1, last - req.limit, 0)
         items = await self._between(after, last) if info.messages and last > after else []
         return ActivityOut(activity=items, more=after >= info.first_seq)
-
-    async def _lesson_count(self) -> int:
-        state = await self.store.client.bucket(LESSONS_BUCKET)
-        return len(await state.keys())
 
     @operation(
         "mem::viewer::open",

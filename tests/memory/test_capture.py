@@ -51,21 +51,27 @@ async def test_refused_write_is_accepted_202_dead_lettered_then_replayed(
         oid = body["observationId"]
 
         async def dead() -> list[Any]:
-            cap = (await rest.get("/agentmemory/capture")).json()
-            return [d for d in cap["deadLetters"] if d["observationId"] == oid]
+            cap = (await rest.get("/agentmemory/capture", params={"status": "dead"})).json()
+            return [d for d in cap["items"] if d["observationId"] == oid]
 
         letters = await eventually(dead, timeout=15, what="dead letter")
-        assert letters[0]["attempts"] == 2 and letters[0]["lastError"]
+        item = letters[0]
+        assert (item["status"], item["attempts"], item["eventId"]) == ("dead", 2, "toolu_blocked")
+        assert item["eventSource"] == "client" and item["lastError"] and item["deadAt"]
+        assert item["key"].startswith("cap_") and item["preview"].startswith("Edit: ")
+        cap = (await rest.get("/agentmemory/capture")).json()["capture"]
+        assert cap["inbox"]["dead"] == 1 and cap["sinceStart"]["deadLettered"] == 1
         st = (await rest.get("/agentmemory/status")).json()
         assert not {c["name"]: c for c in st["checks"]}["dead_letters"]["ok"]
+        assert "capture-dead-letters" in {p["code"] for p in st["problems"]}
 
         await _unblock_events(client)
-        retry = (await rest.post("/agentmemory/capture/retry", json={})).json()
-        assert retry["stored"] == 1 and retry["redriven"] == 1
+        retry = await rest.post("/agentmemory/capture/retry", json={"eventId": "toolu_blocked"})
+        assert retry.json() == {"matched": 1, "recovered": 1, "dead": 0, "waiting": 0}
         got = await rest.get(f"/agentmemory/observations/{oid}")
         assert got.status_code == 200
         cap = (await rest.get("/agentmemory/capture")).json()
-        assert cap["inbox"] == [] and cap["deadLetters"] == []
+        assert cap["items"] == [] and cap["total"] == 0
     finally:
         await rest.aclose()
 
@@ -97,5 +103,33 @@ async def test_full_inbox_answers_503_retryable(
         second = await rest.post("/agentmemory/observe", json=payload(eventId="a2"))
         assert (first.status_code, second.status_code) == (202, 503)
         assert second.json()["error"]["retryable"] is True
+    finally:
+        await rest.aclose()
+
+
+async def test_capture_drain_tries_what_waits_now(
+    client: Client, memory_worker: Any, http_trigger: Any
+) -> None:
+    # Upstream's POST capture/drain (src/triggers/api.ts @48c1bb0c): {results: [DrainResult]}.
+    await _block_events(client)
+    memory_worker(AGENTMEMORY_INBOX_ATTEMPTS="50")
+    rest: httpx.AsyncClient = await rest_client(http_trigger())
+    try:
+        r = await rest.post("/agentmemory/observe", json=payload(eventId="toolu_drained"))
+        assert r.status_code == 202, r.text
+        oid = r.json()["observationId"]
+        waiting = (await rest.get("/agentmemory/capture", params={"status": "retrying"})).json()
+        assert [i["observationId"] for i in waiting["items"]] == [oid]
+        assert waiting["items"][0]["nextAttemptAt"]
+        (blocked,) = (await rest.post("/agentmemory/capture/drain", json={})).json()["results"]
+        assert (blocked["claimed"], blocked["delivered"], blocked["remaining"]) == (1, 0, 1)
+        await _unblock_events(client)
+
+        async def drained() -> bool:
+            (res,) = (await rest.post("/agentmemory/capture/drain", json={})).json()["results"]
+            return res["remaining"] == 0
+
+        await eventually(drained, timeout=15, what="the inbox drained")
+        assert (await rest.get(f"/agentmemory/observations/{oid}")).status_code == 200
     finally:
         await rest.aclose()

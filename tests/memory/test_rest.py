@@ -185,7 +185,11 @@ async def test_export_then_import_with_each_strategy(rest: httpx.AsyncClient) ->
 
 async def test_capture_lists_empty_inbox_and_status_reports_checks(rest: httpx.AsyncClient) -> None:
     cap = (await rest.get("/agentmemory/capture")).json()
-    assert cap["inbox"] == [] and cap["deadLetters"] == []
+    assert cap["items"] == [] and cap["total"] == 0
+    assert cap["capture"]["inbox"] == {
+        "pending": 0, "retrying": 0, "dead": 0, "oldestAcceptedAt": None,
+        "nextAttemptAt": None, "lastError": None,
+    }  # fmt: skip
     st = (await rest.get("/agentmemory/status")).json()
     names = {c["name"]: c for c in st["checks"]}
     assert names["events"]["ok"] and names["inbox"]["ok"]

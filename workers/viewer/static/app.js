@@ -23,7 +23,7 @@ function showCounts(snap) {
   const c = snap.counts;
   const n = (v, one, many) => `${v.toLocaleString()} ${plural(v, one, many)}`;
   document.getElementById("counts").textContent = [n(c.sessions, "session"), n(c.observations, "observation"),
-    n(c.memories, "memory", "memories"), n(c.lessons, "lesson")].join(" · ");
+    n(c.latestMemories ?? c.memories, "memory", "memories"), n(c.lessons, "lesson")].join(" · ");
 }
 
 async function route(focus = true) {
