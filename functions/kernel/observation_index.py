@@ -66,8 +66,12 @@ def key_of(obs_id: str) -> str:
     return kv_key(obs_id)
 
 
+SHARD_BYTES = (SHARDS.bit_length() - 1) // 8
+"""A block's name is this many bytes of the id's hash, in hex."""
+
+
 def shard_of(key: str) -> str:
-    digest = hashlib.blake2b(key.encode(), digest_size=2).digest()
+    digest = hashlib.blake2b(key.encode(), digest_size=SHARD_BYTES).digest()
     return f"s.{digest.hex()}"
 
 

@@ -16,8 +16,8 @@ from typing import Any
 import httpx
 import pytest
 from anthropic import Anthropic
-from tests.memory.conftest import SECRET
 
+from tests.fixtures import SECRET
 from workers.claude_memory import AgentMemoryTool
 
 SECRET_KEY = "AKIAIOSFODNN7EXAMPLQ"

@@ -12,9 +12,9 @@ from typing import Any
 
 import httpx
 import pytest
-from tests.memory.conftest import rest_client
 
 from functions.files.markdown import compress_markdown, problems
+from tests.fixtures import rest_client
 
 DOC = """# Deploying
 

@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.memory.conftest import rest_client
+
+from tests.fixtures import rest_client
 
 DIM = 64
 

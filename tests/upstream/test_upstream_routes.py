@@ -11,48 +11,32 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
-from tests.helpers import eventually, wait_until
 
 from functions.memory.locate import MAX_IDS_CHARS
-from tests.conftest import EngineProcess
-from tests.upstream.stack import auth, product_config
+from tests.fixtures import Stack, eventually, start_stack
+from tests.upstream.stack import ensure_packages
 
 pytestmark = pytest.mark.skipif(shutil.which("node") is None, reason="Node.js is not installed")
 
 
-class Stack:
-    def __init__(self, eng: EngineProcess, home: Path) -> None:
-        self.eng, self.home = eng, home
-        self.url = f"http://127.0.0.1:{eng.anchor}"
-
-    def http(self) -> httpx.AsyncClient:
-        return httpx.AsyncClient(base_url=self.url, headers=auth(), timeout=60)
+def _routes_serving(stack: Stack) -> bool:
+    """Every worker's routes, and the new ones these tests call first."""
+    if not stack.serving():
+        return False
+    with stack.rest() as h:
+        rs = [h.get("/agentmemory/counts"), h.get("/agentmemory/consolidation/status")]
+        return all(r.status_code == 200 for r in rs)
 
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    tmp = tmp_path_factory.mktemp("routes")
-    home = tmp / "home"
-    home.mkdir()
-    eng = EngineProcess(tmp, product_config(home)).start(timeout=180)
-
-    def serving() -> bool:
-        with httpx.Client(base_url=f"http://127.0.0.1:{eng.anchor}", headers=auth()) as h:
-            rs = [
-                h.get("/agentmemory/counts"),
-                h.get("/agentmemory/consolidation/status"),
-                h.post("/agentmemory/context", json={"project": "x"}),
-            ]
-            return all(r.status_code == 200 for r in rs)
-
+    ensure_packages()
+    started = start_stack(tmp_path_factory.mktemp("routes"), ready=_routes_serving)
     try:
-        wait_until(serving, timeout=90, interval=0.3, what="the product stack")
-        yield Stack(eng, home)
+        yield started
     finally:
-        eng.stop()
-        eng.kill_all()
+        started.stop()
 
 
 def observe(sid: str, n: int, **data: Any) -> dict[str, Any]:
