@@ -9,6 +9,7 @@ import contextlib
 import logging
 
 from engine import Client, FunctionError, HttpRequest, HttpResponse, Tool, operation
+from functions.coordination.inputs import StateChange
 from functions.kernel.models import clients
 from functions.kernel.owned import routes, started
 from functions.kernel.records import AuditEntry, Memory, Observation
@@ -20,6 +21,8 @@ from functions.memory import remember as remember_mod
 from functions.memory import status as status_mod
 from functions.memory.inbox import Inbox
 from functions.memory.observe import Observer
+from functions.memory.session_idle import FinalizeOut, SessionIdle
+from functions.memory.settings import memory_settings
 from functions.memory.wire import (
     AuditIn,
     AuditOut,
@@ -46,11 +49,11 @@ from functions.memory.wire import (
     RememberIn,
     RememberOut,
     SessionEndIn,
+    SessionEndOut,
     SessionsOut,
     SessionStartIn,
     SessionStartOut,
     StatusOut,
-    Success,
 )
 
 log = logging.getLogger("functions.memory")
@@ -72,6 +75,7 @@ class MemoryService:
         self._loop: asyncio.Task[None] | None = None
         self._counts: asyncio.Task[None] | None = None
         self._auto_compress = False
+        self.idle = SessionIdle(memory_settings().finalize_idle_ms)
 
     @property
     def store(self) -> MemoryStore:
@@ -84,6 +88,7 @@ class MemoryService:
     async def start(self, client: Client) -> None:
         store = await MemoryStore(client).open()
         self._store, self._observer = store, Observer(store, self.inbox)
+        await self.idle.open(client)
         self._auto_compress = compress_model.enabled(clients.client(client))
         self._stop.clear()
         self._loop = asyncio.get_running_loop().create_task(
@@ -99,7 +104,8 @@ class MemoryService:
                 await asyncio.wait_for(self._stop.wait(), timeout=COUNTS_FLUSH)
             if self._store is not None and self._observer is not None:
                 try:
-                    await sessions.flush_counts(self._store, self._observer.session_counts)
+                    counts = self._observer.session_counts
+                    await sessions.flush_counts(self._store, counts, self.idle)
                 except Exception as exc:  # the bus is away: the counts wait for next time
                     log.debug("session counts not flushed: %s", exc)
 
@@ -111,7 +117,7 @@ class MemoryService:
                     await asyncio.wait_for(task, timeout=5)
         if self._store is not None and self._observer is not None:
             with contextlib.suppress(Exception):
-                await sessions.flush_counts(self._store, self._observer.session_counts)
+                await sessions.flush_counts(self._store, self._observer.session_counts, self.idle)
 
     # ---- operations ----------------------------------------------------------------
     @operation(
@@ -166,11 +172,19 @@ class MemoryService:
 
     @operation(
         "mem::session-end",
-        description="End a session (idempotent)",
+        description="End a session (`final: false`: a turn of it; the session ends after "
+        "AGENTMEMORY_FINALIZE_IDLE_MS of silence); an unknown or ended one: ended false",
         http=rest("POST", "session/end"),
     )
-    async def session_end(self, req: SessionEndIn) -> Success:
-        return await sessions.end_session(self.store, req, self.observer.session_counts)
+    async def session_end(self, req: SessionEndIn) -> SessionEndOut:
+        return await sessions.end_session(self.store, req, self.observer.session_counts, self.idle)
+
+    @operation(
+        "mem::session-finalize",
+        description="State trigger: a session's idle period ran out (mem_session_idle)",
+    )
+    async def session_finalize(self, change: StateChange) -> FinalizeOut:
+        return await self.idle.expired(self.store, change)
 
     @operation(
         "mem::remember",

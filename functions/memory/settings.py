@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.settings import flag, integer, load, path
+from engine.settings import duration, flag, integer, load, path
 
 
 @dataclass(frozen=True)
@@ -32,6 +32,13 @@ class MemorySettings:
         8,
         "Tries before an inbox entry is set aside as dead.",
         lo=1,
+    )
+    finalize_idle_ms: int = duration(
+        "AGENTMEMORY_FINALIZE_IDLE_MS",
+        120_000,
+        "A session whose turn ended (a Stop hook: `final: false`) ends after this much "
+        "silence; 0 ends it at the Stop.",
+        unit="milliseconds",
     )
     search: bool = flag(
         "AGENTMEMORY_SEARCH",
