@@ -33,7 +33,7 @@ CANONICAL = {
     "SessionEnd": "SessionEnd",
 }
 EVENT_ORDER = tuple(CANONICAL)
-EVENTS = frozenset(CANONICAL.values())
+EVENTS = frozenset({*CANONICAL.values(), "PostToolUseFailure"})  # an AfterTool with an error
 
 
 def _said(response: Any) -> tuple[Any, str]:
