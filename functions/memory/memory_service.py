@@ -9,7 +9,6 @@ import contextlib
 import logging
 
 from engine import Client, FunctionError, HttpRequest, HttpResponse, Tool, operation
-from functions.coordination.inputs import StateChange
 from functions.kernel.models import clients
 from functions.kernel.owned import routes, started
 from functions.kernel.records import AuditEntry, Memory, Observation
@@ -21,7 +20,7 @@ from functions.memory import remember as remember_mod
 from functions.memory import status as status_mod
 from functions.memory.inbox import Inbox
 from functions.memory.observe import Observer
-from functions.memory.session_idle import FinalizeOut, SessionIdle
+from functions.memory.session_idle import FinalizeOut, IdleChange, SessionIdle
 from functions.memory.settings import memory_settings
 from functions.memory.wire import (
     AuditIn,
@@ -183,7 +182,7 @@ class MemoryService:
         "mem::session-finalize",
         description="State trigger: a session's idle period ran out (mem_session_idle)",
     )
-    async def session_finalize(self, change: StateChange) -> FinalizeOut:
+    async def session_finalize(self, change: IdleChange) -> FinalizeOut:
         return await self.idle.expired(self.store, change)
 
     @operation(

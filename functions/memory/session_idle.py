@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import math
 from datetime import timedelta
+from typing import Any, Literal
 
 import msgspec
 
 from engine import Bucket, Client
-from functions.coordination.inputs import StateChange
 from functions.kernel import clock
 from functions.kernel.ids import kv_key
 from functions.kernel.records import Session
@@ -29,6 +29,15 @@ IDLE_BUCKET = "mem_session_idle"
 """key: the session id; value `Pending`; per-key TTL = the idle period; expiry markers."""
 MARKER_TTL = 86_400.0
 """Seconds an expiry marker waits for a finaliser that is down (a day of downtime)."""
+
+
+class IdleChange(msgspec.Struct, kw_only=True):
+    """What the state trigger on `mem_session_idle` delivers (triggers/state.py's event;
+    the fields read here)."""
+
+    key: str = ""
+    op: Literal["created", "updated", "deleted"]
+    old: Any = None
 
 
 class Pending(msgspec.Struct, rename="camel", kw_only=True):
@@ -75,7 +84,7 @@ class SessionIdle:
             )
         return due
 
-    async def expired(self, store: MemoryStore, change: StateChange) -> FinalizeOut:
+    async def expired(self, store: MemoryStore, change: IdleChange) -> FinalizeOut:
         """The state trigger's event: a session's wait ran out (its expiry marker)."""
         if change.op != "deleted" or not isinstance(change.old, dict):
             return FinalizeOut(reason="not_expired")

@@ -184,10 +184,6 @@ class GetIn(msgspec.Struct, rename="camel", kw_only=True):
 # ---- responses (camelCase on the wire; records as their views) -------------------------
 
 
-class Success(msgspec.Struct):
-    success: bool = True
-
-
 class SessionEndOut(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=True):
     """Upstream's shape (0.9.30): `ended` says whether this call ended the session; when it
     did not, `reason` says why (`not_found` and `already_completed` write nothing;

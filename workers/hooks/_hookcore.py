@@ -257,9 +257,3 @@ def read_stdin() -> dict[str, Any]:
     except (ValueError, OSError):
         return {}
     return data if isinstance(data, dict) else {}
-
-
-def emit_context(settings: Settings, text: Any) -> None:
-    if settings.inject and isinstance(text, str) and text.strip():
-        sys.stdout.write(text[: settings.context_max])
-        sys.stdout.flush()
