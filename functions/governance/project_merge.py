@@ -59,7 +59,9 @@ class ProjectMergeOut(msgspec.Struct, rename="camel", kw_only=True):
 
 async def merge_projects(store: MemoryStore, req: ProjectMergeIn) -> ProjectMergeOut:
     if req.source == req.into:
-        raise FunctionError("BAD_REQUEST", "`from` and `into` name the same project", field="into")
+        raise FunctionError(
+            "UNPROCESSABLE", "`from` and `into` name the same project", field="into"
+        )
     dry, moved = req.dry_run, MergeCounts()
     async for _, obs in store.observations.scan(">", Observation):
         if obs.project != req.source:

@@ -26,6 +26,9 @@ MAX_PROMPTS = 3
 TOP = 10
 MAX_TERMS = 500
 """Files, concepts and commands a kept fold counts at most (the summary shows the top 10)."""
+MAX_IDS = 20_000
+"""Ids a kept fold remembers (~0.6 MB): a session past the cap (MAX_OBS_PER_SESSION, 500 by
+default) this far is an import; a record of it read twice may then count twice."""
 
 
 class DigestState(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -48,8 +51,9 @@ class DigestState(msgspec.Struct, kw_only=True, omit_defaults=True):
     steps: list[tuple[str, str, str]] = msgspec.field(default_factory=list)
     recent: list[tuple[str, str]] = msgspec.field(default_factory=list)
     ids: list[str] = msgspec.field(default_factory=list)
-    """Every record folded: one read twice (a re-import, a revision) counts once. A session
-    holds at most MAX_OBS_PER_SESSION records (the session cap), so this stays small."""
+    """Every record folded (up to MAX_IDS): one read twice (a re-import, a revision) counts
+    once. A session holds at most MAX_OBS_PER_SESSION records (the session cap), so this
+    stays small."""
 
 
 @dataclass
@@ -111,7 +115,7 @@ class SessionDigest:
             errors=self.errors,
             steps=sorted(self.steps)[:MAX_STEPS],
             recent=list(self.recent),
-            ids=sorted(self.ids),
+            ids=sorted(self.ids)[:MAX_IDS],
         )
 
     @property
