@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 
 from tests.agent import agent_clis
-from tests.agent.conftest import Stack, _new_stack, _teardown, wait_until
+from tests.agent.cli_stack import CliStack, new_stack, teardown
+from tests.fixtures import wait_until
 
 IDLE_MS = 2000
 
@@ -58,21 +59,21 @@ def provider() -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def hooked(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    st = _new_stack(tmp_path_factory.mktemp("clis"))
+def hooked(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CliStack]:
+    st = new_stack(tmp_path_factory.mktemp("clis"))
     st.env["AGENTMEMORY_FINALIZE_IDLE_MS"] = str(IDLE_MS)
     st.start()
     yield st
-    _teardown(st)
+    teardown(st)
 
 
-def _work(st: Stack) -> Path:
+def _work(st: CliStack) -> Path:
     sub = st.project_dir / "services" / "billing"
     sub.mkdir(parents=True, exist_ok=True)
     return sub
 
 
-def _session_of(st: Stack, agent: str) -> dict[str, Any]:
+def _session_of(st: CliStack, agent: str) -> dict[str, Any]:
     def found() -> dict[str, Any] | None:
         with st.rest() as c:
             sessions = c.get("/agentmemory/sessions", params={"limit": 500}).json()["sessions"]
@@ -82,7 +83,7 @@ def _session_of(st: Stack, agent: str) -> dict[str, Any]:
     return s
 
 
-def _captured(st: Stack, agent: str, prompt: str) -> dict[str, Any]:
+def _captured(st: CliStack, agent: str, prompt: str) -> dict[str, Any]:
     """The agent's session, once its prompt is stored and it has ended."""
     sid = _session_of(st, agent)["id"]
     obs = wait_until(
@@ -100,7 +101,7 @@ def _captured(st: Stack, agent: str, prompt: str) -> dict[str, Any]:
     return ended
 
 
-def test_gemini_cli_runs_the_hooks_connect_wrote(hooked: Stack, provider: str) -> None:
+def test_gemini_cli_runs_the_hooks_connect_wrote(hooked: CliStack, provider: str) -> None:
     agent_clis.binary("gemini")
     gemini = hooked.home / ".gemini"
     gemini.mkdir(exist_ok=True)
@@ -125,7 +126,7 @@ def test_gemini_cli_runs_the_hooks_connect_wrote(hooked: Stack, provider: str) -
     _captured(hooked, "gemini-cli", "why is the invoice total off by a cent")
 
 
-def test_copilot_cli_runs_the_hooks_connect_wrote(hooked: Stack, provider: str) -> None:
+def test_copilot_cli_runs_the_hooks_connect_wrote(hooked: CliStack, provider: str) -> None:
     agent_clis.binary("copilot")
     hooked.cli("connect", "copilot-cli", "--with-hooks")
     work = _work(hooked)
@@ -142,7 +143,7 @@ def test_copilot_cli_runs_the_hooks_connect_wrote(hooked: Stack, provider: str) 
     _captured(hooked, "copilot-cli", "round invoice totals half to even")
 
 
-def test_opencode_loads_the_plugin_connect_wrote(hooked: Stack, provider: str) -> None:
+def test_opencode_loads_the_plugin_connect_wrote(hooked: CliStack, provider: str) -> None:
     agent_clis.binary("opencode")
     hooked.cli("connect", "opencode", "--with-hooks")
     config = hooked.home / ".config" / "opencode" / "opencode.json"

@@ -20,7 +20,8 @@ from typing import Any
 
 import pytest
 
-from tests.agent.conftest import Stack, _new_stack, _teardown, run_hook, wait_until
+from tests.agent.cli_stack import CliStack, new_stack, run_hook, teardown
+from tests.fixtures import wait_until
 from workers.cli.agents import BY_NAME
 from workers.cli.formats import our_commands
 
@@ -29,22 +30,22 @@ IDLE_MS = 2000
 
 
 @pytest.fixture(scope="module")
-def hooked(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    st = _new_stack(tmp_path_factory.mktemp("hooked"))
+def hooked(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CliStack]:
+    st = new_stack(tmp_path_factory.mktemp("hooked"))
     st.env["AGENTMEMORY_FINALIZE_IDLE_MS"] = str(IDLE_MS)
     st.start()
     yield st
-    _teardown(st)
+    teardown(st)
 
 
-def _work_dir(st: Stack) -> Path:
+def _work_dir(st: CliStack) -> Path:
     """A subfolder of the repository: its events belong to the repository's project."""
     sub = st.project_dir / "src" / "api"
     sub.mkdir(parents=True, exist_ok=True)
     return sub
 
 
-def _installed(st: Stack, agent: str) -> dict[str, str]:
+def _installed(st: CliStack, agent: str) -> dict[str, str]:
     """Event → the command `connect --with-hooks` installed for it."""
     st.cli("connect", agent, "--with-hooks")
     h = BY_NAME[agent].hooks
@@ -55,7 +56,7 @@ def _installed(st: Stack, agent: str) -> dict[str, str]:
     }
 
 
-def _feed(st: Stack, commands: dict[str, str], *events: tuple[str, dict[str, Any]]) -> list[str]:
+def _feed(st: CliStack, commands: dict[str, str], *events: tuple[str, dict[str, Any]]) -> list[str]:
     """Run each event's installed command with its payload; returns what each printed."""
     printed = []
     for event, payload in events:
@@ -73,13 +74,13 @@ def _feed(st: Stack, commands: dict[str, str], *events: tuple[str, dict[str, Any
     return printed
 
 
-def _session(st: Stack, sid: str) -> dict[str, Any] | None:
+def _session(st: CliStack, sid: str) -> dict[str, Any] | None:
     with st.rest() as c:
         sessions = c.get("/agentmemory/sessions", params={"limit": 500}).json()["sessions"]
     return next((s for s in sessions if s["id"] == sid), None)
 
 
-def _stored(st: Stack, sid: str, n: int) -> list[dict[str, Any]]:
+def _stored(st: CliStack, sid: str, n: int) -> list[dict[str, Any]]:
     return wait_until(
         lambda: (obs := st.observations(sid)) and len(obs) >= n and obs,
         timeout=20,
@@ -87,7 +88,7 @@ def _stored(st: Stack, sid: str, n: int) -> list[dict[str, Any]]:
     )
 
 
-def _check(st: Stack, sid: str, agent: str, types: list[str]) -> list[dict[str, Any]]:
+def _check(st: CliStack, sid: str, agent: str, types: list[str]) -> list[dict[str, Any]]:
     obs = _stored(st, sid, len(types))
     assert sorted(o["type"] for o in obs) == sorted(types), [(o["type"], o["title"]) for o in obs]
     assert {o["project"] for o in obs} == {"payments-svc"}
@@ -96,7 +97,7 @@ def _check(st: Stack, sid: str, agent: str, types: list[str]) -> list[dict[str, 
     return obs
 
 
-def _ended(st: Stack, sid: str, timeout: float = 20) -> dict[str, Any]:
+def _ended(st: CliStack, sid: str, timeout: float = 20) -> dict[str, Any]:
     s: dict[str, Any] = wait_until(
         lambda: (found := _session(st, sid)) and found["status"] == "ended" and found,
         timeout=timeout,
@@ -105,7 +106,7 @@ def _ended(st: Stack, sid: str, timeout: float = 20) -> dict[str, Any]:
     return s
 
 
-def test_cursor(hooked: Stack) -> None:
+def test_cursor(hooked: CliStack) -> None:
     cmds = _installed(hooked, "cursor")
     assert set(cmds) == {
         "sessionStart", "beforeSubmitPrompt", "postToolUse", "postToolUseFailure",
@@ -145,7 +146,7 @@ def test_cursor(hooked: Stack) -> None:
     assert _ended(hooked, sid)["status"] == "ended"
 
 
-def test_gemini_cli(hooked: Stack) -> None:
+def test_gemini_cli(hooked: CliStack) -> None:
     cmds = _installed(hooked, "gemini-cli")
     assert set(cmds) == {
         "SessionStart",
@@ -194,7 +195,7 @@ def test_gemini_cli(hooked: Stack) -> None:
     _ended(hooked, sid)
 
 
-def test_copilot(hooked: Stack) -> None:
+def test_copilot(hooked: CliStack) -> None:
     cmds = _installed(hooked, "copilot-cli")
     hooks_file = json.loads((hooked.home / ".copilot" / "hooks" / "agentmemory.json").read_text())
     assert hooks_file["version"] == 1
@@ -228,7 +229,7 @@ def test_copilot(hooked: Stack) -> None:
     _ended(hooked, sid)
 
 
-def test_antigravity_cli(hooked: Stack) -> None:
+def test_antigravity_cli(hooked: CliStack) -> None:
     cmds = _installed(hooked, "antigravity-cli")
     assert set(cmds) == {"PreInvocation", "PostToolUse", "Stop"}
     doc = json.loads((hooked.home / ".gemini" / "config" / "hooks.json").read_text())
@@ -262,7 +263,7 @@ def test_antigravity_cli(hooked: Stack) -> None:
     _ended(hooked, sid, timeout=IDLE_MS / 1000 + 30)
 
 
-def test_opencode_plugin(hooked: Stack, tmp_path: Path) -> None:
+def test_opencode_plugin(hooked: CliStack, tmp_path: Path) -> None:
     node = shutil.which("node")
     if node is None:
         pytest.skip("node is not installed")
@@ -309,7 +310,7 @@ await hooks.event({{ event: {{ type: "session.idle", properties: {{ sessionID: s
     _ended(hooked, sid, timeout=IDLE_MS / 1000 + 30)  # session.idle: a turn, then silence
 
 
-def test_remove_takes_only_ours_out(hooked: Stack) -> None:
+def test_remove_takes_only_ours_out(hooked: CliStack) -> None:
     home = hooked.home
     cursor = home / ".cursor" / "hooks.json"
     doc = json.loads(cursor.read_text())
@@ -326,7 +327,7 @@ def test_remove_takes_only_ours_out(hooked: Stack) -> None:
     assert not (home / ".config" / "opencode" / "plugins" / "agentmemory.js").exists()
 
 
-def test_a_host_payload_that_is_not_json_still_exits_zero_with_json(hooked: Stack) -> None:
+def test_a_host_payload_that_is_not_json_still_exits_zero_with_json(hooked: CliStack) -> None:
     for agent, event in (
         ("cursor", "postToolUse"),
         ("gemini-cli", "AfterTool"),
@@ -340,3 +341,4 @@ def test_a_host_payload_that_is_not_json_still_exits_zero_with_json(hooked: Stac
             capture_output=True, text=True, timeout=30,
         )  # fmt: skip
         assert res.returncode == 0 and json.loads(res.stdout) == {}, (agent, res.stdout)
+

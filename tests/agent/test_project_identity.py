@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.agent.conftest import Stack, run_hook, wait_until
+from tests.agent.cli_stack import CliStack, run_hook
+from tests.fixtures import wait_until
 from workers.hooks import SCRIPTS
 from workers.hooks._hookcore import Settings, project_of
 
@@ -57,6 +58,7 @@ def repo(tmp_path: Path) -> dict[str, Path]:
     }
 
 
+@pytest.mark.unit
 def test_every_worktree_and_subfolder_is_the_repository_git_names(repo: dict[str, Path]) -> None:
     for where, path in repo.items():
         common = _git(path, "rev-parse", "--path-format=absolute", "--git-common-dir")
@@ -71,6 +73,7 @@ def test_every_worktree_and_subfolder_is_the_repository_git_names(repo: dict[str
     assert project_of(Settings({}), str(outside)) == "notes"  # no repository: the folder
 
 
+@pytest.mark.unit
 def test_a_bare_repositorys_worktrees_are_named_for_it(
     tmp_path: Path, repo: dict[str, Path]
 ) -> None:
@@ -82,7 +85,7 @@ def test_a_bare_repositorys_worktrees_are_named_for_it(
 
 
 def test_hook_events_from_two_worktrees_and_a_subfolder_share_one_project(
-    running_stack: Stack, repo: dict[str, Path]
+    running_stack: CliStack, repo: dict[str, Path]
 ) -> None:
     env = running_stack.hook_env()
     for i, (where, path) in enumerate(repo.items()):
@@ -106,7 +109,7 @@ def test_hook_events_from_two_worktrees_and_a_subfolder_share_one_project(
     assert [s["id"] for s in projects] == ["wt-session"]
 
 
-def test_two_projects_split_before_are_merged_into_one(running_stack: Stack) -> None:
+def test_two_projects_split_before_are_merged_into_one(running_stack: CliStack) -> None:
     st = running_stack
     # what a worktree recorded under its own folder's name, before one project per repository
     for i, project in enumerate(("ledger-old-wt", "ledger-old-wt", "ledger-main")):

@@ -18,7 +18,8 @@ import pytest
 from engine import Client, connect
 from functions.kernel.ids import kv_key
 from functions.kernel.records import SESSIONS_BUCKET
-from tests.agent.conftest import Stack, _new_stack, _teardown, run_hook, wait_until
+from tests.agent.cli_stack import CliStack, new_stack, run_hook, teardown
+from tests.fixtures import wait_until
 from workers.hooks import SCRIPTS
 
 IDLE_MS = 8000
@@ -29,15 +30,15 @@ SID = "c0ffee00-1111-4222-8333-444455556666"
 
 
 @pytest.fixture
-def turns_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    st = _new_stack(tmp_path_factory.mktemp("turns"))
+def turns_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CliStack]:
+    st = new_stack(tmp_path_factory.mktemp("turns"))
     st.env["AGENTMEMORY_FINALIZE_IDLE_MS"] = str(IDLE_MS)
     st.start()
     yield st
-    _teardown(st)
+    teardown(st)
 
 
-def _event(st: Stack, name: str, **extra: Any) -> dict[str, Any]:
+def _event(st: CliStack, name: str, **extra: Any) -> dict[str, Any]:
     return {
         "session_id": SID,
         "transcript_path": f"/tmp/{SID}.jsonl",
@@ -48,7 +49,7 @@ def _event(st: Stack, name: str, **extra: Any) -> dict[str, Any]:
     }
 
 
-def _session(st: Stack) -> dict[str, Any]:
+def _session(st: CliStack) -> dict[str, Any]:
     with st.rest() as c:
         sessions = c.get("/agentmemory/sessions", params={"limit": 50}).json()["sessions"]
     [mine] = [s for s in sessions if s["id"] == SID]
@@ -56,7 +57,7 @@ def _session(st: Stack) -> dict[str, Any]:
     return found
 
 
-async def _count_ends(st: Stack, nats_url: str, ends: list[str], stop: asyncio.Event) -> None:
+async def _count_ends(st: CliStack, nats_url: str, ends: list[str], stop: asyncio.Event) -> None:
     """Every write of the session that turned it to `ended`, as the bucket stores it."""
     nc = await connect(nats_url, str(st.data_dir / "nats" / "credentials.json"))
     try:
@@ -79,7 +80,7 @@ async def _count_ends(st: Stack, nats_url: str, ends: list[str], stop: asyncio.E
 
 
 async def test_twenty_turns_are_one_session_ended_once_and_summarized_linearly(
-    turns_stack: Stack,
+    turns_stack: CliStack,
 ) -> None:
     st = turns_stack
     nats_url = json.loads(st.cli("status", "--json").stdout)["nats"]["url"]
