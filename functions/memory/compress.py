@@ -47,8 +47,8 @@ _HOOK_TYPES = {
     "task_completed": "task",
 }
 
-# Tool names across hosts (Claude Code, Codex, Cursor, Gemini CLI, Copilot, OpenCode,
-# Antigravity, MCP servers), lower-cased.
+# Tool names across hosts (Claude Code, Codex, Cursor, Gemini CLI, Copilot, VS Code,
+# OpenCode, Antigravity, MCP servers), lower-cased.
 _TOOL_TYPES: dict[str, str] = {
     **dict.fromkeys(
         ("read", "view", "notebookread", "read_file", "cat", "open", "read_many_files"),
@@ -64,17 +64,24 @@ _TOOL_TYPES: dict[str, str] = {
     ),
     **dict.fromkeys(("replace", "replace_file_content", "propose_code"), "file_edit"),
     **dict.fromkeys(
+        ("replace_string_in_file", "multi_replace_string_in_file", "insert_edit_into_file"),
+        "file_edit",
+    ),
+    **dict.fromkeys(
         ("bash", "shell", "exec_command", "run_command", "terminal", "local_shell"), "command"
     ),
-    **dict.fromkeys(("run_shell_command", "powershell"), "command"),
+    **dict.fromkeys(
+        ("run_shell_command", "powershell", "runinterminal", "run_in_terminal"), "command"
+    ),
     **dict.fromkeys(
         ("grep", "glob", "ls", "search", "find", "list_dir", "codebase_search"), "search"
     ),
     **dict.fromkeys(
         ("list", "search_file_content", "grep_search", "find_by_name", "list_directory"), "search"
     ),
+    **dict.fromkeys(("file_search", "semantic_search"), "search"),
     **dict.fromkeys(("webfetch", "websearch", "fetch", "web_search", "browse"), "web"),
-    **dict.fromkeys(("web_fetch", "google_web_search", "read_url_content"), "web"),
+    **dict.fromkeys(("web_fetch", "google_web_search", "read_url_content", "fetch_webpage"), "web"),
     **dict.fromkeys(("task", "agent", "subagent"), "subagent"),
     **dict.fromkeys(("todowrite", "todoread", "update_plan"), "task"),
 }

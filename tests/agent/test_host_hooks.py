@@ -342,3 +342,31 @@ def test_a_host_payload_that_is_not_json_still_exits_zero_with_json(hooked: CliS
         )  # fmt: skip
         assert res.returncode == 0 and json.loads(res.stdout) == {}, (agent, res.stdout)
 
+
+def test_vscode_reads_the_copilot_hooks_and_records_as_itself(hooked: CliStack) -> None:
+    copilot = _installed(hooked, "copilot-cli")
+    first = (hooked.home / ".copilot" / "hooks" / "agentmemory.json").read_text()
+    vscode = _installed(hooked, "vscode")  # one file for both: the same entries
+    assert (hooked.home / ".copilot" / "hooks" / "agentmemory.json").read_text() == first
+    assert vscode == copilot
+    work, sid = str(_work_dir(hooked)), "vscode-chat-5e1f"
+    # VS Code's agent hooks (its docs): camelCase common keys, Claude Code's tool keys
+    common = {"sessionId": sid, "cwd": work, "timestamp": "2026-12-06T10:00:00.000Z"}
+    _feed(
+        hooked,
+        vscode,
+        ("UserPromptSubmit", {**common, "hookEventName": "UserPromptSubmit", "prompt": "rename the ledger type"}),
+        ("PostToolUse", {
+            **common, "hookEventName": "PostToolUse", "tool_name": "runInTerminal",
+            "tool_input": {"command": "npm run typecheck"}, "tool_response": "0 errors",
+            "tool_use_id": "vs-1",
+        }),
+        ("PostToolUse", {
+            **common, "hookEventName": "PostToolUse", "tool_name": "replace_string_in_file",
+            "tool_input": {"filePath": f"{work}/ledger.ts", "oldString": "Ledger", "newString": "Book"},
+            "tool_response": "edited", "tool_use_id": "vs-2",
+        }),
+        ("Stop", {**common, "hookEventName": "Stop", "stop_hook_active": False}),
+    )  # fmt: skip
+    obs = _check(hooked, sid, "vscode", ["prompt", "command", "file_edit"])
+    assert any(f.endswith("ledger.ts") for o in obs for f in o["files"]), obs

@@ -161,6 +161,36 @@ def test_hook_agents_get_claude_shaped_hooks_that_name_themselves(tmp_path: Path
     assert tomllib.loads(BY_NAME["codex"].file(tmp_path).read_text())["features"]["codex_hooks"]
 
 
+def _apply(plan: connect.Plan) -> connect.Plan:
+    for change in plan.changes:
+        change.write()
+    return plan
+
+
+@pytest.mark.unit
+def test_copilot_cli_and_vscode_share_one_hooks_file_that_goes_with_the_last(
+    tmp_path: Path,
+) -> None:
+    hooks_file = tmp_path / ".copilot" / "hooks" / "agentmemory.json"
+    _apply(connect.wire("copilot-cli", tmp_path, True, "", {}))
+    first = hooks_file.read_text()
+    assert "--agent=" not in first  # the script tells the two apart by their payloads
+    assert not connect.wiring("vscode", tmp_path).connected  # Copilot's hooks: not VS Code's
+    _apply(connect.wire("vscode", tmp_path, True, "", {}))
+    assert hooks_file.read_text() == first  # one file for both: the same entries
+    assert connect.wiring("vscode", tmp_path).hook_commands
+    kept = _apply(connect.unplan("vscode", tmp_path))
+    assert hooks_file.read_text() == first, "removing VS Code took Copilot CLI's hooks"
+    assert any("Copilot CLI" in n and "still connected" in n for n in kept.notes)
+    assert not connect.wiring("vscode", tmp_path).connected
+    _apply(connect.unplan("copilot-cli", tmp_path))
+    assert not hooks_file.exists()  # the last one out takes the file
+    _apply(connect.wire("vscode", tmp_path, True, "", {}))
+    assert hooks_file.read_text() == first
+    _apply(connect.unplan("vscode", tmp_path))
+    assert not hooks_file.exists()
+
+
 @pytest.mark.unit
 def test_dsh_hooks_row_names_the_hooks_file_it_writes(tmp_path: Path) -> None:
     for change in connect.wire("dsh", tmp_path, True, "", {}).changes:

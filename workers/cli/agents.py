@@ -83,6 +83,9 @@ class Hooks:
     """The command names its event (`cursor.py postToolUse`): the host's payload may not."""
     version: int | None = None
     """A `version` key the file carries beside the event map (Cursor's, Copilot's)."""
+    names_agent: bool = True
+    """The command says which agent it records for (`--agent=droid`); False where two
+    agents read one file and the script tells them apart (Copilot CLI and VS Code)."""
 
 
 @dataclass(frozen=True)
@@ -136,6 +139,17 @@ def _vscode(home: Path) -> Path:
     return _xdg_config(home) / "Code" / "User" / "mcp.json"
 
 
+COPILOT_HOOKS = Hooks(
+    # Copilot CLI's user hooks, which VS Code's Copilot agent reads too: one file for both
+    lambda h: _copilot(h) / "hooks" / "agentmemory.json",
+    copilot.EVENT_ORDER,
+    "copilot-cli",
+    style="copilot",
+    names_event=True,
+    version=1,
+    names_agent=False,
+)
+
 AGENTS: tuple[Agent, ...] = (
     Agent(
         "claude-code",
@@ -153,14 +167,7 @@ AGENTS: tuple[Agent, ...] = (
         lambda h: _copilot(h) / "mcp-config.json",
         "json",
         "copilot",
-        hooks=Hooks(
-            lambda h: _copilot(h) / "hooks" / "agentmemory.json",
-            copilot.EVENT_ORDER,
-            "copilot-cli",
-            style="copilot",
-            names_event=True,
-            version=1,
-        ),
+        hooks=COPILOT_HOOKS,
         guideline=lambda h: _copilot(h) / "copilot-instructions.md",
         url="copilot",
     ),
@@ -345,6 +352,7 @@ AGENTS: tuple[Agent, ...] = (
         "json",
         "stdio",
         key="servers",
+        hooks=COPILOT_HOOKS,
         note="VS Code starts it from the MCP servers list (or on the next chat)",
         url="http",
     ),
@@ -369,6 +377,14 @@ AGENTS: tuple[Agent, ...] = (
 BY_NAME = {a.name: a for a in AGENTS}
 NAMES = (*BY_NAME, "mcp")
 """Every `connect` target: the agents, and `mcp` for a generic block to paste."""
+
+
+def hook_sharers(a: Agent) -> tuple[Agent, ...]:
+    """The other agents that read `a`'s hooks file (Copilot CLI's and VS Code's is one):
+    removing `a` keeps the hooks while one of them is connected."""
+    if a.hooks is None:
+        return ()
+    return tuple(o for o in AGENTS if o is not a and o.hooks is a.hooks)
 
 
 def agent(name: str) -> Agent:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from workers.cli import formats, merge
-from workers.cli.agents import AGENTS, NAMES, Agent, Hooks, agent
+from workers.cli.agents import AGENTS, NAMES, Agent, Hooks, agent, hook_sharers
 from workers.cli.formats import SERVER_NAME, McpUrl, entry, url_entry
 from workers.cli.wiring import Wiring, hook_target, wiring
 
@@ -152,13 +152,26 @@ def unplan(name: str, home: Path) -> Plan:
     elif path.exists():
         _drop_server(fs, a, path)
     if a.hooks is not None and a.hooks.file(home).exists():
-        _drop_hooks(fs, a.hooks, a.hooks.file(home))
-        out.hooks = True
+        # One hooks file for two agents: it stays while the other is connected.
+        keep = [o for o in hook_sharers(a) if _has_server(o, home)]
+        if keep:
+            out.notes.append(
+                f"kept the hooks in {a.hooks.file(home)}: {keep[0].display} reads the same "
+                f"file and is still connected (`connect {keep[0].name} --remove` takes them out)"
+            )
+        else:
+            _drop_hooks(fs, a.hooks, a.hooks.file(home))
+            out.hooks = True
     if a.guideline is not None and a.guideline(home).exists():
         g = a.guideline(home)
         fs.set_text(g, merge.drop_block(fs.text(g)))
     out.changes = [c for c in fs.changes() if c.changed]
     return out
+
+
+def _has_server(a: Agent, home: Path) -> bool:
+    w = wiring(a.name, home)
+    return bool(w.mcp_command or w.mcp_url)
 
 
 def _drop_server(fs: formats.Files, a: Agent, path: Path) -> None:

@@ -321,7 +321,8 @@ def hooks_json(doc: dict[str, Any], a: Agent, h: Hooks, url: str, path: Path) ->
     hooks = merge.table(doc, h.key, path)
     drop_our_hooks(hooks, h.script)
     for event in h.events:
-        command = hook_command(h.script, url, a.name, event if h.names_event else "")
+        agent_id = a.name if h.names_agent else h.script
+        command = hook_command(h.script, url, agent_id, event if h.names_event else "")
         hooks[event] = [*hooks.get(event, []), _entry(h, event, command)]
 
 

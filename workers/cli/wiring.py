@@ -11,7 +11,7 @@ from typing import Any
 import tomlkit
 
 from workers.cli import merge
-from workers.cli.agents import Agent, agent
+from workers.cli.agents import Agent, agent, hook_sharers
 from workers.cli.formats import SERVER_NAME, URL_KEYS, named, our_commands
 
 
@@ -59,6 +59,8 @@ def wiring(name: str, home: Path) -> Wiring:
         except (OSError, ValueError):
             groups = {}
         hooks = our_commands(groups, a.hooks.script)
+        if hook_sharers(a) and not (command or url):
+            hooks = []  # another agent's hooks (one file for two): this one is not wired
     elif a.format == "extension" and a.file(home).exists():
         hooks = [str(a.file(home))]
     return Wiring(name, command, hooks, url, bearer)

@@ -33,6 +33,9 @@ else:
     import _wire
 
 OBSERVE = "/agentmemory/observe"
+AGENT_KEY = "agentmemory_agent"
+"""Set by a host's `normalise` when the payload says which agent sent it (one hooks file
+read by two agents: Copilot CLI and VS Code)."""
 END_TIMEOUT = 1.5  # upstream gives Stop/SessionEnd longer: the session is closing anyway
 STOP_MESSAGE_MAX = 4000  # upstream keeps this much of the turn's last answer
 
@@ -53,7 +56,7 @@ def handle(
         "sessionId": session_of(payload),
         "project": core.project_of(settings, cwd),
         "cwd": cwd,
-        "agentId": host,
+        "agentId": str(payload.get(AGENT_KEY) or host),
     }
     handler = _HANDLERS.get(event)
     context = handler(settings, base, payload) if handler is not None else None

@@ -1,5 +1,6 @@
 """GitHub Copilot hook (Copilot CLI, and VS Code's Copilot agent, which reads the same
 `~/.copilot/hooks/*.json`): `python3 -S copilot.py <Event>` reads the event JSON on stdin.
+An event whose payload names it `hookEventName` is VS Code's and records as `vscode`.
 
 Copilot sends camelCase payloads (`sessionId`, `toolName`, `toolArgs` as JSON text,
 `toolResult.textResultForLlm`) to camelCase events, and Claude-Code-like snake_case ones
@@ -25,6 +26,7 @@ else:
     import _wire
 
 HOST = "copilot-cli"
+VSCODE = "vscode"
 EVENT_ORDER = (
     # PascalCase: Copilot CLI then sends VS-Code-compatible payloads, and VS Code's agent
     # hooks (which know no camelCase `agentStop`) read the same file.
@@ -54,6 +56,9 @@ def normalise(p: dict[str, Any], event: str) -> dict[str, Any] | None:
     if canonical is None:
         return None
     out = {**p, "hook_event_name": canonical}
+    if "hookEventName" in p:
+        # VS Code's agent names its event so (Copilot CLI says hook_event_name, or nothing)
+        out[_events.AGENT_KEY] = VSCODE
     if canonical in ("PostToolUse", "PostToolUseFailure"):
         out["tool_name"] = _hostshape.first_text(p.get("tool_name"), p.get("toolName"))
         out["tool_input"] = _hostshape.json_arg(_hostshape.pick(p, "tool_input", "toolArgs"))
