@@ -168,6 +168,19 @@ def _apply(plan: connect.Plan) -> connect.Plan:
 
 
 @pytest.mark.unit
+@pytest.mark.parametrize("name", connect.HOOK_AGENTS)
+def test_every_agent_with_hooks_gets_them_and_loses_them_on_remove(
+    name: str, tmp_path: Path
+) -> None:
+    wired = _apply(connect.wire(name, tmp_path, True, "", {}))
+    assert wired.hooks and not any("MCP only" in n for n in wired.notes)
+    assert connect.wiring(name, tmp_path).hook_commands
+    removed = _apply(connect.unplan(name, tmp_path))
+    assert removed.changes
+    assert not connect.wiring(name, tmp_path).connected
+
+
+@pytest.mark.unit
 def test_copilot_cli_and_vscode_share_one_hooks_file_that_goes_with_the_last(
     tmp_path: Path,
 ) -> None:
@@ -211,7 +224,7 @@ def test_pi_extension_runs_our_hook_script_with_this_interpreter(tmp_path: Path)
     assert '{"AGENTMEMORY_URL": "http://127.0.0.1:4111"}' in text
     for change in connect.unplan("pi", tmp_path).changes:
         change.write()
-    assert BY_NAME["pi"].file(tmp_path).read_text() == ""
+    assert not BY_NAME["pi"].file(tmp_path).exists()
 
 
 @pytest.mark.unit

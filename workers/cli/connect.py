@@ -148,7 +148,7 @@ def unplan(name: str, home: Path) -> Plan:
     if a.format == "none":
         return out
     if a.format == "extension":
-        fs.set_text(path, "")
+        fs.remove(path)  # the extension file is ours alone
     elif path.exists():
         _drop_server(fs, a, path)
     if a.hooks is not None and a.hooks.file(home).exists():

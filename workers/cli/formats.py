@@ -164,7 +164,10 @@ class Files:
             elif kind == "toml":
                 after = tomlkit.dumps(doc)
             elif kind == "yaml":
-                after = merge.dump_yaml(doc) if doc else before
+                # a list emptied by a removal (a patch file that held only our rows) is
+                # written so; a file that parsed to nothing and stayed so is left alone
+                emptied = doc is not None and bool(before.strip())
+                after = merge.dump_yaml(doc) if doc or emptied else before
             else:
                 after = doc
             out.append(merge.Change(path, before, after, private=path in self.secret))
