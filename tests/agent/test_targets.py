@@ -178,6 +178,9 @@ def test_every_agent_with_hooks_gets_them_and_loses_them_on_remove(
     removed = _apply(connect.unplan(name, tmp_path))
     assert removed.changes
     assert not connect.wiring(name, tmp_path).connected
+    hooks = BY_NAME[name].hooks
+    if hooks is not None and hooks.file(tmp_path).name.startswith("agentmemory"):
+        assert not hooks.file(tmp_path).exists()  # a file of ours alone goes with them
 
 
 @pytest.mark.unit

@@ -206,8 +206,8 @@ def _drop_hooks(fs: formats.Files, h: Hooks, path: Path) -> None:
     if not isinstance(hooks, dict):
         return
     formats.drop_our_hooks(hooks, h.script)
-    if h.style == "copilot" and not hooks and set(doc) <= {"version", h.key}:
-        fs.remove(path)  # our own file, nothing else in it
+    if path.name.startswith(SERVER_NAME) and not hooks and set(doc) <= {"version", h.key}:
+        fs.remove(path)  # our own file (Copilot's, DeepSeek Harness's), nothing else in it
 
 
 def generic_block(env: dict[str, str] | None = None, mcp_url: McpUrl | None = None) -> str:
