@@ -352,9 +352,10 @@ def test_vscode_reads_the_copilot_hooks_and_records_as_itself(hooked: CliStack) 
     work, sid = str(_work_dir(hooked)), "vscode-chat-5e1f"
     # VS Code's agent hooks (its docs): camelCase common keys, Claude Code's tool keys
     common = {"sessionId": sid, "cwd": work, "timestamp": "2026-12-06T10:00:00.000Z"}
-    _feed(
+    printed = _feed(
         hooked,
         vscode,
+        ("SessionStart", {**common, "hookEventName": "SessionStart", "source": "new"}),
         ("UserPromptSubmit", {**common, "hookEventName": "UserPromptSubmit", "prompt": "rename the ledger type"}),
         ("PostToolUse", {
             **common, "hookEventName": "PostToolUse", "tool_name": "runInTerminal",
@@ -370,3 +371,9 @@ def test_vscode_reads_the_copilot_hooks_and_records_as_itself(hooked: CliStack) 
     )  # fmt: skip
     obs = _check(hooked, sid, "vscode", ["prompt", "command", "file_edit"])
     assert any(f.endswith("ledger.ts") for o in obs for f in o["files"]), obs
+    if printed[0].strip():  # context for the agent, in the shape VS Code reads
+        said = json.loads(printed[0])["hookSpecificOutput"]
+        assert said["hookEventName"] == "SessionStart" and said["additionalContext"]
+    # VS Code sends no SessionEnd: Stop ends the turn, the idle finaliser the session
+    ended = _ended(hooked, sid, timeout=IDLE_MS / 1000 + 30)
+    assert ended["agentId"] == "vscode"
