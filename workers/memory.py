@@ -26,6 +26,7 @@ from functions.mcp_content.mcp_content_service import McpContentService
 from functions.memory.compress_model import QUEUE as COMPRESS_QUEUE
 from functions.memory.compress_model import requested as auto_compress_requested
 from functions.memory.memory_service import MemoryService
+from functions.memory.session_idle import IDLE_BUCKET
 from functions.memory.settings import memory_settings
 from functions.provenance.provenance_service import ProvenanceService
 from functions.quarantine.quarantine_service import QuarantineService
@@ -66,6 +67,8 @@ def serve_memory(worker: Worker, service: MemoryService | None = None) -> Memory
         await slots.seed()
 
     worker.on_start(seed)
+    # the idle finaliser: a session's expired wait (a KV TTL's marker) ends it, once
+    worker.trigger("state", "mem::session-finalize", bucket=IDLE_BUCKET, deliver="new")
     if auto_compress_requested():
         worker.trigger(
             "queue", "mem::compress-model", queue=COMPRESS_QUEUE, concurrency=2, timeout=180,

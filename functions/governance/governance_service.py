@@ -1,5 +1,6 @@
-"""Governance beyond one id: bulk deletion by filter (audited like `forget`), and `migrate`:
-infer the project of memories saved without one, or import a claude-mem SQLite database."""
+"""Governance beyond one id: bulk deletion by filter (audited like `forget`), merging two
+projects into one, and `migrate`: infer the project of memories saved without one, or
+import a claude-mem SQLite database."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 
 from engine import FunctionError, operation
+from functions.governance.project_merge import ProjectMergeIn, ProjectMergeOut, merge_projects
 from functions.kernel import clock
 from functions.kernel.clock import now_iso
 from functions.kernel.confine import OutsideRoots, confine
@@ -115,6 +117,16 @@ def _when(value: str, field: str) -> str:
 
 class GovernanceService(OwnedService[StoreOwner]):
     """Served beside the worker's main service, over its store."""
+
+    @operation(
+        "mem::project-merge",
+        description="Move every record of project `from` into project `into` (two projects "
+        "that are one repository, recorded apart before); dryRun counts; audited",
+        http=rest("POST", "projects/merge"),
+        timeout=900.0,
+    )
+    async def project_merge(self, req: ProjectMergeIn) -> ProjectMergeOut:
+        return await merge_projects(self.store, req)
 
     @operation(
         "mem::governance-bulk",

@@ -193,6 +193,9 @@ class SessionSummary(msgspec.Struct, omit_defaults=True, kw_only=True):
     observation_count: int = 0
     status: str = ""
     """The session's status when summarized: ended or abandoned."""
+    covered_through: str = ""
+    """The time of the latest observation the summary covers (upstream's coveredThrough):
+    the next summary of the session folds in only what came after."""
     trust: Trust | None = None
     """The write path's verdict on the record's words; None: written before it existed."""
 

@@ -7,7 +7,8 @@ import asyncio
 import logging
 import secrets
 import time
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable
+from contextlib import aclosing
 from typing import Any, Literal, Protocol, TypeVar, cast
 
 import msgspec
@@ -49,6 +50,7 @@ DUPLICATE_WINDOW = 120.0
 RAM each, and re-read at its restart), so 2,000 observations a second cost <= 50 MB."""
 
 _event_encoder = msgspec.json.Encoder()
+_event_decoder = msgspec.json.Decoder(MemEvent)
 
 
 def _event_subject(event: MemEvent) -> str:
@@ -244,6 +246,31 @@ class MemoryStore:
 
     def default_agent(self, agent_id: str) -> str:
         return agent_id or self._default_agent
+
+    async def project_observations(
+        self, project: str, *, after: int = 0, since: float | None = None
+    ) -> AsyncGenerator[tuple[int, Observation], None]:
+        """The observations stored for `project`, in the order they were stored, each with
+        its position in that order: those after position `after`, or (with `after` 0 and
+        `since`, epoch seconds) those stored since then. A caller keeps the last position
+        to resume from it, so following one project reads each record once, however big the
+        store (the incremental session summaries do). `project=None`-like needs (every
+        project) read the scan instead. The records are as first stored: read one by id for
+        its current state (a later rewrite, a hold, a forget)."""
+        if not after and since is not None:
+            first = await self.events.seq_at(since)
+            if first is None:
+                return  # nothing stored since
+            after = first - 1
+        reader = self.events.read(after=after, subject=observation_events_subject(project))
+        async with aclosing(reader) as found:
+            async for m in found:
+                try:
+                    ev = _event_decoder.decode(m.data)
+                except (msgspec.DecodeError, msgspec.ValidationError):
+                    continue
+                if isinstance(ev, ObservationAdded):
+                    yield m.seq, ev.observation
 
 
 async def write_audit(

@@ -130,6 +130,7 @@ class LifecycleService:
         http=rest("POST", "summarize"),
     )
     async def summarize(self, req: SummarizeIn) -> SummarizeOut:
+        reads: dict[str, int] = {}
         written = await summarize_sessions(
             self.store,
             {req.session_id},
@@ -137,6 +138,8 @@ class LifecycleService:
             cap=self.config.provenance_cap,
             model=self.model(),
             stop=self.draining,
+            force=req.force,
+            reads=reads,
         )
         summary = written[0] if written else None
         if summary is None and self.draining():
@@ -148,7 +151,10 @@ class LifecycleService:
                 "NOT_FOUND", f"no session or observations for {req.session_id}", field="sessionId"
             )
         return SummarizeOut(
-            success=True, written=bool(written), summary=as_view(summary, SummaryView)
+            success=True,
+            written=bool(written),
+            summary=as_view(summary, SummaryView),
+            read=reads.get(req.session_id, 0),
         )
 
     @operation(

@@ -15,6 +15,9 @@ Id = Annotated[str, msgspec.Meta(min_length=1, max_length=512)]
 
 class SummarizeIn(Clocked, kw_only=True):
     session_id: Id
+    force: bool = False
+    """Summarize from the session's first record again (upstream's `force`), not from where
+    its last summary stopped."""
 
 
 class SweepIn(Clocked, kw_only=True):
@@ -54,6 +57,8 @@ class SummarizeOut(msgspec.Struct, kw_only=True):
     success: bool
     written: bool
     summary: SummaryView
+    read: int = 0
+    """Records this pass read: only those stored since the session's last summary."""
 
 
 class SweepOut(msgspec.Struct, kw_only=True):

@@ -47,21 +47,41 @@ _HOOK_TYPES = {
     "task_completed": "task",
 }
 
-# Tool names across hosts (Claude Code, Codex, MCP servers), lower-cased.
+# Tool names across hosts (Claude Code, Codex, Cursor, Gemini CLI, Copilot, VS Code,
+# OpenCode, Antigravity, MCP servers), lower-cased.
 _TOOL_TYPES: dict[str, str] = {
-    **dict.fromkeys(("read", "view", "notebookread", "read_file", "cat", "open"), "file_read"),
-    **dict.fromkeys(("write", "create", "write_file", "create_file"), "file_write"),
+    **dict.fromkeys(
+        ("read", "view", "notebookread", "read_file", "cat", "open", "read_many_files"),
+        "file_read",
+    ),
+    **dict.fromkeys(("view_file", "view_line_range", "view_code_item"), "file_read"),
+    **dict.fromkeys(
+        ("write", "create", "write_file", "create_file", "write_to_file"), "file_write"
+    ),
     **dict.fromkeys(
         ("edit", "multiedit", "notebookedit", "str_replace", "apply_patch", "edit_file", "patch"),
+        "file_edit",
+    ),
+    **dict.fromkeys(("replace", "replace_file_content", "propose_code"), "file_edit"),
+    **dict.fromkeys(
+        ("replace_string_in_file", "multi_replace_string_in_file", "insert_edit_into_file"),
         "file_edit",
     ),
     **dict.fromkeys(
         ("bash", "shell", "exec_command", "run_command", "terminal", "local_shell"), "command"
     ),
     **dict.fromkeys(
+        ("run_shell_command", "powershell", "runinterminal", "run_in_terminal"), "command"
+    ),
+    **dict.fromkeys(
         ("grep", "glob", "ls", "search", "find", "list_dir", "codebase_search"), "search"
     ),
+    **dict.fromkeys(
+        ("list", "search_file_content", "grep_search", "find_by_name", "list_directory"), "search"
+    ),
+    **dict.fromkeys(("file_search", "semantic_search"), "search"),
     **dict.fromkeys(("webfetch", "websearch", "fetch", "web_search", "browse"), "web"),
+    **dict.fromkeys(("web_fetch", "google_web_search", "read_url_content", "fetch_webpage"), "web"),
     **dict.fromkeys(("task", "agent", "subagent"), "subagent"),
     **dict.fromkeys(("todowrite", "todoread", "update_plan"), "task"),
 }
@@ -443,7 +463,11 @@ def compress(hook_type: str, data: dict[str, Any]) -> Compressed:
     output = as_text(data.get("tool_output"))
     error = as_text(data.get("error"))
     prompt = as_text(data.get("prompt"))
-    response = as_text(data.get("assistant_response") or data.get("last_message"))
+    response = as_text(
+        data.get("assistant_response")
+        or data.get("last_message")
+        or data.get("last_assistant_message")  # upstream's Stop hook (and ours)
+    )
     message = as_text(data.get("message"))
 
     obs_type = _HOOK_TYPES.get(hook_type)

@@ -30,6 +30,8 @@ from functions.memory import remember as remember_mod
 from functions.memory import status as status_mod
 from functions.memory.inbox import Inbox
 from functions.memory.observe import Observer
+from functions.memory.session_idle import FinalizeOut, IdleChange, SessionIdle
+from functions.memory.settings import memory_settings
 from functions.memory.wire import (
     AuditIn,
     AuditOut,
@@ -53,10 +55,10 @@ from functions.memory.wire import (
     RememberIn,
     RememberOut,
     SessionEndIn,
+    SessionEndOut,
     SessionsOut,
     SessionStartIn,
     SessionStartOut,
-    Success,
 )
 
 log = logging.getLogger("functions.memory")
@@ -78,6 +80,7 @@ class MemoryService:
         self._loop: asyncio.Task[None] | None = None
         self._counts: asyncio.Task[None] | None = None
         self._auto_compress = False
+        self.idle = SessionIdle(memory_settings().finalize_idle_ms)
 
     @property
     def store(self) -> MemoryStore:
@@ -90,6 +93,7 @@ class MemoryService:
     async def start(self, client: Client) -> None:
         store = await MemoryStore(client).open()
         self._store, self._observer = store, Observer(store, self.inbox)
+        await self.idle.open(client)
         self._auto_compress = compress_model.enabled(clients.client(client))
         self._stop.clear()
         self._loop = asyncio.get_running_loop().create_task(
@@ -105,7 +109,8 @@ class MemoryService:
                 await asyncio.wait_for(self._stop.wait(), timeout=COUNTS_FLUSH)
             if self._store is not None and self._observer is not None:
                 try:
-                    await sessions.flush_counts(self._store, self._observer.session_counts)
+                    counts = self._observer.session_counts
+                    await sessions.flush_counts(self._store, counts, self.idle)
                 except Exception as exc:  # the bus is away: the counts wait for next time
                     log.debug("session counts not flushed: %s", exc)
 
@@ -117,7 +122,7 @@ class MemoryService:
                     await asyncio.wait_for(task, timeout=5)
         if self._store is not None and self._observer is not None:
             with contextlib.suppress(Exception):
-                await sessions.flush_counts(self._store, self._observer.session_counts)
+                await sessions.flush_counts(self._store, self._observer.session_counts, self.idle)
         if self._store is not None:
             with contextlib.suppress(Exception):
                 await self._store.close()
@@ -175,11 +180,19 @@ class MemoryService:
 
     @operation(
         "mem::session-end",
-        description="End a session (idempotent)",
+        description="End a session (`final: false`: a turn of it; the session ends after "
+        "AGENTMEMORY_FINALIZE_IDLE_MS of silence); an unknown or ended one: ended false",
         http=rest("POST", "session/end"),
     )
-    async def session_end(self, req: SessionEndIn) -> Success:
-        return await sessions.end_session(self.store, req, self.observer.session_counts)
+    async def session_end(self, req: SessionEndIn) -> SessionEndOut:
+        return await sessions.end_session(self.store, req, self.observer.session_counts, self.idle)
+
+    @operation(
+        "mem::session-finalize",
+        description="State trigger: a session's idle period ran out (mem_session_idle)",
+    )
+    async def session_finalize(self, change: IdleChange) -> FinalizeOut:
+        return await self.idle.expired(self.store, change)
 
     @operation(
         "mem::remember",

@@ -1,5 +1,5 @@
-"""Sessions: start (returns context for the agent) and end (after every assistant turn,
-so it must be idempotent), and the lists the REST API serves."""
+"""Sessions: start (returns context for the agent), end (a turn's, deferred to the idle
+finaliser, or the session's), and the lists the REST API serves."""
 
 from __future__ import annotations
 
@@ -15,8 +15,15 @@ from functions.kernel.records import Observation, Session
 from functions.kernel.store import MemoryStore
 from functions.kernel.trust.verdicts import stored_text as scrub  # sanitize, then scrub
 from functions.kernel.views import SessionView, as_view
+from functions.memory.session_idle import SessionIdle
 from functions.memory.settings import memory_settings
-from functions.memory.wire import ListIn, SessionEndIn, SessionStartIn, SessionStartOut, Success
+from functions.memory.wire import (
+    ListIn,
+    SessionEndIn,
+    SessionEndOut,
+    SessionStartIn,
+    SessionStartOut,
+)
 
 log = logging.getLogger("functions.memory.sessions")
 
@@ -88,16 +95,35 @@ async def _context(
     return (out, []) if isinstance(out, str) else ("", [])
 
 
-async def end_session(store: MemoryStore, req: SessionEndIn, counts: Counter[str]) -> Success:
+async def end_session(
+    store: MemoryStore, req: SessionEndIn, counts: Counter[str], idle: SessionIdle
+) -> SessionEndOut:
+    """End a session (`final`, the default: SessionEnd, an explicit end) or a turn of it
+    (`final: false`, a Stop hook: the session stays active and ends after its idle period
+    of silence, `idle`). An unknown session, or one already ended with nothing new since,
+    answers `ended: false` and writes nothing (upstream 0.9.30)."""
     sid = scrub(req.session_id)
     now = now_iso()
     added = counts.pop(sid, 0)
+    deferred = not req.final and idle.deferring
+    found: dict[str, str] = {}  # what the last attempt of `finish` found (CAS retries)
 
-    def finish(cur: Session | None) -> Session:
+    def finish(cur: Session | None) -> Session | None:
+        found.clear()
         if cur is None:
-            cur = Session(id=sid, project="", started_at=now)
-        cur.status, cur.ended_at, cur.last_seen = "ended", now, now
+            found["reason"] = "not_found"
+            return None
+        if cur.status == "ended" and not added:
+            found["reason"] = "already_completed"
+            return None
         cur.observation_count += added
+        cur.last_seen = now
+        if deferred:
+            # a turn of a session the sweep abandoned, or that ended before this turn's
+            # observations were counted: it is alive again
+            cur.status, cur.ended_at = "active", None
+        else:
+            cur.status, cur.ended_at = "ended", now
         return cur
 
     try:
@@ -105,28 +131,50 @@ async def end_session(store: MemoryStore, req: SessionEndIn, counts: Counter[str
     except Exception:
         counts[sid] += added  # keep the delta for the next end
         raise
-    return Success()
+    if "reason" in found:
+        counts[sid] += added  # nothing written: the next flush adds them
+        return SessionEndOut(success=True, ended=False, reason=found["reason"])
+    if deferred:
+        due = await idle.schedule(sid)
+        return SessionEndOut(success=True, ended=False, reason="deferred", finalize_at=due)
+    return SessionEndOut(success=True, ended=True)
 
 
-async def flush_counts(store: MemoryStore, counts: Counter[str]) -> None:
+async def flush_counts(
+    store: MemoryStore, counts: Counter[str], idle: SessionIdle | None = None
+) -> None:
     """Observation counts are kept in memory per process and added on session end, every
     few seconds, and when the process stops. What is taken out is put back if a write fails,
-    and observations counted meanwhile stay in `counts` for the next flush."""
+    and observations counted meanwhile stay in `counts` for the next flush. A flush is also
+    the sessions' sign of life: `last_seen` moves to now, and a session that had ended
+    (the idle finaliser, or the sweep) opens again, to end after its own idle period (when
+    `idle` defers ends; upstream reopens a completed session on a new observation)."""
     taken = dict(counts)
     counts.clear()
+    reopened: list[str] = []
+    now = now_iso()
     try:
         for sid, n in list(taken.items()):
 
-            def add(cur: Session | None, n: int = n) -> Session | None:
+            def add(cur: Session | None, n: int = n, sid: str = sid) -> Session | None:
+                if sid in reopened:
+                    reopened.remove(sid)
                 if cur is None:
                     return None
                 cur.observation_count += n
+                cur.last_seen = max(cur.last_seen, now)
+                if idle is not None and idle.deferring and cur.status != "active":
+                    cur.status, cur.ended_at = "active", None
+                    reopened.append(sid)
                 return cur
 
             await store.sessions.update(kv_key(sid), add, type=Session)
             del taken[sid]
     finally:
         counts.update(taken)
+    if idle is not None:
+        for sid in reopened:
+            await idle.schedule(sid)
 
 
 async def list_sessions(store: MemoryStore, req: ListIn) -> list[Session]:

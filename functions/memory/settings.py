@@ -39,6 +39,13 @@ class MemorySettings:
         "How long session/start waits for the context; what is not ready by then is left "
         "out and named in the reply (the hooks wait 0.8 s, AGENTMEMORY_HOOK_TIMEOUT_MS).",
     )
+    finalize_idle_ms: int = duration(
+        "AGENTMEMORY_FINALIZE_IDLE_MS",
+        120_000,
+        "A session whose turn ended (a Stop hook: `final: false`) ends after this much "
+        "silence; 0 ends it at the Stop.",
+        unit="milliseconds",
+    )
     search: bool = flag(
         "AGENTMEMORY_SEARCH",
         True,

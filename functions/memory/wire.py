@@ -76,6 +76,9 @@ class SessionStartIn(msgspec.Struct, rename="camel", kw_only=True):
 
 class SessionEndIn(msgspec.Struct, rename="camel", kw_only=True):
     session_id: NonEmpty
+    final: bool = True
+    """False: a turn ended (a Stop hook), the session stays open until its idle period
+    passes in silence (AGENTMEMORY_FINALIZE_IDLE_MS)."""
 
 
 class RememberIn(msgspec.Struct, rename="camel", kw_only=True):
@@ -195,8 +198,15 @@ class GetIn(msgspec.Struct, rename="camel", kw_only=True):
 # ---- responses (camelCase on the wire; records as their views) -------------------------
 
 
-class Success(msgspec.Struct):
-    success: bool = True
+class SessionEndOut(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=True):
+    """Upstream's shape (0.9.30): `ended` says whether this call ended the session; when it
+    did not, `reason` says why (`not_found` and `already_completed` write nothing;
+    `deferred`: a turn's end, the session ends at `finalizeAt` unless a turn comes first)."""
+
+    success: bool
+    ended: bool
+    reason: str = ""
+    finalize_at: str = ""
 
 
 class Livez(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=True):

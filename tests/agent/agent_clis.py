@@ -57,6 +57,8 @@ def run(
         CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
         NO_COLOR="1",
         FORCE_COLOR="0",
+        # a shell sets PWD to where it runs a command; some CLIs (OpenCode) take it as theirs
+        PWD=str(cwd or home),
     )
     base.update(env or {})
     return subprocess.run(

@@ -132,7 +132,8 @@ def test_with_hooks_on_an_agent_without_hooks_says_so_and_writes_none(
         assert result.changes == [] and "REST" in " ".join(result.notes)
         return
     assert any("MCP only" in n for n in result.notes)
-    assert not any("hook" in c.after for c in result.changes if c.path.suffix == ".json")
+    # no hooks key (a bare "hook" would match a checkout path such as .../doors-hooks/...)
+    assert not any('"hooks"' in c.after for c in result.changes if c.path.suffix == ".json")
 
 
 @pytest.mark.unit
@@ -160,6 +161,52 @@ def test_hook_agents_get_claude_shaped_hooks_that_name_themselves(tmp_path: Path
     assert tomllib.loads(BY_NAME["codex"].file(tmp_path).read_text())["features"]["codex_hooks"]
 
 
+def _apply(plan: connect.Plan) -> connect.Plan:
+    for change in plan.changes:
+        change.write()
+    return plan
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("name", connect.HOOK_AGENTS)
+def test_every_agent_with_hooks_gets_them_and_loses_them_on_remove(
+    name: str, tmp_path: Path
+) -> None:
+    wired = _apply(connect.wire(name, tmp_path, True, "", {}))
+    assert wired.hooks and not any("MCP only" in n for n in wired.notes)
+    assert connect.wiring(name, tmp_path).hook_commands
+    removed = _apply(connect.unplan(name, tmp_path))
+    assert removed.changes
+    assert not connect.wiring(name, tmp_path).connected
+    hooks = BY_NAME[name].hooks
+    if hooks is not None and hooks.file(tmp_path).name.startswith("agentmemory"):
+        assert not hooks.file(tmp_path).exists()  # a file of ours alone goes with them
+
+
+@pytest.mark.unit
+def test_copilot_cli_and_vscode_share_one_hooks_file_that_goes_with_the_last(
+    tmp_path: Path,
+) -> None:
+    hooks_file = tmp_path / ".copilot" / "hooks" / "agentmemory.json"
+    _apply(connect.wire("copilot-cli", tmp_path, True, "", {}))
+    first = hooks_file.read_text()
+    assert "--agent=" not in first  # the script tells the two apart by their payloads
+    assert not connect.wiring("vscode", tmp_path).connected  # Copilot's hooks: not VS Code's
+    _apply(connect.wire("vscode", tmp_path, True, "", {}))
+    assert hooks_file.read_text() == first  # one file for both: the same entries
+    assert connect.wiring("vscode", tmp_path).hook_commands
+    kept = _apply(connect.unplan("vscode", tmp_path))
+    assert hooks_file.read_text() == first, "removing VS Code took Copilot CLI's hooks"
+    assert any("Copilot CLI" in n and "still connected" in n for n in kept.notes)
+    assert not connect.wiring("vscode", tmp_path).connected
+    _apply(connect.unplan("copilot-cli", tmp_path))
+    assert not hooks_file.exists()  # the last one out takes the file
+    _apply(connect.wire("vscode", tmp_path, True, "", {}))
+    assert hooks_file.read_text() == first
+    _apply(connect.unplan("vscode", tmp_path))
+    assert not hooks_file.exists()
+
+
 @pytest.mark.unit
 def test_dsh_hooks_row_names_the_hooks_file_it_writes(tmp_path: Path) -> None:
     for change in connect.wire("dsh", tmp_path, True, "", {}).changes:
@@ -180,7 +227,7 @@ def test_pi_extension_runs_our_hook_script_with_this_interpreter(tmp_path: Path)
     assert '{"AGENTMEMORY_URL": "http://127.0.0.1:4111"}' in text
     for change in connect.unplan("pi", tmp_path).changes:
         change.write()
-    assert BY_NAME["pi"].file(tmp_path).read_text() == ""
+    assert not BY_NAME["pi"].file(tmp_path).exists()
 
 
 @pytest.mark.unit

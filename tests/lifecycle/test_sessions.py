@@ -69,3 +69,49 @@ async def test_summarize_writes_title_narrative_decisions_files_and_concepts(
 
     again = await lifecycle.summarize(SummarizeIn(session_id="s1", now=at(hours=3).isoformat()))
     assert again["written"] is False  # unchanged observations: nothing rewritten
+
+
+async def test_a_summary_folds_in_only_what_came_since_and_equals_a_full_pass(
+    store: MemoryStore, lifecycle: LifecycleService
+) -> None:
+    await put_session(store, "inc", at(hours=1))
+    await put_obs(
+        store,
+        obs("inc", 1, type="prompt", title="Prompt: speed up the nightly export"),
+        obs("inc", 2, files=["export/job.py"], concepts=["export"]),
+    )
+    first = await lifecycle.summarize(SummarizeIn(session_id="inc", now=at(hours=2).isoformat()))
+    assert first["read"] == 2 and first["summary"]["coveredThrough"] == obs("inc", 2).timestamp
+    await put_obs(
+        store,
+        obs("inc", 3, type="command", title="Ran: pytest -q tests/test_export.py"),
+        obs("inc", 4, files=["export/job.py", "export/batch.py"], concepts=["batching"]),
+        obs("other", 1, files=["unrelated.py"]),  # another session of the project
+    )
+    second = await lifecycle.summarize(SummarizeIn(session_id="inc", now=at(hours=3).isoformat()))
+    assert second["read"] == 2  # its two new records; nothing before them again
+    assert second["summary"]["observationCount"] == 4
+    assert second["summary"]["coveredThrough"] == obs("inc", 4).timestamp
+    # a record stored again (a re-import publishes its event again) is not counted twice
+    await put_obs(store, obs("inc", 3, type="command", title="Ran: pytest -q tests/test_export.py"))
+    third = await lifecycle.summarize(SummarizeIn(session_id="inc", now=at(hours=3).isoformat()))
+    assert third["written"] is False and third["summary"]["observationCount"] == 4
+    full = await lifecycle.summarize(
+        SummarizeIn(session_id="inc", now=at(hours=3).isoformat(), force=True)
+    )
+    assert full["read"] == 4
+    keep = ("title", "narrative", "files", "concepts", "steps", "observationCount")
+    assert {k: full["summary"][k] for k in keep} == {k: second["summary"][k] for k in keep}
+
+
+async def test_a_forgotten_summary_is_folded_again_from_the_start(
+    store: MemoryStore, lifecycle: LifecycleService
+) -> None:
+    await put_session(store, "gone", at(hours=1))
+    await put_obs(store, obs("gone", 1, files=["a.py"]), obs("gone", 2, files=["b.py"]))
+    await lifecycle.summarize(SummarizeIn(session_id="gone", now=at(hours=2).isoformat()))
+    await store.summaries.delete("gone")
+    await store.observations.delete(obs("gone", 1).id)  # forgotten with its summary
+    again = await lifecycle.summarize(SummarizeIn(session_id="gone", now=at(hours=2).isoformat()))
+    assert again["read"] == 2 and again["summary"]["observationCount"] == 1
+    assert again["summary"]["files"] == ["b.py"]

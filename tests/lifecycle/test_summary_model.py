@@ -86,3 +86,27 @@ async def test_a_malformed_reply_keeps_the_keyless_summary(
     standin.reply = lambda _: json.dumps(REPLY)  # the model is back: the next run words it
     later = await svc.summarize(SummarizeIn(session_id="sess-auth", now=at(hours=3).isoformat()))
     assert later["summary"]["title"] == REPLY["title"]
+
+
+async def test_a_later_summary_gives_the_model_its_last_summary_and_only_the_steps_since(
+    store: MemoryStore, svc: LifecycleService, standin: StandIn
+) -> None:
+    await session(store)
+    await svc.summarize(SummarizeIn(session_id="sess-auth", now=at(hours=2).isoformat()))
+    await put_obs(
+        store,
+        obs("sess-auth", 3, files=["src/auth/refresh_test.py"], title="Edited refresh_test.py"),
+        obs("sess-auth", 4, type="command", title="Ran: pytest tests/auth/test_refresh.py"),
+    )
+    later = await svc.summarize(SummarizeIn(session_id="sess-auth", now=at(hours=3).isoformat()))
+    assert later["read"] == 2
+    _, second = standin.requests
+    said = user_prompt(second)
+    assert REPLY["title"] in said  # its last summary
+    assert "src/auth/refresh_test.py" in said and "run pytest" in said  # what is new
+    since = said.split("What the session did since")[1].split("Draft narrative")[0]
+    assert since.count("\n") == 3, since  # its heading's end and the two new steps
+    assert "edit src/auth/middleware.py" not in said  # the old steps are not sent again
+    # nothing new: no call
+    await svc.summarize(SummarizeIn(session_id="sess-auth", now=at(hours=4).isoformat()))
+    assert len(standin.requests) == 2

@@ -71,9 +71,19 @@ async def test_session_start_returns_session_and_context_and_end_is_idempotent(
     body = r.json()
     assert body["session"]["id"] == "S" and body["session"]["status"] == "active"
     assert isinstance(body["context"], str)
-    for _ in range(3):
-        e = await rest.post("/agentmemory/session/end", json={"sessionId": "S"})
-        assert e.status_code == 200 and e.json() == {"success": True}
+    # upstream 0.9.30's shape: the first end ends it, the next say so and write nothing
+    ends = [
+        (e.status_code, e.json())
+        for e in [
+            await rest.post("/agentmemory/session/end", json={"sessionId": "S"}) for _ in range(3)
+        ]
+    ]
+    assert ends == [
+        (200, {"success": True, "ended": True}),
+        *[(200, {"success": True, "ended": False, "reason": "already_completed"})] * 2,
+    ]
+    unknown = await rest.post("/agentmemory/session/end", json={"sessionId": "never-seen"})
+    assert unknown.json() == {"success": True, "ended": False, "reason": "not_found"}
     sessions = (await rest.get("/agentmemory/sessions", params={"limit": 5})).json()["sessions"]
     assert [(s["id"], s["status"]) for s in sessions] == [("S", "ended")]
 

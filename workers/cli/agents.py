@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Literal
 
 from workers.cli.settings import cli_settings
+from workers.hooks import antigravity, copilot, cursor, gemini_cli
 from workers.hooks.claude_code import EVENT_ORDER
 
 Format = Literal["json", "toml", "yaml", "extension", "none"]
@@ -35,6 +36,12 @@ Code's key; serverUrl Antigravity's; cline `type: "streamableHttp"`; opencode
 TOML table with `url` and `http_headers`."""
 
 Home = Callable[[Path], Path]
+HookStyle = Literal["claude", "gemini", "cursor", "copilot", "plugin"]
+"""How a hooks file lists our commands: claude `{event: [{matcher?, hooks: [{type, command,
+timeout}]}]}` (Claude Code, Codex, Droid, Devin, DeepSeek Harness, Antigravity CLI); gemini
+the same with a `name` and the timeout in milliseconds; cursor `{event: [{command,
+timeout}]}`; copilot `{event: [{type, command, bash, timeout, timeoutSec}]}`, one file of
+ours; plugin a JavaScript file the agent loads (OpenCode)."""
 
 # Claude Code's events, as its hook script handles them; the plugin bundle's
 # hooks/hooks.json lists the same (a test holds them together).
@@ -68,6 +75,17 @@ class Hooks:
     """The hook script (a key of workers.hooks.SCRIPTS)."""
     key: str = "hooks"
     """The event map's key in that file (Devin keeps it beside its MCP servers)."""
+    style: HookStyle = "claude"
+    matcher: str = "*"
+    """What matches every tool, for the tool events (Antigravity reads a regex: "")."""
+    tool_events: frozenset[str] = TOOL_EVENTS
+    names_event: bool = False
+    """The command names its event (`cursor.py postToolUse`): the host's payload may not."""
+    version: int | None = None
+    """A `version` key the file carries beside the event map (Cursor's, Copilot's)."""
+    names_agent: bool = True
+    """The command says which agent it records for (`--agent=droid`); False where two
+    agents read one file and the script tells them apart (Copilot CLI and VS Code)."""
 
 
 @dataclass(frozen=True)
@@ -121,6 +139,17 @@ def _vscode(home: Path) -> Path:
     return _xdg_config(home) / "Code" / "User" / "mcp.json"
 
 
+COPILOT_HOOKS = Hooks(
+    # Copilot CLI's user hooks, which VS Code's Copilot agent reads too: one file for both
+    lambda h: _copilot(h) / "hooks" / "agentmemory.json",
+    copilot.EVENT_ORDER,
+    "copilot-cli",
+    style="copilot",
+    names_event=True,
+    version=1,
+    names_agent=False,
+)
+
 AGENTS: tuple[Agent, ...] = (
     Agent(
         "claude-code",
@@ -138,6 +167,7 @@ AGENTS: tuple[Agent, ...] = (
         lambda h: _copilot(h) / "mcp-config.json",
         "json",
         "copilot",
+        hooks=COPILOT_HOOKS,
         guideline=lambda h: _copilot(h) / "copilot-instructions.md",
         url="copilot",
     ),
@@ -152,7 +182,22 @@ AGENTS: tuple[Agent, ...] = (
         note="Codex runs new hooks once you trust them in its TUI",
         url="codex",
     ),
-    Agent("cursor", "Cursor", lambda h: h / ".cursor" / "mcp.json", "json", "plain", url="url"),
+    Agent(
+        "cursor",
+        "Cursor",
+        lambda h: h / ".cursor" / "mcp.json",
+        "json",
+        "plain",
+        hooks=Hooks(
+            lambda h: h / ".cursor" / "hooks.json",
+            cursor.EVENT_ORDER,
+            "cursor",
+            style="cursor",
+            names_event=True,
+            version=1,
+        ),
+        url="url",
+    ),
     Agent(
         "devin",
         "Devin CLI",
@@ -167,6 +212,14 @@ AGENTS: tuple[Agent, ...] = (
         lambda h: h / ".gemini" / "settings.json",
         "json",
         "plain",
+        hooks=Hooks(
+            lambda h: h / ".gemini" / "settings.json",
+            gemini_cli.EVENT_ORDER,
+            "gemini-cli",
+            style="gemini",
+            tool_events=frozenset({"AfterTool"}),
+            names_event=True,
+        ),
         guideline=lambda h: h / ".gemini" / "GEMINI.md",
         url="httpUrl",
     ),
@@ -194,6 +247,15 @@ AGENTS: tuple[Agent, ...] = (
         lambda h: h / ".gemini" / "config" / "mcp_config.json",
         "json",
         "plain",
+        hooks=Hooks(
+            # `hooks` is a bundle name under agy's documented schema and the event map's
+            # key under the Claude-like one some builds read: one file both ways.
+            lambda h: h / ".gemini" / "config" / "hooks.json",
+            antigravity.EVENT_ORDER,
+            "antigravity-cli",
+            matcher="",
+            names_event=True,
+        ),
         guideline=lambda h: h / ".gemini" / "GEMINI.md",
         url="serverUrl",
     ),
@@ -257,6 +319,19 @@ AGENTS: tuple[Agent, ...] = (
         "json",
         "opencode",
         key="mcp",
+        hooks=Hooks(
+            lambda h: _xdg_config(h) / "opencode" / "plugins" / "agentmemory.js",
+            (
+                "session.created",
+                "chat.message",
+                "tool.execute.after",
+                "session.compacted",
+                "session.idle",
+                "session.deleted",
+            ),
+            "claude-code",
+            style="plugin",
+        ),
         guideline=lambda h: _xdg_config(h) / "opencode" / "AGENTS.md",
         url="opencode",
     ),
@@ -277,6 +352,7 @@ AGENTS: tuple[Agent, ...] = (
         "json",
         "stdio",
         key="servers",
+        hooks=COPILOT_HOOKS,
         note="VS Code starts it from the MCP servers list (or on the next chat)",
         url="http",
     ),
@@ -301,6 +377,14 @@ AGENTS: tuple[Agent, ...] = (
 BY_NAME = {a.name: a for a in AGENTS}
 NAMES = (*BY_NAME, "mcp")
 """Every `connect` target: the agents, and `mcp` for a generic block to paste."""
+
+
+def hook_sharers(a: Agent) -> tuple[Agent, ...]:
+    """The other agents that read `a`'s hooks file (Copilot CLI's and VS Code's is one):
+    removing `a` keeps the hooks while one of them is connected."""
+    if a.hooks is None:
+        return ()
+    return tuple(o for o in AGENTS if o is not a and o.hooks is a.hooks)
 
 
 def agent(name: str) -> Agent:

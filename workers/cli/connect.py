@@ -18,11 +18,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from workers.cli import formats, merge
-from workers.cli.agents import AGENTS, NAMES, agent
+from workers.cli.agents import AGENTS, NAMES, Agent, Hooks, agent, hook_sharers
 from workers.cli.formats import SERVER_NAME, McpUrl, entry, url_entry
 from workers.cli.wiring import Wiring, hook_target, wiring
 
 HOOK_AGENTS = tuple(a.name for a in AGENTS if a.hooks is not None or a.format == "extension")
+"""The agents whose events agentmemory captures (`--with-hooks`); the others are MCP only."""
 GUIDELINE = """## Memory (agentmemory)
 
 You have long-term memory across sessions through the agentmemory MCP server.
@@ -121,14 +122,16 @@ def wire(
         else:
             merge.table(fs.json(path), a.key, path)[SERVER_NAME] = ours
     if with_hooks and a.hooks is not None:
-        if a.shape != "dsh":
-            formats.hooks_json(
-                fs.json(a.hooks.file(home)), a, a.hooks, hook_url, a.hooks.file(home)
-            )
+        hooks_file = a.hooks.file(home)
+        if a.hooks.style == "plugin":
+            fs.set_text(hooks_file, formats.opencode_plugin(hook_url))
+        elif a.shape != "dsh":
+            formats.hooks_json(fs.json(hooks_file), a, a.hooks, hook_url, hooks_file)
         out.hooks = True
     elif with_hooks and a.format != "extension":
         out.notes.append(f"{a.display} runs no hooks agentmemory installs: MCP only")
-    if guidelines and a.guideline is not None and a.hooks is None:
+    # The guideline too where hooks capture: they record, the guideline says to search.
+    if guidelines and a.guideline is not None:
         g = a.guideline(home)
         fs.set_text(g, merge.upsert_block(fs.text(g), GUIDELINE))
     if a.note:
@@ -142,11 +145,37 @@ def unplan(name: str, home: Path) -> Plan:
     a = agent(name)
     fs, out = formats.Files(), Plan()
     path = a.file(home)
-    if a.format == "none" or (a.format != "extension" and not path.exists()):
+    if a.format == "none":
         return out
     if a.format == "extension":
-        fs.set_text(path, "")
-    elif a.format == "toml":
+        fs.remove(path)  # the extension file is ours alone
+    elif path.exists():
+        _drop_server(fs, a, path)
+    if a.hooks is not None and a.hooks.file(home).exists():
+        # One hooks file for two agents: it stays while the other is connected.
+        keep = [o for o in hook_sharers(a) if _has_server(o, home)]
+        if keep:
+            out.notes.append(
+                f"kept the hooks in {a.hooks.file(home)}: {keep[0].display} reads the same "
+                f"file and is still connected (`connect {keep[0].name} --remove` takes them out)"
+            )
+        else:
+            _drop_hooks(fs, a.hooks, a.hooks.file(home))
+            out.hooks = True
+    if a.guideline is not None and a.guideline(home).exists():
+        g = a.guideline(home)
+        fs.set_text(g, merge.drop_block(fs.text(g)))
+    out.changes = [c for c in fs.changes() if c.changed]
+    return out
+
+
+def _has_server(a: Agent, home: Path) -> bool:
+    w = wiring(a.name, home)
+    return bool(w.mcp_command or w.mcp_url)
+
+
+def _drop_server(fs: formats.Files, a: Agent, path: Path) -> None:
+    if a.format == "toml":
         servers = fs.toml(path).get(a.key)
         if servers is not None and SERVER_NAME in servers:
             del servers[SERVER_NAME]
@@ -166,16 +195,19 @@ def unplan(name: str, home: Path) -> Plan:
         servers = fs.json(path).get(a.key)
         if isinstance(servers, dict):
             servers.pop(SERVER_NAME, None)
-    if a.hooks is not None and a.hooks.file(home).exists():
-        hooks = fs.json(a.hooks.file(home)).get(a.hooks.key)
-        if isinstance(hooks, dict):
-            formats.drop_our_hooks(hooks, a.hooks.script)
-            out.hooks = True
-    if a.guideline is not None and a.guideline(home).exists():
-        g = a.guideline(home)
-        fs.set_text(g, merge.drop_block(fs.text(g)))
-    out.changes = [c for c in fs.changes() if c.changed]
-    return out
+
+
+def _drop_hooks(fs: formats.Files, h: Hooks, path: Path) -> None:
+    if h.style == "plugin":
+        fs.remove(path)  # the plugin file is ours alone
+        return
+    doc = fs.json(path)
+    hooks = doc.get(h.key)
+    if not isinstance(hooks, dict):
+        return
+    formats.drop_our_hooks(hooks, h.script)
+    if path.name.startswith(SERVER_NAME) and not hooks and set(doc) <= {"version", h.key}:
+        fs.remove(path)  # our own file (Copilot's, DeepSeek Harness's), nothing else in it
 
 
 def generic_block(env: dict[str, str] | None = None, mcp_url: McpUrl | None = None) -> str:

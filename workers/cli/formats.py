@@ -16,13 +16,16 @@ from typing import Any
 import tomlkit
 
 from workers.cli import merge
-from workers.cli.agents import TOOL_EVENTS, Agent, Hooks, UrlShape
+from workers.cli.agents import Agent, Hooks, UrlShape
 from workers.hooks import SCRIPTS
 
 SERVER_NAME = "agentmemory"
 MCP_PATH = "/agentmemory/mcp"
 URL_KEYS = ("url", "httpUrl", "serverUrl")
 """Where an agent's entry keeps the server's URL (read back by `wiring`)."""
+HOOK_TIMEOUT = 10
+"""Seconds an agent gives one of our hooks (it bounds itself well below: a hook spools
+rather than wait)."""
 
 
 @dataclass(frozen=True)
@@ -48,12 +51,14 @@ def mcp_command() -> list[str]:
     return [sys.executable, "-m", "workers.cli", "mcp"]
 
 
-def hook_command(script: str, url: str = "", agent_id: str = "") -> str:
+def hook_command(script: str, url: str = "", agent_id: str = "", event: str = "") -> str:
     # The real interpreter, not a venv or pyenv shim: a shim is a shell script that
     # costs more than the hook itself. `-S` skips site-packages: hooks are stdlib-only.
     python = os.path.realpath(sys.executable)
     prefix = f"AGENTMEMORY_URL={shlex.quote(url)} " if url else ""
     cmd = f"{prefix}{shlex.quote(python)} -S {shlex.quote(str(SCRIPTS[script]))}"
+    if event:
+        cmd += f" {shlex.quote(event)}"
     return f"{cmd} --agent={agent_id}" if agent_id and agent_id != script else cmd
 
 
@@ -107,6 +112,7 @@ class Files:
         self.kinds: dict[Path, str] = {}
         self.secret: set[Path] = set()
         """Files given a credential: written readable by their owner only."""
+        self.removed: set[Path] = set()
 
     def _load(self, path: Path, kind: str) -> Any:
         if path not in self.docs:
@@ -141,16 +147,27 @@ class Files:
         self._load(path, "text")
         self.docs[path] = text
 
+    def remove(self, path: Path) -> None:
+        """The file goes: it held only what we wrote."""
+        self._load(path, "text")
+        self.removed.add(path)
+
     def changes(self) -> list[merge.Change]:
         out = []
         for path, doc in self.docs.items():
             kind, before = self.kinds[path], self.before[path]
+            if path in self.removed:
+                out.append(merge.Change(path, before, "", remove=True))
+                continue
             if kind == "json":
                 after = merge.dump_json(doc) if doc or before else ""
             elif kind == "toml":
                 after = tomlkit.dumps(doc)
             elif kind == "yaml":
-                after = merge.dump_yaml(doc) if doc else before
+                # a list emptied by a removal (a patch file that held only our rows) is
+                # written so; a file that parsed to nothing and stayed so is left alone
+                emptied = doc is not None and bool(before.strip())
+                after = merge.dump_yaml(doc) if doc or emptied else before
             else:
                 after = doc
             out.append(merge.Change(path, before, after, private=path in self.secret))
@@ -257,21 +274,42 @@ def dsh_rows(
 
 
 def ours(hook: Any, script: str) -> bool:
-    command = hook.get("command", "") if isinstance(hook, dict) else ""
-    return isinstance(command, str) and SCRIPTS[script].name in command and "hooks" in command
+    if not isinstance(hook, dict):
+        return False
+    name = SCRIPTS[script].name
+    return any(
+        isinstance(c, str) and name in c and "hooks" in c
+        for c in (hook.get("command"), hook.get("bash"))
+    )
+
+
+def our_commands(hooks: Any, script: str) -> list[str]:
+    """The commands of ours in an event map, nested in groups (Claude's shape) or listed
+    flat (Cursor's, Copilot's)."""
+    found: list[str] = []
+    for entries in hooks.values() if isinstance(hooks, dict) else []:
+        for item in entries if isinstance(entries, list) else []:
+            nested = item.get("hooks") if isinstance(item, dict) else None
+            for hook in nested if isinstance(nested, list) else [item]:
+                if ours(hook, script):
+                    found.append(str(hook.get("command") or hook.get("bash")))
+    return found
 
 
 def drop_our_hooks(hooks: dict[str, Any], script: str) -> None:
+    """Our entries out of every event; another's stay, and an event left empty goes."""
     for event in list(hooks):
-        groups = hooks[event] if isinstance(hooks[event], list) else []
+        entries = hooks[event] if isinstance(hooks[event], list) else []
         kept = []
-        for group in groups:
-            if not isinstance(group, dict):
-                kept.append(group)
-                continue
-            group["hooks"] = [h for h in group.get("hooks", []) if not ours(h, script)]
-            if group["hooks"]:
-                kept.append(group)
+        for item in entries:
+            if not isinstance(item, dict):
+                kept.append(item)
+            elif isinstance(item.get("hooks"), list):
+                item["hooks"] = [h for h in item["hooks"] if not ours(h, script)]
+                if item["hooks"]:
+                    kept.append(item)
+            elif not ours(item, script):
+                kept.append(item)
         if kept:
             hooks[event] = kept
         else:
@@ -279,14 +317,48 @@ def drop_our_hooks(hooks: dict[str, Any], script: str) -> None:
 
 
 def hooks_json(doc: dict[str, Any], a: Agent, h: Hooks, url: str, path: Path) -> None:
+    """Our hooks merged into a hooks document: earlier ones of ours replaced, the user's
+    kept, in the agent's style (agents.HookStyle)."""
+    if h.version is not None:
+        doc.setdefault("version", h.version)
     hooks = merge.table(doc, h.key, path)
     drop_our_hooks(hooks, h.script)
-    command = hook_command(h.script, url, a.name)
     for event in h.events:
-        ours: dict[str, Any] = {"hooks": [{"type": "command", "command": command, "timeout": 10}]}
-        if event in TOOL_EVENTS:
-            ours = {"matcher": "*", **ours}
-        hooks[event] = [*hooks.get(event, []), ours]
+        agent_id = a.name if h.names_agent else h.script
+        command = hook_command(h.script, url, agent_id, event if h.names_event else "")
+        hooks[event] = [*hooks.get(event, []), _entry(h, event, command)]
+
+
+def _entry(h: Hooks, event: str, command: str) -> dict[str, Any]:
+    if h.style == "cursor":
+        return {"command": command, "timeout": HOOK_TIMEOUT}
+    if h.style == "copilot":
+        # `bash`/`timeoutSec` for Copilot CLI, `command`/`timeout` for VS Code.
+        return {
+            "type": "command",
+            "bash": command,
+            "command": command,
+            "timeoutSec": HOOK_TIMEOUT,
+            "timeout": HOOK_TIMEOUT,
+        }
+    hook: dict[str, Any] = {"type": "command", "command": command, "timeout": HOOK_TIMEOUT}
+    if h.style == "gemini":
+        hook = {"name": SERVER_NAME, **hook, "timeout": HOOK_TIMEOUT * 1000}
+    group: dict[str, Any] = {"hooks": [hook]}
+    if event in h.tool_events:
+        group = {"matcher": h.matcher, **group}
+    return group
+
+
+def opencode_plugin(url: str) -> str:
+    template = files("workers.hooks").joinpath("opencode", "agentmemory.js").read_text()
+    env = {"AGENTMEMORY_URL": url} if url else {}
+    # JSON literals are JavaScript literals: a path with a quote stays one string.
+    return (
+        template.replace('"__AGENTMEMORY_PYTHON__"', json.dumps(os.path.realpath(sys.executable)))
+        .replace('"__AGENTMEMORY_HOOK__"', json.dumps(str(SCRIPTS["claude-code"])))
+        .replace("__AGENTMEMORY_ENV__", json.dumps(env))
+    )
 
 
 def pi_extension(url: str) -> str:

@@ -1,4 +1,5 @@
-"""Commands over the stored memory: demo, search, remember, export, import, import-jsonl."""
+"""Commands over the stored memory: demo, search, remember, export, import, import-jsonl,
+project merge."""
 
 from __future__ import annotations
 
@@ -269,3 +270,33 @@ def import_jsonl(
         f"imported {len(sessions)} session(s), {events} event(s) from {len(files)} file(s): "
         f"{stored} new, {lessons} lesson(s)"
     )
+
+
+project_app = typer.Typer(help="Projects: merge two that are one repository.", no_args_is_help=True)
+app.add_typer(project_app, name="project")
+
+
+@project_app.command("merge")
+def project_merge(
+    ctx: typer.Context,
+    source: Annotated[str, typer.Argument(metavar="FROM", help="The project whose records move.")],
+    into: Annotated[str, typer.Argument(metavar="INTO", help="The project they join.")],
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Count what would move, move nothing.")
+    ] = False,
+    data_dir: DataDir = None,
+    port: Port = None,
+    instance: InstanceOpt = None,
+    url: UrlOpt = None,
+) -> None:
+    """Move every record of project FROM into project INTO (audited)."""
+    body = {"from": source, "into": into, "dryRun": dry_run}
+    try:
+        with target_of(ctx, data_dir, port, instance, url).client(timeout=900) as rest:
+            data = rest.call("POST", "/agentmemory/projects/merge", body)
+    except ServiceError as exc:
+        raise fail(str(exc)) from None
+    moved = data.get("moved", {}) if isinstance(data, dict) else {}
+    what = ", ".join(f"{n} {kind}" for kind, n in moved.items())
+    verb = "would move" if dry_run else "moved"
+    out.print(f"{verb} {what or 'nothing'} from {source!r} into {into!r}", highlight=False)

@@ -31,10 +31,12 @@ class Change:
     private: bool = False
     """The file holds a credential (the bearer secret of a URL entry): it is written
     readable and writable by its owner only, whatever mode it had."""
+    remove: bool = False
+    """The file goes (it held only what we wrote)."""
 
     @property
     def changed(self) -> bool:
-        return self.before != self.after
+        return self.before != self.after or (self.remove and self.path.exists())
 
     def diff(self) -> str:
         lines = difflib.unified_diff(
@@ -50,6 +52,9 @@ class Change:
 
     def write(self) -> None:
         if not self.changed:
+            return
+        if self.remove:
+            self.path.unlink(missing_ok=True)
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
         backup = self.path.with_name(self.path.name + ".agentmemory.bak")

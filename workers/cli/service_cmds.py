@@ -261,7 +261,7 @@ def connect(
             out.print(ch.diff(), markup=False, highlight=False, end="")
         else:
             ch.write()
-            out.print(f"[green]updated[/green] {ch.path}")
+            out.print(f"[green]{'removed' if ch.remove else 'updated'}[/green] {ch.path}")
     if remove and not result.changes:
         out.print(f"{agent}: nothing of agentmemory's to remove")
     for note in result.notes:

@@ -11,8 +11,8 @@ from typing import Any
 import tomlkit
 
 from workers.cli import merge
-from workers.cli.agents import Agent, agent
-from workers.cli.formats import SERVER_NAME, URL_KEYS, named, ours
+from workers.cli.agents import Agent, agent, hook_sharers
+from workers.cli.formats import SERVER_NAME, URL_KEYS, named, our_commands
 
 
 @dataclass
@@ -48,7 +48,9 @@ def wiring(name: str, home: Path) -> Wiring:
             command = [str(c) for c in raw]
         url, bearer = _url_of(found)
     hooks: list[str] = []
-    if a.hooks is not None:
+    if a.hooks is not None and a.hooks.style == "plugin":
+        hooks = [str(a.hooks.file(home))] if a.hooks.file(home).exists() else []
+    elif a.hooks is not None:
         path = a.hooks.file(home)
         if a.shape == "dsh":
             path = a.file(home).with_name("agentmemory.hooks.json")
@@ -56,13 +58,9 @@ def wiring(name: str, home: Path) -> Wiring:
             groups = merge.load_json(path, merge.read(path)).get(a.hooks.key, {})
         except (OSError, ValueError):
             groups = {}
-        hooks = [
-            hook["command"]
-            for event_groups in (list(groups.values()) if isinstance(groups, dict) else [])
-            for group in _list(event_groups)
-            for hook in _list(group.get("hooks") if isinstance(group, dict) else None)
-            if ours(hook, a.hooks.script)
-        ]
+        hooks = our_commands(groups, a.hooks.script)
+        if hook_sharers(a) and not (command or url):
+            hooks = []  # another agent's hooks (one file for two): this one is not wired
     elif a.format == "extension" and a.file(home).exists():
         hooks = [str(a.file(home))]
     return Wiring(name, command, hooks, url, bearer)
@@ -81,10 +79,6 @@ def _url_of(found: dict[str, Any]) -> tuple[str, str]:
     auth = str(headers.get("Authorization", "")) if isinstance(headers, dict) else ""
     scheme, _, token = auth.partition(" ")
     return url, token.strip() if scheme.lower() == "bearer" else ""
-
-
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
 
 
 def _our_entry(a: Agent, path: Path) -> Any:

@@ -31,8 +31,36 @@ Settings = _settings.Settings
 
 
 # ---- what to capture ---------------------------------------------------------------
+OWN_TOOL_PREFIX = "memory_"
+OWN_TOOL_NAMES = ("toolsearch", "listmcpresources", "fetchmcpresource")
+"""Calls never recorded (upstream #1452): our own MCP tools, `memory_*` (an agent saving a
+memory is not an event to remember again), and the hosts' tool-discovery calls."""
+_NAME_SEPARATORS = ("__", ".", "/", ":", "-")
+
+
+def own_tool(tool_name: str) -> bool:
+    """A tool of agentmemory's MCP server, or tool discovery, however the host prefixes a
+    server's tools (`mcp__agentmemory__memory_save`, `agentmemory-memory_save`, ...).
+    Plain string tests: `fnmatch` would load `re` into every hook."""
+    low = tool_name.lower()
+    if "agentmemory" in low:
+        return True
+    bare = low
+    for sep in _NAME_SEPARATORS:
+        bare = bare.rsplit(sep, 1)[-1]
+    return bare.startswith(OWN_TOOL_PREFIX) or bare in OWN_TOOL_NAMES
+
+
 def captured(settings: Settings, tool_name: str, tool_input: Any) -> bool:
-    """Deny wins over allow; globs match the tool name or any file path in the input."""
+    """Deny wins over allow; globs match the tool name or any file path in the input. Our
+    own MCP tools are skipped unless an allow glob names the tool itself."""
+    if own_tool(tool_name):
+        if not settings.allow:
+            return False
+        from fnmatch import fnmatchcase
+
+        if not any(fnmatchcase(tool_name, g) for g in settings.allow):
+            return False
     if not settings.allow and not settings.deny:
         return True
     from fnmatch import fnmatchcase
@@ -78,17 +106,48 @@ def now_iso() -> str:
 
 
 def project_of(settings: Settings, cwd: str) -> str:
+    """The project an event of `cwd` belongs to: AGENTMEMORY_PROJECT_NAME when set, else the
+    repository's name, so every worktree and subfolder of one repository shares one memory;
+    outside a repository, the folder's own name."""
     if settings.project:
         return settings.project
     path = os.path.abspath(cwd or os.getcwd())
     probe = path
     while True:
-        if os.path.exists(os.path.join(probe, ".git")):
-            return os.path.basename(probe) or probe
+        dotgit = os.path.join(probe, ".git")
+        if os.path.exists(dotgit):
+            return repository_name(probe, dotgit)
         parent = os.path.dirname(probe)
         if parent == probe:
             return os.path.basename(path) or "default"
         probe = parent
+
+
+def repository_name(top: str, dotgit: str) -> str:
+    """The name of the repository whose checkout is `top`: the main worktree's folder name,
+    what `git rev-parse --git-common-dir` names (upstream #1387), read from git's own files
+    rather than by running git (a hook's start-up is the agent's latency).
+
+    A linked worktree's `.git` is a file naming its git dir, whose `commondir` file leads to
+    the main repository's git dir; a submodule's or a `--separate-git-dir` checkout's git dir
+    has no `commondir`, and the checkout's folder names it, as a main checkout's does."""
+    own = os.path.basename(top) or top
+    if not os.path.isfile(dotgit):
+        return own
+    try:
+        with open(dotgit) as f:
+            line = f.read(4096).strip()
+        if not line.startswith("gitdir:"):
+            return own
+        gitdir = os.path.join(top, line[len("gitdir:") :].strip())
+        with open(os.path.join(gitdir, "commondir")) as f:
+            common = os.path.realpath(os.path.join(gitdir, f.read(4096).strip()))
+    except OSError:
+        return own
+    name = os.path.basename(common)
+    if name == ".git" or name.startswith("."):  # <repo>/.git, or a layout such as <repo>/.bare
+        return os.path.basename(os.path.dirname(common)) or own
+    return name.removesuffix(".git") or own  # a bare repository, repo.git
 
 
 def stable_id(*parts: Any) -> str:
@@ -198,9 +257,3 @@ def read_stdin() -> dict[str, Any]:
     except (ValueError, OSError):
         return {}
     return data if isinstance(data, dict) else {}
-
-
-def emit_context(settings: Settings, text: Any) -> None:
-    if settings.inject and isinstance(text, str) and text.strip():
-        sys.stdout.write(text[: settings.context_max])
-        sys.stdout.flush()

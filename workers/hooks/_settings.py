@@ -78,7 +78,8 @@ DECLARED: tuple[tuple[str, str, object, str, str], ...] = (
         "str",
         "",
         "",
-        "The project events are recorded under (else the working directory's).",
+        "The project events are recorded under (else the repository's: the main worktree's "
+        "folder name, shared by every worktree and subfolder; outside one, the folder's).",
     ),
     (
         "AGENTMEMORY_SPOOL_DIR",
