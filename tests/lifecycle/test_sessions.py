@@ -111,7 +111,8 @@ async def test_a_forgotten_summary_is_folded_again_from_the_start(
     await put_obs(store, obs("gone", 1, files=["a.py"]), obs("gone", 2, files=["b.py"]))
     await lifecycle.summarize(SummarizeIn(session_id="gone", now=at(hours=2).isoformat()))
     await store.summaries.delete("gone")
-    await store.observations.delete(obs("gone", 1).id)  # forgotten with its summary
+    await store.forget_observations([obs("gone", 1).id])  # forgotten with its summary
     again = await lifecycle.summarize(SummarizeIn(session_id="gone", now=at(hours=2).isoformat()))
-    assert again["read"] == 2 and again["summary"]["observationCount"] == 1
+    # from the start: the one record left (a forgotten one's message is erased from the log)
+    assert again["read"] == 1 and again["summary"]["observationCount"] == 1
     assert again["summary"]["files"] == ["b.py"]
