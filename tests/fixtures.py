@@ -5,7 +5,8 @@
 - Waiting: `eventually` (an async probe) and `wait_until` (a sync one), never a sleep.
 - A real nats-server per test (`nats_server`, `client`), worker processes on it (`spawn`),
   the memory worker and the http trigger in front of it (`memory_worker`, `http_trigger`,
-  `rest`), the memory store (`store`), a service's replies as the wire carries them (`wire`).
+  `rest`), the memory store (`store`) and observations stored as the write path stores
+  them (`add_observations`), a service's replies as the wire carries them (`wire`).
 - The engine as a process (`EngineProcess`, `engine_factory`) and the product stack as
   `make run` starts it (`Stack`, `start_stack`).
 - Headless Chromium (`needs_chromium`, `chromium`, the `browser` fixture).
@@ -30,7 +31,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,6 +44,7 @@ import yaml
 
 from engine import Client, connect
 from engine.server import NatsServer
+from functions.kernel.records import Observation
 from functions.kernel.store import MemoryStore
 from workers.viewer import tokens
 
@@ -402,6 +404,20 @@ async def rest(memory_worker: Any, http_trigger: Any) -> AsyncIterator[httpx.Asy
 @pytest.fixture
 async def store(client: Client) -> MemoryStore:
     return await MemoryStore(client).open()
+
+
+async def add_observations(
+    store: MemoryStore, observations: Iterable[Observation], *, batch: int = 100
+) -> int:
+    """Store new observations as the write path does (`add_observation`, `batch` at once)
+    and return MEM_EVENTS' last sequence after them: what a fence or `caught_up` waits for.
+    Each must be new: a duplicate fails here rather than passing unnoticed."""
+    pending = list(observations)
+    for lo in range(0, len(pending), batch):
+        chunk = pending[lo : lo + batch]
+        added = await asyncio.gather(*(store.add_observation(o) for o in chunk))
+        assert all(added), [o.id for o, ok in zip(chunk, added, strict=True) if not ok]
+    return (await store.events.info()).last_seq
 
 
 class Wire:

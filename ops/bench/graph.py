@@ -4,8 +4,8 @@ deterministic synthetic graph built through the real feed path.
     .venv/bin/python -m ops.bench.graph --quick     # 6,000 observations (under a minute)
     .venv/bin/python -m ops.bench.graph             # 50,000 observations
 
-A real nats-server (temp store) and the real lifecycle worker: N ObservationAdded events
-go to MEM_EVENTS (not measured), `mem::digest-events` folds them into `mem_graph` (feed
+A real nats-server (temp store) and the real lifecycle worker: N observations stored as the
+write path stores them (not measured), `mem::digest-events` folds them into `mem_graph` (feed
 events/s), then `mem::graph-query` is timed for the top-nodes listing, a text query and
 walks of depth 2 and 3 from the best connected nodes, in pages of 50 (the MCP tool's
 default; the top listing also at upstream's default page of 500: `top500_p50_ms`). The peer, in the same run, is the
@@ -39,7 +39,7 @@ sys.path.insert(0, str(ROOT))  # run as a script from anywhere, as the README sh
 from engine import Client, FunctionError, connect
 from engine.server import NatsServer
 from functions.kernel.clock import iso
-from functions.kernel.records import GRAPH_BUCKET, GraphEdge, Observation, ObservationAdded
+from functions.kernel.records import GRAPH_BUCKET, GraphEdge, Observation
 from functions.kernel.store import MemoryStore
 from ops.bench.harness import emit, pct, spawn_python
 
@@ -81,12 +81,7 @@ async def publish(store: MemoryStore, n: int) -> None:
     rng = random.Random(n)
     items = [observation(i, rng) for i in range(n)]
     for i in range(0, n, 500):  # acked writes, 500 in flight; not what is measured
-        await asyncio.gather(
-            *(
-                store.publish(ObservationAdded(observation=o), msg_id=o.id)
-                for o in items[i : i + 500]
-            )
-        )
+        await asyncio.gather(*(store.add_observation(o) for o in items[i : i + 500]))
 
 
 async def feed(client: Client, n: int) -> float:

@@ -14,8 +14,8 @@ from collections.abc import Iterator
 import pytest
 
 from engine import Client, connect
-from functions.kernel.records import EVENTS_STREAM, EVENTS_SUBJECT, Observation, ObservationAdded
-from functions.kernel.store import events_stream
+from functions.kernel.records import EVENTS_STREAM, Observation
+from functions.kernel.store import MemoryStore
 from ops.cluster.nodes import NatsCluster
 from tests.fixtures import ROOT, eventually
 
@@ -88,7 +88,8 @@ async def test_a_replica_whose_follower_died_with_its_node_follows_again_for_the
 ) -> None:
     nc = await connect(nats_cluster.url)
     try:
-        client = Client(nc)
+        client = Client(nc, replicas=3)
+        store = await MemoryStore(client).open()  # while all three nodes can hold its buckets
         js = nc.jetstream()
         # The replica's ordered consumer lives on one node: that node dies. The client
         # library would notice after two missed heartbeats (10-20 s); the fence must not
@@ -105,9 +106,7 @@ async def test_a_replica_whose_follower_died_with_its_node_follows_again_for_the
         obs = Observation(id="obs_fence_1", session_id="s", project="p",
                           hook_type="post_tool_use", timestamp="2026-11-29T10:00:00Z",
                           title="ran the wombatizer", narrative="wombatizer output")  # fmt: skip
-        await events_stream(client).publish(
-            f"{EVENTS_SUBJECT}.observation.obs_fence_1", ObservationAdded(observation=obs)
-        )
+        assert await store.add_observation(obs)
         got = await client.call("mem::search", {"query": "wombatizer", "format": "compact"},
                                 timeout=5)  # fmt: skip
         assert [h["id"] for h in got["results"]] == ["obs_fence_1"], "".join(

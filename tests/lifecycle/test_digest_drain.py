@@ -17,13 +17,12 @@ from functions.kernel.records import (
     LIFECYCLE_BUCKET,
     GraphNode,
     MemEvent,
-    ObservationAdded,
 )
 from functions.kernel.store import MemoryStore
 from functions.lifecycle.lifecycle_service import LifecycleService
 from functions.lifecycle.settings import GraphConfig, LifecycleConfig
 from functions.lifecycle.wire import DigestOut
-from tests.fixtures import eventually
+from tests.fixtures import add_observations, eventually
 from tests.lifecycle._data import obs
 from workers.lifecycle import serve_lifecycle
 
@@ -35,13 +34,7 @@ async def _fill(store: MemoryStore) -> int:
     """EVENTS observations, each naming its own file and the shared core.py: every batch
     writes ~100 graph records, so a run is dozens of slow-enough steps."""
     items = [obs("s", n, files=["src/core.py", f"src/f{n}.py"]) for n in range(EVENTS)]
-    seqs: list[int] = []
-    for i in range(0, EVENTS, 200):
-        chunk = items[i : i + 200]
-        seqs += await asyncio.gather(
-            *(store.publish(ObservationAdded(observation=o)) for o in chunk)
-        )
-    return max(seqs)
+    return await add_observations(store, items, batch=200)
 
 
 async def test_a_stop_ends_a_long_digest_run_between_batches_and_the_next_run_resumes(
@@ -108,11 +101,7 @@ async def test_a_stop_during_one_sink_leaves_the_next_sinks_batch_to_the_next_ru
     """The stop is looked at before each sink, not only between batches: a drain that
     arrives while the graph folds a batch does not wait for the profile to fold it too."""
     store = await MemoryStore(client).open()
-    last = max(
-        await asyncio.gather(
-            *(store.publish(ObservationAdded(observation=obs("s", n))) for n in range(30))
-        )
-    )
+    last = await add_observations(store, [obs("s", n) for n in range(30)])
     life = await client.bucket(LIFECYCLE_BUCKET)
     stopping = False
 

@@ -14,24 +14,20 @@ import msgspec
 
 from engine import Client, Context, Worker, connect
 from engine.server import NatsServer
-from functions.kernel.records import (
-    Memory,
-    MemoryAdded,
-    Observation,
-    ObservationAdded,
-)
+from functions.kernel.records import Memory, MemoryAdded, Observation
 from functions.kernel.store import MemoryStore
-from functions.search.feeder import IndexHolder
+from functions.search.feeder import STALL, IndexHolder
 from functions.search.search_service import SearchService, left_out_line
 from functions.search.wire import ContextIn
+from tests.fixtures import add_observations
 
 
-def _obs(i: int) -> ObservationAdded:
-    return ObservationAdded(observation=Observation(
+def _obs(i: int) -> Observation:
+    return Observation(
         id=f"obs_deadline{i:04d}", session_id=f"s{i % 2}", project="alpha",
         hook_type="post_tool_use", timestamp=f"2026-12-01T10:00:{i:02d}.000Z",
         title=f"rotate the signing key, step {i}", narrative="rotate key", importance=6,
-    ))  # fmt: skip
+    )  # fmt: skip
 
 
 async def test_context_answers_by_its_deadline_naming_the_writes_it_could_not_wait_for(
@@ -42,8 +38,7 @@ async def test_context_answers_by_its_deadline_naming_the_writes_it_could_not_wa
     service = SearchService(holder)
     await service.start(client)
     try:
-        for i in range(3):
-            await store.publish_new(_obs(i))
+        await add_observations(store, map(_obs, range(3)))
         await store.publish(MemoryAdded(memory=Memory(
             id="mem_deadline", content="sign with the new key", title="new signing key",
             project="alpha", created_at="2026-12-01T09:00:00.000Z",
@@ -55,16 +50,17 @@ async def test_context_answers_by_its_deadline_naming_the_writes_it_could_not_wa
         # The index stops applying (a replica far behind); the project writes on.
         assert holder._follower is not None
         await holder._follower.stop()
-        for i in range(3, 8):
-            await store.publish_new(_obs(i))
-        ctx = Context(client, "mem::context", {}, time.time() + 0.8, "test")
+        await add_observations(store, map(_obs, range(3, 8)))
+        # A deadline the fence reaches before its stall check (STALL): past it, the fence
+        # would read the missing writes itself and catch up, and nothing would be left out.
+        ctx = Context(client, "mem::context", {}, time.time() + STALL - 0.05, "test")
         began = time.monotonic()
         got = await service.context(ContextIn(project="alpha", budget=2000), ctx)
         took = time.monotonic() - began
     finally:
         await service.stop(client)
 
-    # answered at the caller's deadline (0.8 s), not at the fence's 2 s (room for a loaded machine)
+    # answered at the caller's deadline, not at the fence's 2 s (room for a loaded machine)
     assert took < 1.8, took
     assert len(got.left_out) == 1 and "latest writes" in got.left_out[0]
     assert got.context.splitlines()[-2] == left_out_line(got.left_out)

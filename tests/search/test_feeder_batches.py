@@ -9,24 +9,22 @@ import itertools
 import time
 
 from engine import Client, StreamMessage
-from functions.kernel.records import Observation, ObservationAdded
+from functions.kernel.records import Observation
 from functions.kernel.store import MemoryStore
 from functions.search.feeder import APPLY_BATCH, IndexHolder
+from tests.fixtures import add_observations
 
 
-def _obs(i: int) -> ObservationAdded:
-    return ObservationAdded(observation=Observation(
+def _obs(i: int) -> Observation:
+    return Observation(
         id=f"obs_batch{i:05d}", session_id=f"s{i % 7}", project="alpha",
         hook_type="post_tool_use", timestamp="2026-12-01T10:00:00.000Z",
         title=f"rotate key {i}", narrative=f"rotate key number {i} in the vault",
-    ))  # fmt: skip
+    )  # fmt: skip
 
 
 async def _publish(store: MemoryStore, lo: int, hi: int) -> int:
-    seqs: list[int] = []
-    for i in range(lo, hi, 100):
-        seqs += await asyncio.gather(*(store.publish(_obs(k)) for k in range(i, min(i + 100, hi))))
-    return max(seqs)
+    return await add_observations(store, (_obs(k) for k in range(lo, hi)))
 
 
 async def test_a_backlog_is_applied_in_batches_with_the_loop_turning_between(

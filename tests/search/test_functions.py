@@ -7,6 +7,8 @@ from typing import Any
 import pytest
 
 from engine import Client, FunctionError
+from functions.kernel.records import Observation
+from functions.kernel.store import MemoryStore
 from tests.fixtures import eventually
 
 ENV = {"SEARCH_SNAPSHOT_SECONDS": "0.5", "EMBEDDING_PROVIDER": "none"}
@@ -82,15 +84,11 @@ async def test_a_restarted_worker_restores_its_snapshot_and_replays_the_tail(
     proc.kill()
     proc.wait()
     # written while no search replica runs: only the stream holds it
-    import msgspec
-
-    from functions.kernel.records import EVENTS_SUBJECT, Observation, ObservationAdded
-
     late = Observation(id="late-1", session_id="s9", project="delta", hook_type="prompt_submit",
                        timestamp="2026-02-04T00:00:00Z", narrative="webhook relay retries exhausted")  # fmt: skip
-    await client.nc.jetstream().publish(
-        f"{EVENTS_SUBJECT}.observation", msgspec.json.encode(ObservationAdded(observation=late))
-    )
+    store = await MemoryStore(client).open()
+    assert await store.add_observation(late)
+    await store.close()
     spawn("workers.memory", env=ENV)
     await eventually(lambda: found(client, "signing keys webhook", "delta", first), timeout=15)
     await eventually(lambda: found(client, "webhook relay retries", "delta", "late-1"), timeout=15)

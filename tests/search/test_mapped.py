@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from engine import Client
-from functions.kernel.records import MemEvent, Observation, ObservationAdded
+from functions.kernel.records import MemEvent, Observation
 from functions.kernel.store import MemoryStore
 from functions.search import index_snapshot
 from functions.search.documents import Meta
@@ -24,6 +24,7 @@ from functions.search.feeder import IndexHolder
 from functions.search.index import SearchIndex
 from functions.search.mapped import ByteLog, Spill
 from functions.search.tables import MetaTable
+from tests.fixtures import add_observations
 from tests.search.ranking_corpus import events, rankings
 
 EXPECTED: list[dict[str, Any]] = json.loads(
@@ -177,15 +178,14 @@ async def _fed_holder(client: Client, where: Path, trim_every: float) -> IndexHo
     store = await MemoryStore(client).open()
     rng = random.Random(3)
     words = [f"v{i}" for i in range(2000)]
-    for lo in range(0, 3000, 100):
-        await asyncio.gather(*(
-            store.publish(ObservationAdded(observation=Observation(
-                id=f"obs_trim{i:05d}", session_id=f"s{i % 9}", project="alpha",
-                hook_type="post_tool_use", timestamp="2026-12-01T10:00:00.000Z",
-                title=f"step {i}", narrative=" ".join(rng.choices(words, k=40)),
-            )))
-            for i in range(lo, lo + 100)
-        ))  # fmt: skip
+    await add_observations(store, [
+        Observation(
+            id=f"obs_trim{i:05d}", session_id=f"s{i % 9}", project="alpha",
+            hook_type="post_tool_use", timestamp="2026-12-01T10:00:00.000Z",
+            title=f"step {i}", narrative=" ".join(rng.choices(words, k=40)),
+        )
+        for i in range(3000)
+    ])  # fmt: skip
     holder = IndexHolder(load_embedder=False, snapshot_every=3600, local_dir=where,
                          trim_every=trim_every)  # fmt: skip
     await holder.start(client)

@@ -6,20 +6,17 @@ for everything."""
 from __future__ import annotations
 
 from engine import Client
-from functions.kernel.records import Memory, MemoryAdded, Observation, ObservationAdded
+from functions.kernel.records import Memory, MemoryAdded, Observation
 from functions.kernel.store import MemoryStore
 from functions.search.feeder import IndexHolder
+from tests.fixtures import add_observations
 
 
-def _obs(i: int, project: str) -> ObservationAdded:
-    return ObservationAdded(observation=Observation(
+def _obs(i: int, project: str) -> Observation:
+    return Observation(
         id=f"obs_fence{i:04d}", session_id="s1", project=project, hook_type="post_tool_use",
         timestamp="2026-12-01T10:00:00.000Z", title=f"rotate key {i}", narrative="rotate key",
-    ))  # fmt: skip
-
-
-async def _publish(store: MemoryStore, event: ObservationAdded) -> None:
-    await store.add_observation(event.observation)
+    )  # fmt: skip
 
 
 async def test_a_project_waits_for_its_own_writes_not_another_projects_backlog(
@@ -29,8 +26,7 @@ async def test_a_project_waits_for_its_own_writes_not_another_projects_backlog(
     holder = IndexHolder(load_embedder=False, snapshot_every=3600)
     await holder.start(client)
     try:
-        for i in range(4):
-            await _publish(store, _obs(i, "alpha" if i % 2 else "beta"))
+        await add_observations(store, [_obs(i, "alpha" if i % 2 else "beta") for i in range(4)])
         assert await holder.caught_up(timeout=5, project="alpha")
         assert holder.booted  # the first fence waited for the whole stream
         assert len(holder.index) == 4
@@ -39,9 +35,7 @@ async def test_a_project_waits_for_its_own_writes_not_another_projects_backlog(
         assert holder._follower is not None
         await holder._follower.stop()
         alpha_last = (await store.events.info()).last_seq
-        for i in range(10, 20):
-            await _publish(store, _obs(i, "beta"))
-        stream_last = (await store.events.info()).last_seq
+        stream_last = await add_observations(store, [_obs(i, "beta") for i in range(10, 20)])
         assert await holder.caught_up(timeout=5, project="alpha")
         assert holder.last_fence == ("alpha", alpha_last) and alpha_last < stream_last
         assert len(holder.index) == 4  # nothing of beta's backlog had to be applied
@@ -65,9 +59,8 @@ async def test_before_the_first_catch_up_a_project_waits_for_the_whole_stream(
     client: Client,
 ) -> None:
     store = await MemoryStore(client).open()
-    for i in range(3):  # written before the index starts (an older layout's, say)
-        await store.add_observation(_obs(i, "beta").observation)
-    last = (await store.events.info()).last_seq
+    # written before the index starts (an older layout's, say)
+    last = await add_observations(store, [_obs(i, "beta") for i in range(3)])
     holder = IndexHolder(load_embedder=False, snapshot_every=3600)
     await holder.start(client)
     try:

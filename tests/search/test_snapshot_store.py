@@ -4,23 +4,23 @@ version stored uncompressed, or compressed in one piece, still restores."""
 
 from __future__ import annotations
 
-import asyncio
 import zlib
 from pathlib import Path
 
 from engine import Client
-from functions.kernel.records import Observation, ObservationAdded
+from functions.kernel.records import Observation
 from functions.kernel.store import MemoryStore
 from functions.search import index_snapshot
 from functions.search.feeder import PACKED, SNAPSHOT_BUCKET, SNAPSHOT_SPACING, IndexHolder
+from tests.fixtures import add_observations
 
 
-def _obs(i: int) -> ObservationAdded:
-    return ObservationAdded(observation=Observation(
+def _obs(i: int) -> Observation:
+    return Observation(
         id=f"obs_snap{i:05d}", session_id=f"s{i % 5}", project="alpha",
         hook_type="post_tool_use", timestamp="2026-12-01T10:00:00.000Z",
         title=f"rotate key {i}", narrative=f"rotate the signing key {i} of service {i % 13}",
-    ))  # fmt: skip
+    )  # fmt: skip
 
 
 def _answers(holder: IndexHolder) -> list[list[tuple[str, float]]]:
@@ -34,7 +34,7 @@ async def test_a_snapshot_is_stored_compressed_and_restores_the_same_index(
     client: Client,
 ) -> None:
     store = await MemoryStore(client).open()
-    await asyncio.gather(*(store.publish(_obs(i)) for i in range(400)))
+    await add_observations(store, map(_obs, range(400)))
     first = IndexHolder(load_embedder=False, snapshot_every=3600)
     await first.start(client)
     assert await first.caught_up(timeout=10)
@@ -63,7 +63,7 @@ async def test_an_uncompressed_snapshot_of_an_older_version_still_restores(
     client: Client,
 ) -> None:
     store = await MemoryStore(client).open()
-    await asyncio.gather(*(store.publish(_obs(i)) for i in range(50)))
+    await add_observations(store, map(_obs, range(50)))
     first = IndexHolder(load_embedder=False, snapshot_every=3600)
     await first.start(client)
     assert await first.caught_up(timeout=10)
@@ -87,7 +87,7 @@ async def test_a_replica_with_a_local_dir_stops_to_its_file_and_restarts_from_it
     client: Client, tmp_path: Path
 ) -> None:
     store = await MemoryStore(client).open()
-    await asyncio.gather(*(store.publish(_obs(i)) for i in range(300)))
+    await add_observations(store, map(_obs, range(300)))
     first = IndexHolder(load_embedder=False, snapshot_every=3600, local_dir=tmp_path)
     await first.start(client)
     assert await first.caught_up(timeout=10)
@@ -96,7 +96,7 @@ async def test_a_replica_with_a_local_dir_stops_to_its_file_and_restarts_from_it
     objects = await client.objects(SNAPSHOT_BUCKET)
     in_store = await objects.get(first.snapshot_name)
     assert in_store is not None and in_store.startswith(index_snapshot.STREAMED)
-    await asyncio.gather(*(store.publish(_obs(i)) for i in range(300, 340)))
+    await add_observations(store, map(_obs, range(300, 340)))
     assert await first.caught_up(timeout=10)
     expected = _answers(first)
     await first.stop(client)  # final: the file alone (a stop does not wait for an upload)

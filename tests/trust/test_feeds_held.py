@@ -11,7 +11,6 @@ from engine import Client
 from functions.graph.wire import GraphQueryIn
 from functions.kernel.records import (
     PROFILES_BUCKET,
-    ObservationAdded,
     ProjectProfile,
     Trust,
     profile_key,
@@ -96,7 +95,9 @@ async def test_a_replayed_event_of_a_held_record_is_not_folded(client: Client) -
             obs("s2", 1, files=["src/planted.py"], concepts=["plantedconcept"]), trust=HELD
         )
         await put_obs(store, planted)
-        await store.publish(ObservationAdded(observation=planted))
+        # the record's event once more: a rewrite stores it as a new version, still held
+        rewritten = msgspec.structs.replace(planted, title="Edited src/planted.py again")
+        assert await store.put_observation(rewritten)
         await life.digest_events(DigestIn())
         assert "plantedconcept" not in names(await life.graph_query(GraphQueryIn(limit=100)))
     finally:

@@ -6,16 +6,21 @@ ones, taken by this test with SCREENSHOTS=docs/screenshots)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import time
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import httpx
 import pytest
 
+from functions.kernel.store import MemoryStore
+from functions.memory.remember import remember
+from functions.memory.wire import RememberIn
 from tests.fixtures import ROOT, Stack, needs_chromium, wait_until
 from tests.viewer.transcripts import transcript
 
@@ -409,9 +414,24 @@ def test_a_dropped_stream_shows_stale_then_reconnects_and_resyncs(page: Any, sta
     detail = page.locator("#live-detail")
     wait_until(lambda: "reconnecting in" in detail.text_content(), timeout=5, what="the backoff")
     assert "last update" in detail.text_content()
-    with stack.rest() as c:  # while the page is away: it must come with the resync
-        mem = c.post("/agentmemory/remember", json={"content": "said while the viewer was down"})
-        mid = mem.json()["memory"]["id"]
+    # While the page is away (it must come with the resync): the write path run from here,
+    # as in the default layout the REST routes went down with the viewer's process.
+    with ThreadPoolExecutor(1) as pool:  # a sync Playwright API holds this thread's loop
+        mid = pool.submit(asyncio.run, _remember(stack, "said while the viewer was down")).result()
     page.locator('#live-status[data-state="live"]').wait_for(timeout=30000)
     page.locator(f'#activity-feed li[data-id="{mid}"]').wait_for(timeout=5000)
     wait_until(lambda: viewer_pid() not in (None, before), timeout=15, what="a new viewer")
+    # the process was the stack's: the next tests of the shared stack need its routes back
+    wait_until(stack.serving, timeout=120, interval=0.3, what="the product's routes again")
+
+
+async def _remember(stack: Stack, content: str) -> str:
+    """`remember` as the memory worker runs it, on the stack's bus; the memory's id."""
+    client = await stack.engine.client()
+    try:
+        store = await MemoryStore(client).open()
+        out = await remember(store, RememberIn(content=content))
+        await store.close()
+        return out.memory.id
+    finally:
+        await client.nc.close()
