@@ -303,6 +303,13 @@ class SearchIndex:
         self._sess_len = made.lens
         return made.docs, made.sessions
 
+    def scope(
+        self, project: str | None, agent_id: str | None = None, kinds: tuple[str, ...] | None = None
+    ) -> Scope:
+        """The documents a query with these filters ranks (held for the next query as
+        `search` holds it): what a benchmark hands `pruning.Pruned` to rank BM25 alone."""
+        return self._scope(project, agent_id, kinds)[0]
+
     def _made(self, key: tuple[object, ...], parts: tuple[int, ...] | None) -> _Held:
         project, agent_id, kinds = cast(_Key, key)
         m = self.mask(project, agent_id, kinds)

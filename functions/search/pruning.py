@@ -148,7 +148,7 @@ class Pruned:
         """(indices into `slots`, tf) of the slots holding the term (`slots` ascending)."""
         hits: list[npt.NDArray[np.intp]] = []
         tfs: list[F32] = []
-        for d, f in self._pieces(t):
+        for i, (d, f) in enumerate(self._pieces(t)):
             lo = int(np.searchsorted(d, slots[0]))
             hi = int(np.searchsorted(d, slots[-1], "right"))
             if lo == hi:
@@ -158,7 +158,7 @@ class Pruned:
             np.minimum(j, len(d) - 1, out=j)
             h = np.flatnonzero(d[j] == slots)
             hits.append(h)
-            if count:
+            if count and not t.rare and i < len(t.rows):  # (other lists: counted whole)
                 self.read += len(h)
             tfs.append(f[j[h]])
         if not hits:
