@@ -18,7 +18,7 @@ included (tests/search/test_pruning.py).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -40,6 +40,10 @@ by a few units in the last place)."""
 FIRST_BLOCKS = 16
 """Blocks read in the first round (the best bounded): they set the bar the others must reach.
 Each round after reads four times as many."""
+
+DENSE_SPAN = 8
+"""Slots looked up (or lists joined) spanning at most this many times their count go through
+a table over the span (a gather per posting) rather than a binary search each."""
 
 _SIZE = 1 << BLOCK_SHIFT
 
@@ -144,9 +148,10 @@ class Pruned:
         out: F64 = t.idf * tf * (self.k1 + 1.0) / (tf + norm)  # `local_scores`' expression
         return out
 
-    def _lookup(self, t: _Term, slots: I32, count: bool) -> tuple[I32, F64]:
-        """(indices into `slots`, tf) of the slots holding the term (`slots` ascending)."""
-        hits: list[npt.NDArray[np.intp]] = []
+    def _lookup(self, t: _Term, slots: I32, table: I32 | None) -> tuple[I32, F64]:
+        """(indices into `slots`, tf) of the slots holding the term (`slots` ascending;
+        `table`: each slot's index over slots[0]..slots[-1], -1 between, or None)."""
+        hits: list[npt.NDArray[np.intp] | I32] = []
         tfs: list[F32] = []
         for i, (d, f) in enumerate(self._pieces(t)):
             lo = int(np.searchsorted(d, slots[0]))
@@ -154,37 +159,51 @@ class Pruned:
             if lo == hi:
                 continue
             d, f = d[lo:hi], f[lo:hi]
-            j = np.searchsorted(d, slots)
-            np.minimum(j, len(d) - 1, out=j)
-            h = np.flatnonzero(d[j] == slots)
+            if table is not None:  # every posting of the range, one gather each
+                at = table[d - slots[0]]
+                sel = at >= 0
+                h: npt.NDArray[np.intp] | I32 = at[sel]
+                tf = f[sel]
+            else:  # few slots over a wide range: a binary search each
+                j = np.searchsorted(d, slots)
+                np.minimum(j, len(d) - 1, out=j)
+                h = np.flatnonzero(d[j] == slots)
+                tf = f[j[h]]
             hits.append(h)
-            if count and not t.rare and i < len(t.rows):  # (other lists: counted whole)
+            if not t.rare and i < len(t.rows):  # (other lists: counted whole)
                 self.read += len(h)
-            tfs.append(f[j[h]])
+            tfs.append(tf)
         if not hits:
             return np.zeros(0, np.int32), np.zeros(0, np.float64)
-        at: npt.NDArray[np.intp] = hits[0] if len(hits) == 1 else np.concatenate(hits)
-        tf = tfs[0] if len(tfs) == 1 else np.concatenate(tfs)
-        return at.astype(np.int32), tf.astype(np.float64)
+        found = hits[0] if len(hits) == 1 else np.concatenate(hits)
+        tf_all = tfs[0] if len(tfs) == 1 else np.concatenate(tfs)
+        return found.astype(np.int32), tf_all.astype(np.float64)
 
-    def _evaluate(self, slots: I32, count: bool = True) -> F64:
-        """Scores of `slots` (ascending, unique, in the scope): per document the clauses'
-        parts added in clause order, as `BM25Index.score` adds them. `count`: the matches
-        found are postings read (not when their blocks were counted whole)."""
+    def _evaluate(self, slots: I32, find: Callable[[_Term], tuple[I32, F64]] | None = None) -> F64:
+        """Scores of `slots` (ascending, unique, in the scope unless `find` is given): per
+        document the clauses' parts added in clause order, as `BM25Index.score` adds them.
+        `find(term)`: (indices into `slots`, tf) of its matches, by default looked up."""
         scores = np.zeros(len(slots), np.float64)
         self.scored += len(slots)
         if not len(slots):
             return scores
         norm = self._norm(slots)
+        if find is None:
+            table: I32 | None = None
+            span = int(slots[-1]) - int(slots[0]) + 1
+            if span <= DENSE_SPAN * len(slots):
+                table = np.full(span, -1, np.int32)
+                table[slots - slots[0]] = np.arange(len(slots), dtype=np.int32)
+            find = lambda t: self._lookup(t, slots, table)  # noqa: E731
         for c, alts in self.plan:
             e = self.terms[c.term]
-            he, tfe = self._lookup(e, slots, count)
+            he, tfe = find(e)
             ce = self._contrib(e, tfe, norm[he])
             if alts:
                 best: F64 | None = None
                 for term, w in alts:
                     t = self.terms[term]
-                    h, tf = self._lookup(t, slots, count)
+                    h, tf = find(t)
                     if not len(h):
                         continue
                     if best is None:
@@ -321,7 +340,7 @@ class Pruned:
                 d = self._below(d)
                 self.read += len(d)
                 whole.append(d if self.scope.whole else d[self.pos[d] >= 0])
-        first = np.unique(np.concatenate(whole)) if whole else np.zeros(0, np.int32)
+        first = _union(whole)
         got = self._evaluate(first)
         keep = got > 0
         slots, scores = first[keep], got[keep]
@@ -339,18 +358,18 @@ class Pruned:
                     open_ = np.sort(open_[np.argpartition(-bounds[open_], step - 1)[:step]])
                 step *= 4
                 done[open_] = True
-                self.read += self._opened(open_)
-                cand = (open_[:, None] * _SIZE + np.arange(_SIZE)[None, :]).ravel()
-                cand = cand[cand < self.limit]
-                cand = cand[self.pos[cand] >= 0]
-                if len(first):  # scored already
-                    j = np.minimum(np.searchsorted(first, cand), len(first) - 1)
-                    cand = cand[first[j] != cand]
-                cand = cand.astype(np.int32)
-                got = self._evaluate(cand, count=False)
-                keep = got > 0
+                # every slot of the blocks, scored from the blocks' postings alone (what a
+                # rare term or the tail adds is on `first`'s documents only), then kept if
+                # in the scope and not scored already
+                grid = (open_[:, None] * _SIZE + np.arange(_SIZE)[None, :]).ravel()
+                grid = grid[grid < self.limit].astype(np.int32)  # the last block may cross
+                got = self._evaluate(grid, lambda t: self._in_blocks(t, open_))  # noqa: B023
+                keep = (got > 0) & (self.pos[grid] >= 0)
+                if len(first):
+                    j = np.minimum(np.searchsorted(first, grid), len(first) - 1)
+                    keep &= first[j] != grid
                 slots, scores = _best(
-                    np.concatenate([slots, cand[keep]]), np.concatenate([scores, got[keep]]), k
+                    np.concatenate([slots, grid[keep]]), np.concatenate([scores, got[keep]]), k
                 )
         return slots
 
@@ -363,20 +382,49 @@ class Pruned:
         posting of the query's terms in the scope's partitions, below the scope's end."""
         return sum(len(self._below(d)) for t in self.terms.values() for d, _ in self._pieces(t))
 
-    def _opened(self, blocks: npt.NDArray[np.intp]) -> int:
-        """Postings of the query's block-bounded lists inside `blocks` (ascending)."""
-        out = 0
-        for t in self.terms.values():
-            if t.rare:
+    def _in_blocks(self, t: _Term, blocks: npt.NDArray[np.intp]) -> tuple[I32, F64]:
+        """(index in the grid of `blocks`' slots, tf) of the term's sealed postings inside
+        `blocks` (ascending): the postings read, block by block, none between."""
+        hits: list[I32] = []
+        tfs: list[F32] = []
+        for d, f, blk in [] if t.rare else t.rows:
+            if not len(blk.ids):
                 continue
-            for _, _, blk in t.rows:
-                if not len(blk.ids):
-                    continue
-                i = np.searchsorted(blk.ids, blocks)
-                np.minimum(i, len(blk.ids) - 1, out=i)
-                i = i[blk.ids[i] == blocks]
-                out += int((blk.starts[i + 1] - blk.starts[i]).sum())
-        return out
+            i = np.searchsorted(blk.ids, blocks)
+            np.minimum(i, len(blk.ids) - 1, out=i)
+            ok = blk.ids[i] == blocks
+            rank, i = np.flatnonzero(ok), i[ok]
+            if not len(i):
+                continue
+            lo, hi = blk.starts[i], blk.starts[i + 1]
+            idx = _spans(lo, hi)
+            docs = d[idx]
+            at = np.repeat(rank * _SIZE, hi - lo) + (docs & (_SIZE - 1))
+            self.read += len(idx)
+            keep = docs < self.limit  # postings past a held scope's end
+            hits.append(at[keep].astype(np.int32))
+            tfs.append(f[idx][keep])
+        if not hits:
+            return np.zeros(0, np.int32), np.zeros(0, np.float64)
+        found = hits[0] if len(hits) == 1 else np.concatenate(hits)
+        tf = tfs[0] if len(tfs) == 1 else np.concatenate(tfs)
+        return found, tf.astype(np.float64)
+
+
+def _union(lists: list[I32]) -> I32:
+    """The distinct slots of `lists` (each ascending), ascending."""
+    lists = [d for d in lists if len(d)]
+    if not lists:
+        return np.zeros(0, np.int32)
+    lo = min(int(d[0]) for d in lists)
+    span = max(int(d[-1]) for d in lists) - lo + 1
+    if span > DENSE_SPAN * sum(len(d) for d in lists):
+        return np.unique(np.concatenate(lists)).astype(np.int32)
+    mark = np.zeros(span, np.bool_)
+    for d in lists:
+        mark[d - lo] = True
+    out: I32 = (np.flatnonzero(mark) + lo).astype(np.int32)
+    return out
 
 
 def _best(slots: I32, scores: F64, k: int) -> tuple[I32, F64]:
