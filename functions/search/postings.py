@@ -29,11 +29,12 @@ F64 = npt.NDArray[np.float64]
 Tail: TypeAlias = "Mapping[str, Mapping[int, tuple[array[int], array[float]]]]"
 
 
-BLOCK_SHIFT = 6
-"""Slots per block (1 << BLOCK_SHIFT): the unit a pruned query reads or skips. Small
-blocks bound tightly (two terms on every document score nearly alike, and a block's bound
-takes each term's best document apart); 64 slots keep the bounds of a million slots to
-16k entries a term."""
+BLOCK_SHIFT = 5
+"""Slots per block (1 << BLOCK_SHIFT): the unit a pruned query reads or skips. The BM25 top
+alone, two-word Zipf queries over one project of 1M records (the corpus of
+ops/bench/search.py --one-scope): 64 slots read 7.5% of the query's postings in 5.9 ms p50,
+32 slots 2.9% in 2.8 ms, 16 slots 2.0% in 3.5 ms (more blocks to bound than postings
+saved); 32 keep a million slots' bounds to 2 MB a term."""
 BLOCKS_BYTES = 64 << 20
 """Bytes of block bounds a seal remembers before it starts over (each is computed again,
 from its list, when next asked)."""

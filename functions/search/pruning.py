@@ -2,7 +2,7 @@
 
 A query over a million records of one project matches most of them when its words are
 common; scoring every match costs tens of milliseconds. Here the sealed postings are cut
-into blocks of slots (`postings.Blocks`: 64 slots each) that carry bounds on what a term
+into blocks of slots (`postings.Blocks`: 32 slots each) that carry bounds on what a term
 can add to a document inside them. A query sums its terms' bounds per block, scores
 exactly every document a rare term or the unsealed tail holds, then the blocks in order of
 their bound, and stops when no block left can reach the k-th best score found (tantivy's
