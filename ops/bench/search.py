@@ -274,7 +274,10 @@ def one_scope(n: int, n_queries: int, tail: int) -> None:
     tan = tantivy_scope(docs)
     tan_build = time.perf_counter() - t0
     del docs
-    prune_min = pruning.PRUNE_MIN
+    # pruned or exhaustive whatever the size (a scope under `pruning.PRUNE_MIN` is scored
+    # densely by the product)
+    prune, dense = 0, 1 << 62
+    pruning.PRUNE_MIN = prune
     rng = random.Random(99)  # the paced soak's queries
     qs = [words(rng, 2) for _ in range(n_queries)]
     warm = random.Random(98)
@@ -291,9 +294,9 @@ def one_scope(n: int, n_queries: int, tail: int) -> None:
     for q in qs:
         _timed(lambda: index.search(q, project=PROJECT, limit=10), t["ours"])  # noqa: B023
         _timed(lambda: tan(q), t["peer"])  # noqa: B023
-        pruning.PRUNE_MIN = 1 << 62
+        pruning.PRUNE_MIN = dense
         _timed(lambda: index.search(q, project=PROJECT, limit=10), t["dense"])  # noqa: B023
-        pruning.PRUNE_MIN = prune_min
+        pruning.PRUNE_MIN = prune
         clauses = index.clauses(q)
         pruned = pruning.Pruned(index.bm25, clauses, scope)
         got: list[np.ndarray] = []
@@ -315,9 +318,9 @@ def one_scope(n: int, n_queries: int, tail: int) -> None:
         index.add(next(fresh))
         _timed(lambda: index.search(q, project=PROJECT, limit=10), after)  # noqa: B023
         index.add(next(fresh))
-        pruning.PRUNE_MIN = 1 << 62
+        pruning.PRUNE_MIN = dense
         _timed(lambda: index.search(q, project=PROJECT, limit=10), after_dense)  # noqa: B023
-        pruning.PRUNE_MIN = prune_min
+        pruning.PRUNE_MIN = prune
     ms = lambda xs, p: round(1000 * pct(xs, p), 3)  # noqa: E731
     out = {
         "bench": "search_one_scope",
