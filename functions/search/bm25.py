@@ -80,6 +80,12 @@ class Scope:
     norms_positive: bool = False
     by_position: dict[str, npt.NDArray[Any]] = field(default_factory=dict)
     """Per-document arrays gathered to the scope's positions (filled by their users)."""
+    dfs: dict[str, int] = field(default_factory=dict)
+    """term -> documents of the scope holding it (functions/search/pruning.py)."""
+    carried_dfs: dict[str, tuple[int, int]] = field(default_factory=dict)
+    """term -> (df, lo): an older scope's count over the slots below `lo`, to be extended."""
+    mins: dict[str, float] = field(default_factory=dict)
+    """term -> its weakest BM25 contribution in the scope (the alternatives' cap)."""
     _numbering: tuple[I32, I32] | None = None
     _held: int = 0
     """Bytes in `cache`, `contrib` and `carried` (as `remember` and `carry` count them)."""
@@ -216,6 +222,11 @@ class BM25Index:
             held = sum(a.nbytes + b.nbytes for a, b, _ in carried.values())
         new.carried = carried
         new._held = held
+        dfs = dict(old.carried_dfs)
+        dfs.update((t, (df, lo)) for t, df in old.dfs.items())
+        if len(dfs) > 2 * CACHE_TERMS:
+            dfs = {t: (df, lo) for t, df in old.dfs.items()}
+        new.carried_dfs = dfs
 
     def _carried(self, term: str, scope: Scope) -> tuple[I32, F64] | None:
         """A term's matches in an older scope (slots below its `lo`) extended by the term's

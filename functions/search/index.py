@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from array import array
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import cast
 
@@ -29,6 +29,7 @@ from functions.kernel.records import (
     RecordsRemoved,
     SummaryAdded,
 )
+from functions.search import pruning
 from functions.search.analysis import synonyms, tokenize
 from functions.search.bm25 import BM25Index, Clause, Mask, Scope
 from functions.search.context_index import ContextIndex
@@ -44,7 +45,7 @@ from functions.search.documents import (
 from functions.search.entity_expansion import EntityGraph
 from functions.search.fusion import RRF_K, FusionWeights, diversify, rrf
 from functions.search.mapped import Spill
-from functions.search.ranking import session_stream, time_stream, top
+from functions.search.ranking import Own, session_stream, time_stream, top
 from functions.search.shown import ShownRecords
 from functions.search.spans import found, stream_span
 from functions.search.tables import DocEntities, IdSlots, MetaTable
@@ -395,6 +396,13 @@ class SearchIndex:
         self._sess_len = made.lens
         return made.docs, made.sessions
 
+    def scope(
+        self, project: str | None, agent_id: str | None = None, kinds: tuple[str, ...] | None = None
+    ) -> Scope:
+        """The documents a query with these filters ranks (held for the next query as
+        `search` holds it): what a benchmark hands `pruning.Pruned` to rank BM25 alone."""
+        return self._scope(project, agent_id, kinds)[0]
+
     def _made(self, key: tuple[object, ...], parts: tuple[int, ...] | None) -> _Held:
         project, agent_id, kinds, quarantined = cast(_Key, key)
         m = self.mask(project, agent_id, kinds, quarantined)
@@ -480,17 +488,15 @@ class SearchIndex:
         clauses = self.clauses(query)
         depth = max(min(self.config.depth, 3 * limit), 30, limit)
         streams: dict[str, list[int]] = {}
-        ids, pos = scope.numbering()  # bm25 scores are over the scope's positions
         with stream_span("bm25", **{"search.clauses": len(clauses)}) as sp:
-            scores = self.bm25.score(clauses, scope) if clauses else np.zeros(0)
-            streams["bm25"] = found(sp, ids[top(scores, depth)].tolist())
+            own, count, best = self._bm25(clauses, scope, depth)
+            streams["bm25"] = found(sp, best)
         if clauses and self.config.fusion.session > 0:
             with stream_span("session") as sp:
                 streams["session"] = found(sp, session_stream(
-                    clauses, lambda t: self.bm25.matches(t, scope), self._sessions_at(scope),
-                    scope, sscope, self._sess_len,
-                    self.members, scores, pos, depth, self.config.session_depth, self.config.k1,
-                    self.config.b,
+                    clauses, lambda t: self.bm25.matches(t, scope), count,
+                    self._sessions_at(scope), scope, sscope, self._sess_len, self.members, own,
+                    depth, self.config.session_depth, self.config.k1, self.config.b,
                 ))  # fmt: skip
         if self.vectors is not None and query_vector is not None and self.vectors.enabled:
             with stream_span("vectors") as sp:
@@ -502,7 +508,7 @@ class SearchIndex:
         if self.config.fusion.time > 0:
             with stream_span("time") as sp:
                 day = np.frombuffer(self.day, dtype=np.int32)
-                streams["time"] = found(sp, time_stream(query, day, scope, scores, pos, depth))
+                streams["time"] = found(sp, time_stream(query, day, scope, own, depth))
         if self.config.fusion.graph > 0:
             with stream_span("graph") as sp:
                 streams["graph"] = found(sp, self.graph.search(
@@ -513,6 +519,27 @@ class SearchIndex:
             with stream_span("graph", **{"search.skipped": "fusion weight 0"}):
                 pass
         return streams
+
+    def _bm25(
+        self, clauses: list[Clause], scope: Scope, depth: int
+    ) -> tuple[Own, Callable[[str], int], list[int]]:
+        """The BM25 stream's `depth` best slots, with what the other streams read of it:
+        each record's own score and each term's count of matches. A large scope is ranked
+        by blocks (functions/search/pruning.py), a small one scored whole; both give the
+        same scores and the same top, ties included."""
+        if clauses and scope.n >= pruning.PRUNE_MIN:
+            pruned = pruning.Pruned(self.bm25, clauses, scope)
+            return pruned.at, pruned.df, pruned.top(depth).tolist()
+        ids, pos = scope.numbering()  # dense scores are over the scope's positions
+        scores = self.bm25.score(clauses, scope) if clauses else np.zeros(0)
+
+        def own(slots: np.ndarray) -> np.ndarray:
+            return scores[pos[slots]] if len(scores) else np.zeros(len(slots))
+
+        def count(term: str) -> int:
+            return len(self.bm25.matches(term, scope)[0])
+
+        return own, count, ids[top(scores, depth)].tolist()
 
     def fuse(
         self, streams: dict[str, list[int]], limit: int, config: SearchConfig | None = None

@@ -90,16 +90,20 @@ def session_tf(sess: I32, docs: I32, tf: F64, n_sess: int) -> tuple[I32, F64]:
     return uniq.astype(np.int32), cast(F64, np.bincount(inv, weights=tf))
 
 
+Own = Callable[[Ids], F64]
+"""Records' own BM25 scores, by slot (documents of the scope)."""
+
+
 def session_stream(
     clauses: Sequence[Clause],
     matches: Callable[[str], tuple[I32, F64]],
+    count: Callable[[str], int],
     sess: I32,
     scope: Scope,
     sscope: Scope,
     sess_len: F64,
     members: Mapping[int, array[int]],
-    doc_scores: F64,
-    doc_pos: I32,
+    own_scores: Own,
     depth: int,
     session_depth: int,
     k1: float,
@@ -108,17 +112,18 @@ def session_stream(
     """BM25 with a session as the document (term frequencies summed over its records);
     the records of the best sessions, best session first, then by their own score.
     `matches(term)` gives (positions, tf) and `sess` the session of each position, both
-    over the scope's positions (`Scope.numbering`); `doc_scores[doc_pos[doc]]` is a
-    record's own score."""
+    over the scope's positions (`Scope.numbering`); `count(term)` is `len(matches(term)[0])`
+    (a term on most records is passed over without gathering its matches);
+    `own_scores(slots)` are the records' own scores."""
     n_sess = len(sscope.mask)
     used: list[Clause] = []
     matched: list[tuple[I32, F64]] = []
     for c in clauses:
-        dd, dtf = matches(c.term)
-        if not len(dd) or len(dd) > SESSION_MAX_SHARE * scope.n:
+        df = count(c.term)
+        if not df or df > SESSION_MAX_SHARE * scope.n:
             continue  # on most records, so on nearly every session: it ranks none
         used.append(c)
-        matched.append((dd, dtf))
+        matched.append(matches(c.term))
     if not used:
         return []
     args = (used, matched, sess, sscope, sess_len, k1, b)
@@ -139,7 +144,7 @@ def session_stream(
         cand = cand[scope.mask[cand]]
         if not len(cand):
             continue
-        own = doc_scores[doc_pos[cand]] if len(doc_scores) else np.zeros(len(cand))
+        own = own_scores(cand)
         out.extend(cand[np.argsort(-own, kind="stable")][: depth - len(out)].tolist())
         if len(out) >= depth:
             break
@@ -211,11 +216,9 @@ def _dense(n_sess: int, matched: int) -> bool:
     return n_sess <= DENSE_SESSIONS_MIN + DENSE_SESSIONS * matched
 
 
-def time_stream(
-    query: str, day: I32, scope: Scope, doc_scores: F64, doc_pos: I32, depth: int
-) -> list[int]:
-    """Records dated inside a range the query names, best text match first. `doc_scores`
-    are indexed by `doc_pos[doc]` (positions in the scope, see `Scope.numbering`)."""
+def time_stream(query: str, day: I32, scope: Scope, own_scores: Own, depth: int) -> list[int]:
+    """Records dated inside a range the query names, best text match first
+    (`own_scores(slots)`: the records' own scores)."""
     ranges = query_ranges(query)
     if not ranges:
         return []
@@ -226,7 +229,7 @@ def time_stream(
     cand = np.flatnonzero(inside & scope.mask)
     if not len(cand):
         return []
-    own = doc_scores[doc_pos[cand]] if len(doc_scores) else np.zeros(len(cand))
+    own = own_scores(cand)
     order = np.lexsort((cand, -own))
     out: list[int] = cand[order][:depth].tolist()
     return out
