@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import html
+import logging
 import resource
 import time
 from collections.abc import Awaitable
@@ -33,6 +34,7 @@ from functions.memory.wire import Check
 Level = Literal["info", "warn", "error"]
 PROBE_SECONDS = 5.0
 ENGINE_VERSION = "nats-jetstream"
+log = logging.getLogger("functions.memory.status_report")
 T = TypeVar("T")
 
 
@@ -147,10 +149,16 @@ class StatusOut(msgspec.Struct, rename="camel", kw_only=True):
 
 
 async def within(work: Awaitable[T]) -> T | None:
-    """`work`'s answer, or None when it does not come within the probe's budget."""
+    """`work`'s answer, or None when it does not come within the probe's budget or fails:
+    a part that cannot be read is null, and the report still answers (on a full disk,
+    JetStream refuses to create a bucket a part opens: the report must say the disk is
+    full, not fail)."""
     try:
         return await asyncio.wait_for(work, PROBE_SECONDS)
     except (TimeoutError, FunctionError, OSError, msgspec.ValidationError):
+        return None
+    except Exception:  # a part's failure is the report's null, never its 500
+        log.warning("status: a part could not be read", exc_info=True)
         return None
 
 

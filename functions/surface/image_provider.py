@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 import httpx
-import numpy as np
 
 from engine import FunctionError
 from engine.settings import load
@@ -40,6 +39,10 @@ class ImageEmbedder(Protocol):
 
 def _unit(values: Any) -> list[float]:
     """The vector, of length 1 (cosine is then a dot product)."""
+    # numpy on first use: the memory worker's write path, which serves these routes too,
+    # loads no index library (tests/memory/test_footprint.py)
+    import numpy as np
+
     try:
         v = np.asarray(values, dtype=np.float64)
     except (TypeError, ValueError):

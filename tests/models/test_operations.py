@@ -128,7 +128,8 @@ async def rest(
     memory_worker: Any, http_trigger: Any, spawn: Any, standin: StandIn, tmp_path: Path
 ) -> AsyncIterator[httpx.AsyncClient]:
     env = model_env(standin, tmp_path)
-    memory_worker(**env)
+    # the files compress-file reads and writes live in the test's tmp dir: an allowed root
+    memory_worker(**env, AGENTMEMORY_IMPORT_ROOT=str(tmp_path))
     spawn("workers.lifecycle", env=env)
     c = await rest_client(http_trigger())
     yield c

@@ -72,7 +72,7 @@ async def test_status_counts_calls_and_tokens_and_fails_a_check_while_the_breake
             return doc if not check["ok"] else None
 
         doc = await eventually(opened, timeout=15, what="the breaker in status")
-        assert doc["status"] == "degraded"
+        assert doc["status"] == "warn"  # upstream's level (0.9.30): a provider's breaker open
         check = next(c for c in doc["checks"] if c["name"] == "model:openai")
         assert "breaker open" in check["detail"] and "503" in check["fix"]
     finally:

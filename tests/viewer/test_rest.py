@@ -258,10 +258,12 @@ def test_an_imported_transcript_is_indexed_marked_import_and_teaches_lessons(
 
 def test_a_transcript_can_be_uploaded_and_a_server_path_is_checked(stack: Stack) -> None:
     sid = str(uuid.uuid4())
-    (stack.home / "notes.txt").write_text("x")
-    link = stack.home / "link.jsonl"
+    mine = stack.home / ".agentmemory"  # an allowed root (with the data dir, ~/.claude/projects)
+    mine.mkdir(exist_ok=True)
+    (mine / "notes.txt").write_text("x")
+    link = mine / "link.jsonl"
     if not link.is_symlink():
-        link.symlink_to(stack.home / "notes.txt")
+        link.symlink_to(mine / "notes.txt")
     with stack.rest() as c:
         up = c.post("/agentmemory/replay/import-jsonl",
                     json={"content": transcript(sid, "/home/dev/billing", turns=1), "name": "t.jsonl"})  # fmt: skip
@@ -269,11 +271,11 @@ def test_a_transcript_can_be_uploaded_and_a_server_path_is_checked(stack: Stack)
         default = c.post("/agentmemory/replay/import-jsonl", json={})
         assert default.status_code == 202  # ~/.claude/projects of the server's HOME
         for body, status, field in (
-            ({"path": str(stack.home / ".ssh")}, 403, "path"),  # secret-looking
+            ({"path": str(mine / ".ssh")}, 403, "path"),  # secret-looking
             ({"path": str(link)}, 403, "path"),  # a symlink
-            ({"path": str(stack.home / "nowhere")}, 404, "path"),
-            ({"path": str(stack.home / "notes.txt")}, 404, "path"),  # not a transcript
-            ({"path": str(stack.home)}, 202, None),
+            ({"path": str(mine / "nowhere")}, 404, "path"),
+            ({"path": str(mine / "notes.txt")}, 404, "path"),  # not a transcript
+            ({"path": str(mine)}, 202, None),
             ({"maxFiles": 0}, 400, "maxFiles"),
             ({"path": 7}, 400, "path"),
             ({"path": "x\u0000y"}, 400, "path"),
@@ -283,3 +285,8 @@ def test_a_transcript_can_be_uploaded_and_a_server_path_is_checked(stack: Stack)
             assert r.status_code == status, (body, r.text)
             if field:
                 assert r.json()["error"]["field"] == field
+        # outside the allowed roots: upstream's answer (0.9.30), success false naming the way in
+        for outside in (stack.home / "nowhere", stack.home):
+            r = c.post("/agentmemory/replay/import-jsonl", json={"path": str(outside)})
+            assert r.status_code == 202 and r.json()["success"] is False, (outside, r.text)
+            assert "AGENTMEMORY_IMPORT_ROOT" in r.json()["error"]
