@@ -53,6 +53,20 @@ class KernelSettings:
         "openai (an OpenAI-compatible API); `off` names none, `remote` openai.",
         synonyms={"off": "none", "remote": "openai"},
     )
+    embedding_url: str = text(
+        "EMBEDDING_BASE_URL",
+        "https://api.openai.com/v1",
+        "EMBEDDING_PROVIDER=openai: the OpenAI-compatible server (OpenAI, Ollama, vLLM).",
+    )
+    embedding_model: str = text(
+        "EMBEDDING_MODEL", "text-embedding-3-small", "EMBEDDING_PROVIDER=openai: the model."
+    )
+    embedding_key: str = text(
+        "EMBEDDING_API_KEY",
+        "",
+        "EMBEDDING_PROVIDER=openai: the key.",
+        shown="OPENAI_API_KEY",
+    )
     import_root: str = text(
         "AGENTMEMORY_IMPORT_ROOT",
         "",

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.settings import duration, flag, integer, load, path, text
+from engine.settings import duration, flag, integer, load, path
 
 
 @dataclass(frozen=True)
@@ -49,20 +49,6 @@ class SearchSettings:
         lo=50,
         hi=100_000,
         clamp=True,
-    )
-    embedding_url: str = text(
-        "EMBEDDING_BASE_URL",
-        "https://api.openai.com/v1",
-        "EMBEDDING_PROVIDER=openai: the OpenAI-compatible server (OpenAI, Ollama, vLLM).",
-    )
-    embedding_model: str = text(
-        "EMBEDDING_MODEL", "text-embedding-3-small", "EMBEDDING_PROVIDER=openai: the model."
-    )
-    embedding_key: str = text(
-        "EMBEDDING_API_KEY",
-        "",
-        "EMBEDDING_PROVIDER=openai: the key.",
-        shown="OPENAI_API_KEY",
     )
 
 

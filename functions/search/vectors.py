@@ -22,7 +22,6 @@ import numpy.typing as npt
 from engine.settings import load, set_default
 from functions.kernel.models.settings import ProviderSettings
 from functions.kernel.settings import KernelSettings
-from functions.search.settings import SearchSettings
 
 F32 = npt.NDArray[np.float32]
 Mask = npt.NDArray[np.bool_]
@@ -105,12 +104,11 @@ class OpenAIEmbedder:
 def provider_from_env(env: Mapping[str, str] | None = None) -> Embedder | None:
     """EMBEDDING_PROVIDER = none (default) | local | openai (+ EMBEDDING_BASE_URL,
     EMBEDDING_MODEL, EMBEDDING_API_KEY, else OPENAI_API_KEY)."""
-    kind = load(KernelSettings, env).embedding_provider
-    if kind == "none":
+    s = load(KernelSettings, env)
+    if s.embedding_provider == "none":
         return None
-    if kind == "local":
+    if s.embedding_provider == "local":
         return LocalEmbedder()
-    s = load(SearchSettings, env)
     key = s.embedding_key or load(ProviderSettings, env).openai_key
     return OpenAIEmbedder(s.embedding_url, s.embedding_model, key)
 

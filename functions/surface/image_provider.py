@@ -143,6 +143,7 @@ def image_provider() -> ImageEmbedder:
             )
         )
     p = load(ProviderSettings)
+    k = kernel_settings()
     kind: Kind | None
     if s.image_provider == "gemini" or (s.image_provider == "auto" and p.gemini_key):
         kind = "gemini"
@@ -163,9 +164,9 @@ def image_provider() -> ImageEmbedder:
         return GeminiImages(base=base, key=p.gemini_key, model=s.image_model or GEMINI_MODEL)
     if kind == "openai":
         return OpenAICompatibleImages(
-            base=s.embedding_url.rstrip("/"),
-            key=s.embedding_key or p.openai_key,
-            model=s.image_model or s.embedding_model,
+            base=k.embedding_url.rstrip("/"),
+            key=k.embedding_key or p.openai_key,
+            model=s.image_model or k.embedding_model,
         )
     return _raise(
         not_configured(

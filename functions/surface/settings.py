@@ -5,8 +5,8 @@ Image search is upstream's flag (AGENTMEMORY_IMAGE_EMBEDDINGS) over the embeddin
 providers' own variables (GEMINI_API_KEY and GEMINI_BASE_URL, or EMBEDDING_PROVIDER=openai
 with EMBEDDING_BASE_URL, EMBEDDING_MODEL, EMBEDDING_API_KEY); upstream has no remote image
 provider (only a local CLIP model), so AGENTMEMORY_IMAGE_PROVIDER and
-AGENTMEMORY_IMAGE_MODEL are ours. The EMBEDDING_* variables are the search family's, read
-here alike (this family does not import that one)."""
+AGENTMEMORY_IMAGE_MODEL are ours. The EMBEDDING_* variables are the kernel's (shared with
+search)."""
 
 from __future__ import annotations
 
@@ -41,20 +41,6 @@ class SurfaceSettings:
         "",
         "The multimodal embedding model (it embeds both texts and images).",
         shown="gemini-embedding-2 (gemini), EMBEDDING_MODEL (openai)",
-    )
-    embedding_url: str = text(
-        "EMBEDDING_BASE_URL",
-        "https://api.openai.com/v1",
-        "EMBEDDING_PROVIDER=openai: the OpenAI-compatible server (OpenAI, Ollama, vLLM).",
-    )
-    embedding_model: str = text(
-        "EMBEDDING_MODEL", "text-embedding-3-small", "EMBEDDING_PROVIDER=openai: the model."
-    )
-    embedding_key: str = text(
-        "EMBEDDING_API_KEY",
-        "",
-        "EMBEDDING_PROVIDER=openai: the key.",
-        shown="OPENAI_API_KEY",
     )
     inject_context: bool = flag(
         "AGENTMEMORY_INJECT_CONTEXT",

@@ -13,7 +13,6 @@ from typing import Any
 
 from engine.settings import environ
 from functions.kernel.settings import kernel_settings
-from functions.search.settings import search_settings
 from workers.cli.target import CHECKOUT, ROOT, ServiceError, Target
 from workers.hooks import SCRIPTS
 
@@ -192,5 +191,5 @@ def embedding_mode() -> str:
     if mode == "none":
         return "none (keyless: BM25 + graph)"
     if mode == "openai":
-        return f"openai-compatible ({search_settings().embedding_model})"
+        return f"openai-compatible ({kernel_settings().embedding_model})"
     return mode
