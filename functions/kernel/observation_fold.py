@@ -142,11 +142,18 @@ class Folder:
             started = time.monotonic()
             batch: list[tuple[str, Op, int]] = []
             done = 0
-            reader = self.events.read(after=mark.seq, subject=OBSERVATION_SUBJECTS)
+            # Every message, not the observations' subjects alone: the watermark may pass
+            # `last` only if the read reached it. A consumer answered by a replica that
+            # lags (a partition, a slow node) ends early and says nothing is pending; a
+            # filtered read could not tell that end from the real one, and the records it
+            # did not deliver would sit below the watermark, in no block, found by no get.
+            reached, reached_at = mark.seq, mark.at
+            reader = self.events.read(after=mark.seq)
             async with contextlib.aclosing(reader) as messages:
                 async for m in messages:
                     if m.seq > last:
                         break
+                    reached, reached_at = m.seq, m.at
                     obs_id = observation_id(m.data)
                     if obs_id is not None:
                         batch.append((key_of(obs_id), FOLD, m.seq))
@@ -165,8 +172,12 @@ class Folder:
                             progress(m.seq - mark.seq, last - mark.seq)
             await self._flush(batch)
             done += len(batch)
-            new = Watermark(seq=last, at=at)
-            if await self.index.advance(new, revision) is not None:
+            if reached >= last:
+                new = Watermark(seq=last, at=at)
+            else:  # the read ended early (or the last messages were deleted): up to what it saw
+                new = Watermark(seq=reached, at=reached_at)
+                log.info("fold read up to %d of %d: the watermark waits there", reached, last)
+            if new.seq > mark.seq and await self.index.advance(new, revision) is not None:
                 self._saw(new)
             if progress is not None:
                 progress(last - mark.seq, last - mark.seq)
