@@ -15,6 +15,10 @@ NONBLANK = "[^\\s\\u001c-\\u001f\\u0085]"
 """A pattern for one character that is not blank, the same in JSON Schema (ECMA-262) and in
 Python's `re`: Python's `\\s` (and `str.strip`) also takes the separators U+001C-U+001F and
 U+0085, which ECMA's does not."""
+VISIBLE = "[^\\s\\u001c-\\u001f\\u0085\\u200b-\\u200d\\u2060\\u202a-\\u202e\\u2066-\\u2069\\ufeff]"
+"""As NONBLANK, and not one of the invisible characters the write path removes
+(functions/kernel/trust/invisible.py) that one pattern can name alike in both dialects
+(those of the basic plane): a text the write path keeps something of."""
 
 SOME_NAMES: dict[str, Any] = {
     "anyOf": [

@@ -7,17 +7,20 @@ from typing import Annotated
 import msgspec
 
 from functions.kernel.clock import Clocked
-from functions.kernel.names import Names, at_least_one_of, names
+from functions.kernel.names import VISIBLE, Names, at_least_one_of, names
 from functions.kernel.views import LessonView
 
 Text = Annotated[str, msgspec.Meta(min_length=1, max_length=20_000)]
+Content = Annotated[str, msgspec.Meta(min_length=1, max_length=20_000, pattern=VISIBLE)]
+"""A lesson's words: one character at least that the write path keeps (blank and invisible
+characters are removed before it is stored)."""
 
 
 Unit = Annotated[float, msgspec.Meta(ge=0, le=1)]
 
 
 class LessonSaveIn(Clocked, kw_only=True):
-    content: Text
+    content: Content
     context: str = ""
     project: str = ""
     agent_id: str = ""
