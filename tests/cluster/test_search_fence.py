@@ -106,7 +106,15 @@ async def test_a_replica_whose_follower_died_with_its_node_follows_again_for_the
         obs = Observation(id="obs_fence_1", session_id="s", project="p",
                           hook_type="post_tool_use", timestamp="2026-11-29T10:00:00Z",
                           title="ran the wombatizer", narrative="wombatizer output")  # fmt: skip
-        assert await store.add_observation(obs)
+
+        async def written() -> bool:
+            # The index bucket elects its own leader after the death (on a loaded machine,
+            # after MEM_EVENTS): a write may time out first. Create-once, so a retry after
+            # a timeout that stored it finds it stored.
+            await store.add_observation(obs)
+            return await store.get_observation(obs.id) is not None
+
+        await eventually(written, timeout=30, what="the write taken after the election")
         got = await client.call("mem::search", {"query": "wombatizer", "format": "compact"},
                                 timeout=5)  # fmt: skip
         assert [h["id"] for h in got["results"]] == ["obs_fence_1"], "".join(
