@@ -321,7 +321,9 @@ async def verify(cluster: Cluster, client: Client, load: Load) -> dict[str, Any]
         "acked_lost": sum(1 for oid in ids if oid not in present) + (len(ids) - len(stored_ids)),
         # of those: not in the stream at all, or in it but not found by id (the index)
         "acked_lost_from_stream": sum(1 for oid in stored_ids if oid not in per_obs),
-        "acked_unfound_by_id": sum(1 for oid in stored_ids if oid in per_obs and oid not in present),
+        "acked_unfound_by_id": sum(
+            1 for oid in stored_ids if oid in per_obs and oid not in present
+        ),
         "duplicates": sum(n - 1 for n in per_obs.values() if n > 1),
         "events_published": len(per_obs),
         "observations_stored": sum(per_obs.values()),
