@@ -91,7 +91,20 @@ async def test_a_write_on_one_host_is_found_at_once_from_the_others(cluster: Clu
             assert oid in ids, (writer.name, reader.name, found.json())
             got = await http.get(f"{reader.rest_url}/agentmemory/observations/{oid}")
             assert got.status_code == 200, got.text
-            assert all(r.status_code == 201 for r in await burst)
+            replies = await burst
+            # 201 stored, or 202: JetStream did not ack in time on this loaded machine and the
+            # inbox retries it (acked means stored, or kept to be stored): found once stored
+            odd = [
+                (x.status_code, x.text[:200]) for x in replies if x.status_code not in (201, 202)
+            ]
+            assert not odd, odd
+            for late in (x.json()["observationId"] for x in replies if x.status_code == 202):
+
+                async def stored(oid: str = late, url: str = writer.rest_url) -> bool:
+                    r = await http.get(f"{url}/agentmemory/observations/{oid}")
+                    return r.status_code == 200
+
+                await eventually(stored, timeout=60, what=f"retried observation {late} stored")
 
 
 async def test_cron_fires_once_per_tick_across_the_hosts(cluster: Cluster) -> None:
