@@ -93,7 +93,7 @@ async def test_watch_sees_put_update_delete_in_order(client: Client) -> None:
     await st.put("x", 1)
     await st.put("x", 2)
     await st.delete("x")
-    await asyncio.wait_for(task, 5)
+    await asyncio.wait_for(task, 30)  # generous on a loaded machine: order and loss are what count
     assert seen == [("x", "put", 1), ("x", "put", 2), ("x", "delete", None)]
 
 
