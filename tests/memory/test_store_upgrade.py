@@ -15,6 +15,7 @@ import pytest
 from engine import Client, FunctionError
 from functions.kernel import store_upgrade
 from functions.kernel.ids import kv_key
+from functions.kernel.observation_fold import OBSERVATION_SUBJECTS
 from functions.kernel.records import (
     EVENTS_STREAM,
     EVENTS_SUBJECT,
@@ -25,17 +26,15 @@ from functions.kernel.records import (
 )
 from functions.kernel.store import MemoryStore
 
-SUBJECTS = f"{EVENTS_SUBJECT}.observation.>"
 
-
-async def _messages(client: Client) -> list[Observation]:
+async def messages(client: Client) -> list[Observation]:
     return [
         msgspec.json.decode(m.data, type=ObservationAdded).observation
-        async for m in client.stream(EVENTS_STREAM).read(subject=SUBJECTS)
+        async for m in client.stream(EVENTS_STREAM).read(subject=OBSERVATION_SUBJECTS)
     ]
 
 
-async def _gone(client: Client, stream: str) -> bool:
+async def gone(client: Client, stream: str) -> bool:
     try:
         await client.stream(stream).info()
     except FunctionError as err:
@@ -104,17 +103,17 @@ async def _old_layout(client: Client, n_plain: int = 0) -> dict[str, Observation
 
 
 async def _check(client: Client, store: MemoryStore, want: dict[str, Observation]) -> None:
-    assert await _gone(client, f"KV_{OBSERVATIONS_BUCKET}")
-    assert await _gone(client, "KV_mem_dedup")
+    assert await gone(client, f"KV_{OBSERVATIONS_BUCKET}")
+    assert await gone(client, "KV_mem_dedup")
     for oid, o in want.items():
         assert await store.get_observation(oid) == o, oid
-    messages = await _messages(client)
-    assert sorted(o.id for o in messages) == sorted(want)  # one message a record
-    assert all(m == want[m.id] for m in messages)
+    stored = await messages(client)
+    assert sorted(o.id for o in stored) == sorted(want)  # one message a record
+    assert all(m == want[m.id] for m in stored)
     assert await store.get_observation("obs_up0006") is None  # forgotten: its event erased
     assert await store.observation_presence("obs_up0006") == "deleted"
     assert not await store.add_observation(_obs(6))  # and it stays forgotten
-    counts = await client.stream(EVENTS_STREAM).subject_counts(SUBJECTS)
+    counts = await client.stream(EVENTS_STREAM).subject_counts(OBSERVATION_SUBJECTS)
     assert list(counts) == [observation_events_subject("alpha")]
 
 
@@ -154,7 +153,7 @@ async def test_a_killed_upgrade_resumes_where_it_was(
     monkeypatch.setattr(store_upgrade._Upgrade, "_save", dies)
     with pytest.raises(KeyboardInterrupt):
         await MemoryStore(client).open()
-    assert not await _gone(client, f"KV_{OBSERVATIONS_BUCKET}")
+    assert not await gone(client, f"KV_{OBSERVATIONS_BUCKET}")
     monkeypatch.setattr(store_upgrade._Upgrade, "_save", real_save)
     # The killed process's claim is still fresh: the next start waits it out, then resumes.
     monkeypatch.setattr(store_upgrade, "STALE", 1.0)

@@ -12,23 +12,18 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import msgspec
 import pytest
 
 from engine import Client, FunctionError
 from engine.server import NatsServer
 from functions.kernel.records import (
-    EVENTS_STREAM,
-    EVENTS_SUBJECT,
     OBSERVATIONS_BUCKET,
-    Observation,
-    ObservationAdded,
 )
 from tests.fixtures import eventually
+from tests.memory.test_store_upgrade import gone, messages
 
 FIXTURE = Path(__file__).parent / "data" / "kv_layout_datadir.tar.gz"
 """Written by the code before the change: data/make_kv_layout_datadir.py says how."""
-SUBJECTS = f"{EVENTS_SUBJECT}.observation.>"
 
 
 @pytest.fixture
@@ -46,21 +41,6 @@ def nats_server(old_dir: Path) -> Iterator[NatsServer]:
     srv.kill()
 
 
-async def _messages(client: Client) -> list[Observation]:
-    return [
-        msgspec.json.decode(m.data, type=ObservationAdded).observation
-        async for m in client.stream(EVENTS_STREAM).read(subject=SUBJECTS)
-    ]
-
-
-async def _gone(client: Client, stream: str) -> bool:
-    try:
-        await client.stream(stream).info()
-    except FunctionError as err:
-        return err.code == "NOT_FOUND"
-    return False
-
-
 async def test_a_data_dir_written_before_serves_the_same_records_and_search_results(
     client: Client, spawn: Any, old_dir: Path, tmp_path: Path
 ) -> None:
@@ -70,15 +50,15 @@ async def test_a_data_dir_written_before_serves_the_same_records_and_search_resu
         "SEARCH_INDEX_DIR": str(tmp_path / "search"), "HOME": str(tmp_path / "home"),
         "AGENTMEMORY_INBOX_DIR": str(tmp_path / "inbox"),
     })  # fmt: skip
-    assert await _gone(client, f"KV_{OBSERVATIONS_BUCKET}")
-    assert await _gone(client, "KV_mem_dedup")
+    assert await gone(client, f"KV_{OBSERVATIONS_BUCKET}")
+    assert await gone(client, "KV_mem_dedup")
     for oid, record in expected["observations"].items():
         got = await client.call("mem::observation", {"id": oid}, timeout=10)
         assert got["observation"] == record, oid
     with pytest.raises(FunctionError) as err:
         await client.call("mem::observation", {"id": expected["forgotten"]}, timeout=10)
     assert err.value.code == "NOT_FOUND"
-    stored = await _messages(client)
+    stored = await messages(client)
     assert sorted(o.id for o in stored) == sorted(expected["observations"])  # one each
     for sid, ids in expected["sessions"].items():
         got = await client.call("mem::observations", {"sessionId": sid}, timeout=10)
@@ -101,4 +81,4 @@ async def test_a_data_dir_written_before_serves_the_same_records_and_search_resu
     for i in (0, 5, 59):  # 5 was forgotten
         assert (await client.call("mem::observe", payload(i), timeout=10))["status"] == "duplicate"
     assert (await client.call("mem::observe", payload(60), timeout=10))["status"] == "accepted"
-    assert len(await _messages(client)) == len(stored) + 1
+    assert len(await messages(client)) == len(stored) + 1
