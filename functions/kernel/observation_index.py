@@ -61,6 +61,11 @@ _encode_watermark = msgspec.json.Encoder().encode
 _decode_watermark = msgspec.json.Decoder(Watermark).decode
 
 
+def _retrieved(fut: asyncio.Future[Block | None]) -> None:
+    if not fut.cancelled():
+        fut.exception()
+
+
 def key_of(obs_id: str) -> str:
     """An id as the index (and the KV bucket before it) keys it."""
     return kv_key(obs_id)
@@ -113,6 +118,9 @@ class ObservationIndex:
 
     def __init__(self, bucket: Bucket) -> None:
         self.bucket = bucket
+        self._queued: dict[str, asyncio.Future[Block | None]] = {}
+        """Blocks `lookup` callers wait for, read together by `_read_queued`."""
+        self._reader: asyncio.Task[None] | None = None
 
     async def watermark(self) -> tuple[Watermark, int]:
         """The watermark and its revision (0: none written yet)."""
@@ -130,9 +138,48 @@ class ObservationIndex:
             return None
 
     async def lookup(self, key: str) -> int | None:
-        """The entry of one key (None: the blocks do not have it)."""
-        e: Entry[bytes] | None = await self.bucket.entry(shard_of(key), bytes)
-        return None if e is None else _decode_block(e.value).get(key)
+        """The entry of one key (None: the blocks do not have it).
+
+        Every create-once write asks this, so under concurrent writes the lookups share
+        requests: those made while a read is under way go together in the next one (one
+        batched get for many writers instead of a round trip each; alone, one get). A
+        lookup is answered by a read that starts after it was made."""
+        shard = shard_of(key)
+        fut = self._queued.get(shard)
+        if fut is None:
+            fut = self._queued[shard] = asyncio.get_running_loop().create_future()
+            # A waiter cancelled before the answer leaves no one to retrieve an error.
+            fut.add_done_callback(_retrieved)
+            if self._reader is None:
+                self._reader = asyncio.create_task(self._read_queued(), name="index-lookup")
+        block = await asyncio.shield(fut)
+        return None if block is None else block.get(key)
+
+    async def _read_queued(self) -> None:
+        batch: dict[str, asyncio.Future[Block | None]] = {}
+        try:
+            while self._queued:
+                batch, self._queued = self._queued, {}
+                shards = list(batch)
+                entries: list[Entry[bytes] | None]
+                try:
+                    if len(shards) == 1:
+                        entries = [await self.bucket.entry(shards[0], bytes)]
+                    else:
+                        entries = await self.bucket.entries(shards, bytes)
+                except Exception as exc:
+                    for f in batch.values():
+                        if not f.done():
+                            f.set_exception(exc)
+                    continue
+                for s, e in zip(shards, entries, strict=True):
+                    if not batch[s].done():
+                        batch[s].set_result(None if e is None else _decode_block(e.value))
+        finally:
+            self._reader = None
+            for f in [*batch.values(), *self._queued.values()]:
+                f.cancel()  # when the reader was cancelled (the process is going)
+            self._queued = {}
 
     async def lookup_with_mark(self, keys: list[str]) -> tuple[dict[str, int], Watermark]:
         """The entries the blocks hold for `keys`, and the watermark read with them (in one

@@ -260,3 +260,30 @@ async def test_an_observation_is_not_published_as_a_plain_event(client: Client) 
     st = await _store(client)
     with pytest.raises(TypeError):
         await st.publish(ObservationAdded(observation=_obs(1)))
+
+
+async def test_concurrent_lookups_share_requests_and_each_gets_its_own_answer(
+    client: Client,
+) -> None:
+    """Create-once writes look their id up in the index; made at once, the lookups go
+    together in a few batched reads, and each still answers for its own key (present,
+    absent, in a block it shares with another key or not), a cancelled one included."""
+    st = await _store(client)
+    for i in range(40):
+        assert await st.add_observation(_obs(i))
+    records = await ObservationRecords(client, events_stream(client)).open()
+    await records.folder.fold()
+    index = records.index
+    sent = client.nc.stats["out_msgs"]
+    stored = [f"obs_rec{i:06d}" for i in range(40)]
+    absent = [f"obs_none{i:06d}" for i in range(40)]
+    doomed = asyncio.ensure_future(index.lookup(absent[0]))
+    asks = [index.lookup(k) for k in stored + absent]
+    await asyncio.sleep(0)
+    doomed.cancel()
+    got = await asyncio.gather(*asks)
+    assert all(v is not None and v > 0 for v in got[:40])
+    assert got[40:] == [None] * 40
+    assert len(set(got[:40])) == 40  # each key its own sequence
+    assert client.nc.stats["out_msgs"] - sent <= 3  # 80 lookups, not 80 round trips
+    assert await index.lookup(stored[5]) == got[5]  # alone, later: still answered
