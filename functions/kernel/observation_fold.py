@@ -19,6 +19,7 @@ import asyncio
 import contextlib
 import logging
 import time
+import uuid
 from collections.abc import Callable
 
 import msgspec
@@ -41,6 +42,9 @@ STALE = 60.0
 the server's clock): well inside the duplicate window (120 s), which covers the rest (the
 store passes half its window)."""
 REFRESH = 20.0
+CLAIM_SECONDS = 10.0
+"""How long a fold behind the writes holds the claim if its process dies before giving it
+back (a fold takes well under a second)."""
 """An idle fold moves the watermark's time on when it is older than this."""
 
 
@@ -87,6 +91,7 @@ class Folder:
         self._lock = asyncio.Lock()
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self.owner = uuid.uuid4().hex
         self.folds = 0
         self.folded = 0
 
@@ -102,13 +107,29 @@ class Folder:
             await asyncio.sleep(FOLD_DELAY)
             self._wake.clear()
             try:
-                await self.fold()
+                await self._fold_behind()
             except Exception as exc:  # the bus is away: the next write (or fresh) retries
                 if self.client.nc.is_closed:
                     return  # the process is going
                 log.warning("folding observations into the index failed: %s", exc)
                 await asyncio.sleep(1.0)
                 self._wake.set()
+
+    async def _fold_behind(self) -> None:
+        """A fold behind this process's writes, when no other process is folding: two
+        replicas writing at once would each read and merge the same records. While the
+        other folds, this one tries again a delay later (the other folds what it finds,
+        these writes among them, or this one does next). `fresh` and explicit folds do not
+        wait for the claim: the folds stay exact when they overlap, only slower."""
+        now = await self.client.bus_time()
+        revision = await self.index.claim(self.owner, now, now + CLAIM_SECONDS)
+        if revision is None:
+            self._wake.set()
+            return
+        try:
+            await self.fold()
+        finally:
+            await self.index.unclaim(self.owner, revision)
 
     async def fresh(self) -> None:
         """Return once the watermark is recent enough for a create-once write to trust the

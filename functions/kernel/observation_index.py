@@ -18,6 +18,7 @@ a sequence <= `seq` and is in the blocks. Records after it (the tail) are folded
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import logging
 from collections.abc import Iterable
@@ -34,6 +35,9 @@ SHARDS = 1 << 16
 """Blocks the ids are hashed into: nats-server keeps ~150-270 B of state per key, so the
 index costs it at most ~10-17 MB; at 1M observations a block holds ~15 ids (~500 B)."""
 WATERMARK = "w"
+CLAIM = "f"
+"""Which process folds now (`Claim`): one at a time behind the writes, not each over the
+same records."""
 UPGRADE = "upgrade"
 """The progress of an old data dir's upgrade (functions/kernel/store_upgrade.py)."""
 WRITE_CHUNK = 256
@@ -59,6 +63,17 @@ class Watermark(msgspec.Struct, kw_only=True):
 
 _encode_watermark = msgspec.json.Encoder().encode
 _decode_watermark = msgspec.json.Decoder(Watermark).decode
+
+
+class Claim(msgspec.Struct, kw_only=True):
+    owner: str = ""
+    until: float = 0.0
+    """Epoch seconds, the server's clock: a claim its owner did not give back (it died
+    folding) lapses then."""
+
+
+_encode_claim = msgspec.json.Encoder().encode
+_decode_claim = msgspec.json.Decoder(Claim).decode
 
 
 def _retrieved(fut: asyncio.Future[Block | None]) -> None:
@@ -136,6 +151,25 @@ class ObservationIndex:
             return await self.bucket.compare_and_set(WATERMARK, _encode_watermark(mark), revision)
         except CasConflict:
             return None
+
+    async def claim(self, owner: str, now: float, until: float) -> int | None:
+        """Take the fold for `owner` until `until`: the claim's revision, or None when
+        another owner holds it (or took it first)."""
+        e: Entry[bytes] | None = await self.bucket.entry(CLAIM, bytes)
+        if e is not None:
+            held = _decode_claim(e.value)
+            if held.owner != owner and held.until > now:
+                return None
+        data = _encode_claim(Claim(owner=owner, until=until))
+        try:
+            return await self.bucket.compare_and_set(CLAIM, data, e.revision if e else 0)
+        except CasConflict:
+            return None
+
+    async def unclaim(self, owner: str, revision: int) -> None:
+        """Give the fold back (unless someone took it since: then it is theirs)."""
+        with contextlib.suppress(CasConflict):
+            await self.bucket.compare_and_set(CLAIM, _encode_claim(Claim(owner=owner)), revision)
 
     async def lookup(self, key: str) -> int | None:
         """The entry of one key (None: the blocks do not have it).

@@ -287,3 +287,34 @@ async def test_concurrent_lookups_share_requests_and_each_gets_its_own_answer(
     assert len(set(got[:40])) == 40  # each key its own sequence
     assert client.nc.stats["out_msgs"] - sent <= 3  # 80 lookups, not 80 round trips
     assert await index.lookup(stored[5]) == got[5]  # alone, later: still answered
+
+
+async def test_one_process_folds_behind_the_writes_at_a_time(client: Client) -> None:
+    """Two replicas writing at once would each fold the same records: the fold behind the
+    writes is claimed, given back after, and a claim whose holder died lapses."""
+    first = await ObservationRecords(client, events_stream(client)).open()
+    second = await ObservationRecords(client, events_stream(client)).open()
+    a, b = first.folder, second.folder
+    now = await client.bus_time()
+    held = await first.index.claim(a.owner, now, now + 10)
+    assert held is not None
+    assert await second.index.claim(b.owner, now, now + 10) is None
+    assert await first.index.claim(a.owner, now, now + 10) is not None  # its own: renewed
+    await _store(client)  # the stream
+    assert await second.add(_obs(1))  # its fold waits while the other holds the claim
+    await asyncio.sleep(0.6)
+    assert b.folds == 0
+    revision = await first.index.claim(a.owner, now, now + 10)
+    assert revision is not None
+    await first.index.unclaim(a.owner, revision)
+    for _ in range(50):
+        if b.folds:
+            break
+        await asyncio.sleep(0.1)
+    assert b.folds >= 1
+    # a holder that died: its claim lapses at `until`
+    assert await first.index.claim(a.owner, now, now - 1) is not None
+    later = await client.bus_time()
+    assert await second.index.claim(b.owner, later, later + 10) is not None
+    for r in (first, second):
+        await r.close()
