@@ -288,6 +288,10 @@ def observe_body(tag: str, i: int, rng: random.Random) -> dict[str, Any]:
     }
 
 
+def _exit_on_term(signum: int, _frame: object) -> None:
+    raise SystemExit(128 + signum)
+
+
 class Engine:
     """The default install as a user starts it, on a free port block and a temp data dir."""
 
@@ -300,6 +304,10 @@ class Engine:
         self.tmp = tmp
         self.config = config
         self.proc: subprocess.Popen[bytes] | None = None
+        if threading.current_thread() is threading.main_thread():
+            # A bench stopped with SIGTERM (kill, timeout) unwinds through its `finally`,
+            # which stops this engine: without it the engine and its workers outlived it.
+            signal.signal(signal.SIGTERM, _exit_on_term)
 
     def start(self) -> float:
         # BENCH_LOG_LEVEL=INFO keeps what the workers say of their start and stop.
