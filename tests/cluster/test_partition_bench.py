@@ -19,7 +19,7 @@ from tests.fixtures import ROOT
 OK, WHY = available()
 pytestmark = [
     pytest.mark.skipif(not OK, reason=WHY or "ok"),
-    # The bench runs about 160 s on 2 busy cores: past the suite's default 120 s.
+    # The bench runs about 180 s on 2 busy cores: past the suite's default 120 s.
     pytest.mark.timeout(600),
     pytest.mark.slow,
 ]
