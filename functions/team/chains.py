@@ -18,6 +18,9 @@ from functions.team.records import Chain, Resolution, Version
 
 CHAIN_WALK = 100
 """How many older versions a memory's root is looked for through (as memory_chain)."""
+SETTLE_ROUNDS = 8
+"""Times a settle works again when the chain moved under it (each round is a no-op once the
+records match the chain)."""
 
 
 def chain_key(root: str) -> str:
@@ -112,10 +115,22 @@ class Chains:
         record stored last kept the head it saw when it began."""
         if moved.chain is None:
             return
-        chain = await self.get(moved.chain.root)
-        after = chain.head() if chain is not None else None
-        if chain is None or after is None:
-            return
+        root = moved.chain.root
+        chain = await self.get(root)
+        for _ in range(SETTLE_ROUNDS):
+            after = chain.head() if chain is not None else None
+            if chain is None or after is None:
+                return
+            await self._settle_on(chain, after)
+            # Another applier may have moved the chain while this one worked from what it
+            # read, and this one's writes (a revive of the head it saw) may have landed
+            # after the other's: work again from the chain as it is now, until it holds.
+            again = await self.get(root)
+            if again == chain:
+                return
+            chain = again
+
+    async def _settle_on(self, chain: Chain, after: str) -> None:
         st = self.store
         for vid, v in chain.versions.items():
             if vid != after and not v.gone and await self._point(vid, after):

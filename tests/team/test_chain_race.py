@@ -1,7 +1,10 @@
 """Versions of one shared memory applied at the same time settle on one live head. A new
 member catches up on two peers' logs at once: each apply met a chain without the other's
 record, and the record stored last kept the head it had seen (on the team of three, the
-first version and a losing edit stayed live beside the resolved head)."""
+first version and a losing edit stayed live beside the resolved head). Also a settle that
+worked from a chain read before another version joined it: its revive of the head it saw
+landed after the other applier had pointed that version to the new head, leaving two live
+(found by a clean-clone run; the settle now works again until the chain holds still)."""
 
 from __future__ import annotations
 
@@ -19,6 +22,9 @@ from functions.team.log import TeamLog, shared_copy
 from functions.team.records import Shared, TeamItem
 
 TEAM = "dev-team"
+CHAINS = 200
+"""Chains raced: a stale settle showed in about one chain of 30-100 (a version revived after
+another applier had pointed it to the new head), so enough of them to see it every run."""
 
 
 class Jittered:
@@ -60,7 +66,7 @@ async def test_versions_applied_at_once_leave_only_the_head_live(client: Client)
     )
     bad: list[str] = []
     two_live: list[list[str]] = []
-    for n in range(30):
+    for n in range(CHAINS):
         root = Memory(id=f"m{n}", content="the deploy key rotates", version=1,
                       created_at="2026-12-01T10:00:00Z")  # fmt: skip
         # Two edits of the root made apart (a conflict) and one on top of the first.
