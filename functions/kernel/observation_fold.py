@@ -42,10 +42,10 @@ STALE = 60.0
 the server's clock): well inside the duplicate window (120 s), which covers the rest (the
 store passes half its window)."""
 REFRESH = 20.0
+"""An idle fold moves the watermark's time on when it is older than this."""
 CLAIM_SECONDS = 10.0
 """How long a fold behind the writes holds the claim if its process dies before giving it
 back (a fold takes well under a second)."""
-"""An idle fold moves the watermark's time on when it is older than this."""
 
 
 class _Id(msgspec.Struct):
